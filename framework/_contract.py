@@ -26,7 +26,7 @@ ChunkKind = Literal["text", "thinking", "tool_use", "stop"]
 
 
 class ContractError(Exception):
-    """A plugin or caller broke the host contract; the message names who, where and what to change."""
+    """A plugin or caller broke the host contract; the message says who, where, what to change."""
 
 
 class _Value(BaseModel):
@@ -66,14 +66,14 @@ class ContextBlock(_Value):
 
 
 class Continue(_Value):
-    """A request to keep the turn going (Claude Code's Stop block) with the reason the model reads."""
+    """A request to keep the turn going (Claude Code's Stop block) with a reason for the model."""
 
     reason: str
     by: str
 
 
 class StreamChunk(_Value):
-    """One piece of a streamed model step; a step ends with a `stop` chunk carrying `stop_reason`."""
+    """One piece of a streamed model step; a step ends with a `stop` chunk with `stop_reason`."""
 
     kind: ChunkKind
     text: str = ""
@@ -257,7 +257,7 @@ class CommandRun(Event):
 
 
 class Classic(Event):
-    """A raw harness hook payload with no modern equivalent (`classic.<Name>`). Result: `ClassicResult`."""
+    """A raw harness hook payload with no modern equivalent (`classic.<Name>`)."""
 
     kind: ClassVar[str] = "classic"
     result_type: ClassVar[type | None] = ClassicResult
@@ -289,18 +289,20 @@ EVENT_TYPES: Mapping[str, type[Event]] = {
 
 
 def event_type(name: str) -> type[Event]:
-    """The model of an event name (`tool.call`, `classic.Notification`, …); a clear error otherwise."""
+    """The model of an event name (`tool.call`, `classic.Stop`, …); a clear error otherwise."""
     if name.startswith("classic."):
         return Classic
     try:
         return EVENT_TYPES[name]
     except KeyError:
         known = ", ".join(sorted(EVENT_TYPES))
-        raise ContractError(f"unknown event {name!r}; known events: {known}, classic.<Name>") from None
+        raise ContractError(
+            f"unknown event {name!r}; known events: {known}, classic.<Name>"
+        ) from None
 
 
 def build_event(name: str, payload: Mapping[str, Any]) -> Event:
-    """Build an event from its name and a JSON-like payload (used by `hookchain try` and adapters)."""
+    """Build an event from its name and a JSON-like payload (`hookchain try`, adapters)."""
     cls = event_type(name)
     if cls is Classic and "hook_name" not in payload:
         payload = {"hook_name": name.removeprefix("classic."), "payload": dict(payload)}
@@ -308,7 +310,7 @@ def build_event(name: str, payload: Mapping[str, Any]) -> Event:
 
 
 def is_valid_result(event: Event, result: object) -> bool:
-    """Whether `result` has the result type of `event` (a stream for `turn.step`, None where none)."""
+    """Whether `result` is of the event's result type (a stream for `turn.step`, else None)."""
     expected = event.result_type
     if expected is not None:
         return isinstance(result, expected)
@@ -336,7 +338,7 @@ def neutral_result(event: Event, output: Any = "") -> Any:
     return None
 
 
-async def single_stop_stream(stop_reason: str) -> StepStream:  # type: ignore[misc]
+async def single_stop_stream(stop_reason: str) -> StepStream:
     """A step stream of one stop chunk (what a dry-run model step returns)."""
     yield StreamChunk(kind="stop", stop_reason=stop_reason)
 

@@ -1,0 +1,284 @@
+"""The engine port a handler receives: clock, ui, transcript, store, state, env, session, agents."""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+
+from framework._store import Store
+
+if TYPE_CHECKING:
+    from framework._contract import Event
+    from framework._host import Host
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One entry of a dispatch's audit: who (`by`) did what (`kind`) during which event.
+
+    Kinds: note, deny, drop, context, continue, reply, input, output, toast, transcript, status,
+    log, append.
+    """
+
+    by: str
+    kind: str
+    text: str
+    event: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentInfo:
+    """A subagent the session has seen."""
+
+    id: str
+    name: str | None = None
+    type: str | None = None
+
+
+class Clock(Protocol):
+    """Time for handlers: fakeable in tests."""
+
+    async def now(self) -> int:
+        """Milliseconds since the epoch."""
+        ...
+
+    async def sleep(self, ms: float) -> None: ...
+
+
+class SystemClock:
+    """The real clock."""
+
+    async def now(self) -> int:
+        return int(time.time() * 1000)
+
+    async def sleep(self, ms: float) -> None:
+        await anyio.sleep(ms / 1000)
+
+
+class FakeClock:
+    """A clock that moves only when told: `advance(ms)`, `set(ms)`; `stall()` makes `now` hang."""
+
+    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
+        self.ms = start_ms
+        self._stalled = False
+        self._moved = anyio.Event()
+
+    async def now(self) -> int:
+        if self._stalled:
+            await anyio.sleep_forever()
+        return self.ms
+
+    async def sleep(self, ms: float) -> None:
+        until = self.ms + ms
+        while self.ms < until or self._stalled:
+            moved = self._moved
+            await moved.wait()
+
+    def advance(self, ms: float) -> None:
+        self.set(int(self.ms + ms))
+
+    def set(self, ms: int) -> None:
+        self.ms = ms
+        moved, self._moved = self._moved, anyio.Event()
+        moved.set()
+
+    def stall(self, stalled: bool = True) -> None:
+        """A clock that never answers, to check that handlers give up instead of hanging."""
+        self._stalled = stalled
+        if not stalled:
+            self.set(self.ms)
+
+
+class _DispatchContext(Protocol):
+    actions: list[Action] | None
+    event_name: str
+
+
+current_dispatch: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "hookchain_dispatch", default=None
+)
+"""The dispatch running in this context (None outside one): where UI actions are recorded."""
+
+
+class SessionRuntime:
+    """Everything the host keeps for one live session."""
+
+    __slots__ = ("agents", "cwd", "engines", "harness_version", "id", "model", "pending")
+
+    def __init__(self, session_id: str) -> None:
+        self.id = session_id
+        self.cwd = ""
+        self.harness_version: str | None = None
+        self.model: str | None = None
+        self.engines: dict[str, Engine] = {}
+        self.pending: list[Action] = []
+        self.agents: dict[str, AgentInfo] = {}
+
+
+def record(runtime: SessionRuntime, action: Action) -> None:
+    """Record an action in the running dispatch's audit, or the session's pending list."""
+    dispatch = current_dispatch.get()
+    if dispatch is not None:
+        if dispatch.actions is None:
+            dispatch.actions = []
+        dispatch.actions.append(action)
+    else:
+        runtime.pending.append(action)
+
+
+def _event_name() -> str:
+    dispatch = current_dispatch.get()
+    return "" if dispatch is None else str(dispatch.event_name)
+
+
+class Ui:
+    """What the person sees: toasts, the status line, and the debug log."""
+
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def toast(self, text: str, *, timeout_ms: int | None = None) -> None:
+        self._engine._emit("toast", text)
+
+    def status(self, text: str) -> None:
+        self._engine._emit("status", text)
+
+    def log(self, text: str, *, level: str = "debug") -> None:
+        self._engine._host._log_for_plugin(self._engine.plugin, level, text)
+
+
+class Transcript:
+    """Lines in the person's transcript; never sent to the model."""
+
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def line(self, text: str) -> None:
+        self._engine._emit("transcript", text)
+
+
+class Env:
+    """Read-only environment variables."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: Mapping[str, str]) -> None:
+        self._values = values
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        return self._values.get(name, default)
+
+
+class Session:
+    """The session a handler runs in."""
+
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    @property
+    def id(self) -> str:
+        return self._engine._runtime.id
+
+    @property
+    def cwd(self) -> str:
+        return self._engine._runtime.cwd
+
+    @property
+    def harness_version(self) -> str | None:
+        return self._engine._runtime.harness_version
+
+    @property
+    def model(self) -> str | None:
+        return self._engine._runtime.model
+
+    async def append(self, text: str) -> None:
+        """Add a message for the model to the conversation."""
+        self._engine._emit("append", text)
+
+
+class Agents:
+    """The subagents this session has seen."""
+
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    async def list(self) -> list[AgentInfo]:
+        return list(self._engine._runtime.agents.values())
+
+
+class Commands:
+    """Slash commands a plugin answers through `command.run`."""
+
+    __slots__ = ("_engine",)
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def register(self, name: str, description: str) -> None:
+        self._engine._host.commands[name] = (self._engine.plugin, description)
+
+
+@dataclass(slots=True)
+class _SpawnRecord:
+    plugin: str
+    pending: set[Any] = field(default_factory=set)
+
+
+class Engine:
+    """The port between a plugin and the host, one per (session, plugin)."""
+
+    __slots__ = (
+        "_host",
+        "_runtime",
+        "agents",
+        "clock",
+        "commands",
+        "env",
+        "plugin",
+        "session",
+        "state",
+        "store",
+        "transcript",
+        "ui",
+    )
+
+    def __init__(self, host: Host, plugin: str, runtime: SessionRuntime) -> None:
+        self.plugin = plugin
+        self._host = host
+        self._runtime = runtime
+        self.clock: Clock = host.clock
+        self.ui = Ui(self)
+        self.transcript = Transcript(self)
+        self.store: Store = host.store.namespace(plugin)
+        self.state: Store = host.session_store(runtime.id).namespace(plugin)
+        self.env = Env(host.env)
+        self.session = Session(self)
+        self.agents = Agents(self)
+        self.commands = Commands(self)
+
+    def _emit(self, kind: str, text: str) -> None:
+        record(self._runtime, Action(by=self.plugin, kind=kind, text=text, event=_event_name()))
+
+    async def dispatch(
+        self, event: Event, terminal: Callable[[Any], Awaitable[Any]] | None = None
+    ) -> Any:
+        """Dispatch a plugin-originated event; handlers see `call_next.origin == self.plugin`."""
+        outcome = await self._host._dispatch_from(self.plugin, event, terminal)
+        return outcome.result
+
+    def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        """Run background work the host owns: awaited when the host closes, failures logged."""
+        self._host._spawn(self.plugin, fn, *args)

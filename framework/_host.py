@@ -1,0 +1,311 @@
+"""`Host`: loads plugins, opens the store, keeps sessions and runs each event's chain."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from framework._chain import ChainRunner, Dispatch, Registration, run_chain
+from framework._contract import (
+    ENGINE_ORIGIN,
+    ContractError,
+    Event,
+    SessionEnd,
+    SessionStart,
+    is_valid_result,
+    neutral_result,
+)
+from framework._engine import (
+    Action,
+    AgentInfo,
+    Clock,
+    Engine,
+    SessionRuntime,
+    SystemClock,
+    current_dispatch,
+)
+from framework._loading import (
+    LoadedPlugin,
+    entry_point_candidates,
+    explicit_candidates,
+    load_plugins,
+    make_plugin_manager,
+)
+from framework._settings import HostSettings, find_config, load_settings, read_config
+from framework._store import Store, StoreBackend, open_backend
+
+Terminal = Callable[[Any], Awaitable[Any]]
+_log = structlog.get_logger("hookchain.host")
+_plugin_log = structlog.get_logger("hookchain.plugin")
+
+
+class Outcome:
+    """What one dispatch gave: the result and the audit of who did what."""
+
+    __slots__ = ("actions", "result")
+
+    def __init__(self, result: Any, actions: list[Action]) -> None:
+        self.result = result
+        self.actions = actions
+
+    def __repr__(self) -> str:
+        return f"Outcome(result={self.result!r}, actions={self.actions!r})"
+
+
+async def _neutral_terminal(event: Event) -> Any:
+    return neutral_result(event)
+
+
+class Host:
+    """A plugin host. Use as `async with Host(...) as host:`; one `PluginManager` per instance."""
+
+    def __init__(
+        self,
+        *,
+        plugins: Sequence[Any] | None = None,
+        entry_points: bool = True,
+        settings: HostSettings | None = None,
+        store: str | StoreBackend | None = None,
+        clock: Clock | None = None,
+        env: Mapping[str, str] | None = None,
+        options: Mapping[str, Mapping[str, Any]] | None = None,
+        config: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._config = dict(config) if config is not None else read_config(find_config())
+        self.settings = settings if settings is not None else load_settings(self._config)
+        self.clock: Clock = clock if clock is not None else SystemClock()
+        self.env: Mapping[str, str] = env if env is not None else os.environ
+        self._store_spec = store if store is not None else self.settings.store
+        self._explicit = list(plugins or ())
+        self._entry_points = entry_points
+        self._options = options or {}
+        self.pm = make_plugin_manager()
+        self.plugins: list[LoadedPlugin] = []
+        self.commands: dict[str, tuple[str, str]] = {}
+        self.sessions: dict[str, SessionRuntime] = {}
+        self._chains: dict[str, tuple[Registration, ...]] = {}
+        self._runner = ChainRunner(
+            default_budget=self.settings.handler_budget, valid=is_valid_result
+        )
+        self._backend: StoreBackend | None = None
+        self._store: Store | None = None
+        self._task_group: TaskGroup | None = None
+        self._opened = False
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Host:
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def open(self) -> None:
+        """Open the store and load the plugins (what `async with` does on entry)."""
+        if self._opened:
+            return
+        spec = self._store_spec
+        self._backend = open_backend(spec) if isinstance(spec, str) else spec
+        self._store = Store(self._backend)
+        self.load()
+        self._task_group = anyio.create_task_group()
+        await self._task_group.__aenter__()
+        self._opened = True
+
+    async def aclose(self) -> None:
+        """Wait for background work, then close the store."""
+        if not self._opened:
+            return
+        self._opened = False
+        if self._task_group is not None:
+            await self._task_group.__aexit__(None, None, None)
+            self._task_group = None
+        if self._backend is not None and isinstance(self._store_spec, str):
+            await self._backend.aclose()
+
+    def load(self) -> list[LoadedPlugin]:
+        """Load every plugin on its own and build each event's chain once."""
+        if self.plugins:
+            return self.plugins
+        candidates = explicit_candidates(self._explicit)
+        if self._entry_points:
+            explicit_names = {candidate.name for candidate in candidates}
+            candidates += [c for c in entry_point_candidates() if c.name not in explicit_names]
+        options = {
+            name: {**table, **dict(self._options.get(name, {}))}
+            for name, table in self._config.items()
+            if isinstance(table, dict)
+        }
+        for name, values in self._options.items():
+            options.setdefault(name, dict(values))
+        self.plugins = load_plugins(
+            self.pm,
+            candidates,
+            only=self.settings.plugins,
+            disabled=self.settings.disable_plugins,
+            options=options,
+        )
+        by_event: dict[str, list[Registration]] = {}
+        for record in self.plugins:
+            for registration in record.registrations:
+                by_event.setdefault(registration.event, []).append(registration)
+        self._chains = {
+            event: tuple(sorted(regs, key=lambda reg: reg.sort_key))
+            for event, regs in by_event.items()
+        }
+        budgets = [self.settings.handler_budget] + [
+            reg.budget for regs in self._chains.values() for reg in regs if reg.budget
+        ]
+        self._runner.tick = min(0.25, max(0.002, min(budgets) / 4))
+        return self.plugins
+
+    # -- what plugins and tools see --------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            raise RuntimeError("the host is not open; use `async with Host(...)`")
+        return self._store
+
+    def session_store(self, session_id: str) -> Store:
+        """Per-session state: dropped at session.end, with a TTL as backstop."""
+        return Store(self.store.backend, f"session:{session_id}:", ttl=self.settings.session_ttl)
+
+    @property
+    def failures(self) -> Mapping[tuple[str, str], int]:
+        """Handler failures counted per (plugin, event)."""
+        return self._runner.failures
+
+    def chain(self, event_name: str) -> tuple[Registration, ...]:
+        """The registrations of an event, in chain order."""
+        return self._chains.get(event_name, ())
+
+    def chains(self) -> Mapping[str, tuple[Registration, ...]]:
+        return dict(self._chains)
+
+    def loaded(self) -> list[LoadedPlugin]:
+        return [record for record in self.plugins if record.status == "loaded"]
+
+    def take_pending(self, session_id: str) -> list[Action]:
+        """Actions plugins took outside any dispatch (e.g. while a stream was read)."""
+        runtime = self.sessions.get(session_id)
+        if runtime is None or not runtime.pending:
+            return []
+        pending, runtime.pending = runtime.pending, []
+        return pending
+
+    def note_agent(self, session_id: str, agent: AgentInfo) -> None:
+        self._session(session_id).agents[agent.id] = agent
+
+    def engine(self, plugin: str, session_id: str = "default") -> Engine:
+        """The engine a plugin sees in a session (for tools and tests)."""
+        return self._session(session_id).engines[plugin]
+
+    # -- dispatch ----------------------------------------------------------------------------------
+
+    async def dispatch(self, event: Event, terminal: Terminal | None = None) -> Outcome:
+        """Run the event's chain from the harness, ending in `terminal` (or the neutral result)."""
+        return await self._dispatch_from(ENGINE_ORIGIN, event, terminal)
+
+    async def _dispatch_from(self, origin: str, event: Event, terminal: Terminal | None) -> Outcome:
+        if not self._opened:
+            raise RuntimeError("the host is not open; use `async with Host(...)`")
+        parent = current_dispatch.get()
+        depth = 0 if parent is None else parent.depth + 1
+        if depth >= self.settings.max_dispatch_depth:
+            raise ContractError(
+                f"plugin {origin!r} dispatched {event.name} {depth} levels deep; nested dispatches "
+                f"stop at {self.settings.max_dispatch_depth} (HOOKCHAIN_MAX_DISPATCH_DEPTH): "
+                "a handler is probably dispatching the event it handles"
+            )
+        runtime = self.sessions.get(event.session_id)
+        if runtime is None:
+            runtime = self._session(event.session_id)
+        if isinstance(event, SessionStart):
+            runtime.cwd = event.cwd or runtime.cwd
+            runtime.harness_version = event.harness_version
+            runtime.model = event.model
+        agent_id = getattr(event, "agent_id", None)
+        if agent_id is not None and agent_id not in runtime.agents:
+            runtime.agents[agent_id] = AgentInfo(id=agent_id)
+        dispatch = Dispatch(
+            self._runner,
+            origin,
+            runtime.engines,
+            terminal or _neutral_terminal,
+            event.name,
+            depth,
+        )
+        chain = self._chains.get(event.name, ())
+        token = current_dispatch.set(dispatch)
+        self._runner.started(dispatch)
+        try:
+            if isinstance(event, SessionEnd):
+                result = await self._run_session_end(dispatch, chain, event)
+            else:
+                result = await run_chain(dispatch, chain, 0, event)
+        finally:
+            self._runner.finished(dispatch)
+            current_dispatch.reset(token)
+        if isinstance(event, SessionEnd) and depth == 0:
+            await self._close_session(runtime)
+        return Outcome(result, dispatch.actions or [])
+
+    async def _run_session_end(
+        self, dispatch: Dispatch, chain: tuple[Registration, ...], event: SessionEnd
+    ) -> Any:
+        budget = self.settings.session_end_budget
+        with anyio.move_on_after(budget) as scope:
+            return await run_chain(dispatch, chain, 0, event)
+        if scope.cancelled_caught:
+            _log.warning("session.end handlers overran their shared budget", budget_s=budget)
+        return None
+
+    def _session(self, session_id: str) -> SessionRuntime:
+        runtime = self.sessions.get(session_id)
+        if runtime is None:
+            runtime = SessionRuntime(session_id)
+            for record in self.plugins:
+                if record.status == "loaded":
+                    runtime.engines[record.name] = Engine(self, record.name, runtime)
+            self.sessions[session_id] = runtime
+        return runtime
+
+    async def _close_session(self, runtime: SessionRuntime) -> None:
+        self.sessions.pop(runtime.id, None)
+        try:
+            await self.store.backend.clear(f"session:{runtime.id}:")
+        except Exception as error:  # the TTL backstop still drops it
+            _log.warning("session state not dropped", error_type=type(error).__name__)
+
+    # -- background work and plugin logs ------------------------------------------------
+
+    def _spawn(self, plugin: str, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        if self._task_group is None:
+            raise RuntimeError("the host is not open; background work needs `async with Host(...)`")
+
+        async def guarded() -> None:
+            try:
+                await fn(*args)
+            except Exception as error:
+                _log.warning(
+                    "background work failed", plugin=plugin, error_type=type(error).__name__
+                )
+
+        self._task_group.start_soon(guarded)
+
+    def _log_for_plugin(self, plugin: str, level: str, text: str) -> None:
+        method = getattr(_plugin_log, level, _plugin_log.debug)
+        method(text, plugin=plugin)

@@ -1,0 +1,261 @@
+"""Plugin discovery and loading: each plugin on its own; a broken one is reported and skipped."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import pluggy
+import structlog
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+from pydantic import BaseModel, ValidationError
+from pydantic_settings import BaseSettings
+
+from framework._chain import Registration, make_registration
+from framework._contract import CONTRACT_VERSION, FailMode
+from framework._hookspecs import PROJECT, HookSpecs
+from framework._settings import explain
+
+ENTRY_POINT_GROUP = "hookchain.plugins"
+_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+_log = structlog.get_logger("hookchain.loading")
+
+
+@dataclass(frozen=True, slots=True)
+class PluginInfo:
+    """What a plugin module declares as `plugin = PluginInfo(...)`."""
+
+    name: str
+    contract: str
+    options: type[BaseModel] | None = None
+    description: str = ""
+
+
+Status = Literal["loaded", "failed", "incompatible", "disabled"]
+
+
+@dataclass(slots=True)
+class LoadedPlugin:
+    """A plugin the host tried to load, with what happened."""
+
+    name: str
+    module: str
+    distribution: str | None = None
+    version: str | None = None
+    contract: str | None = None
+    description: str = ""
+    status: Status = "loaded"
+    error: str | None = None
+    options: Any = None
+    registrations: list[Registration] = field(default_factory=list)
+    obj: Any = None
+
+    def label(self) -> str:
+        dist = f"dist {self.distribution} {self.version}" if self.distribution else "not installed"
+        return f"plugin {self.name!r} ({dist})"
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A plugin to try: from an entry point or passed explicitly."""
+
+    name: str
+    module: str
+    load: Callable[[], Any]
+    distribution: str | None = None
+    version: str | None = None
+
+
+def env_prefix(plugin_name: str) -> str:
+    """`loop-breaker` → `LOOP_BREAKER_`."""
+    return plugin_name.upper().replace("-", "_") + "_"
+
+
+def entry_point_candidates() -> list[Candidate]:
+    """Every `hookchain.plugins` entry point, sorted by name (install order never matters)."""
+    found = []
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        dist = entry.dist
+        found.append(
+            Candidate(
+                name=entry.name,
+                module=entry.value,
+                load=entry.load,
+                distribution=None if dist is None else dist.metadata["Name"],
+                version=None if dist is None else dist.version,
+            )
+        )
+    return sorted(found, key=lambda candidate: candidate.name)
+
+
+def _constant(obj: Any) -> Callable[[], Any]:
+    return lambda: obj
+
+
+def explicit_candidates(objects: Iterable[Any]) -> list[Candidate]:
+    candidates = []
+    for obj in objects:
+        info = getattr(obj, "plugin", None)
+        name = info.name if isinstance(info, PluginInfo) else getattr(obj, "__name__", repr(obj))
+        module = getattr(obj, "__name__", type(obj).__name__)
+        candidates.append(Candidate(name=name, module=module, load=_constant(obj)))
+    return candidates
+
+
+class PluginLoadError(Exception):
+    """Why one plugin was skipped."""
+
+    status: Status = "failed"
+
+
+class ContractMismatch(PluginLoadError):
+    """The plugin's contract range excludes the host's contract version."""
+
+    status: Status = "incompatible"
+
+
+def load_plugins(
+    pm: pluggy.PluginManager,
+    candidates: Sequence[Candidate],
+    *,
+    only: Sequence[str],
+    disabled: Sequence[str],
+    options: Mapping[str, Mapping[str, Any]],
+    first_sequence: int = 0,
+) -> list[LoadedPlugin]:
+    """Load each candidate on its own; a failure skips that plugin and is recorded, never raised."""
+    loaded: list[LoadedPlugin] = []
+    names: set[str] = set()
+    sequence = [first_sequence]
+    for candidate in candidates:
+        record = LoadedPlugin(
+            name=candidate.name,
+            module=candidate.module,
+            distribution=candidate.distribution,
+            version=candidate.version,
+        )
+        loaded.append(record)
+        if (only and candidate.name not in only) or candidate.name in disabled:
+            record.status = "disabled"
+            continue
+        try:
+            _load_one(pm, candidate, record, names, options, sequence)
+        except PluginLoadError as error:
+            record.status = error.status
+            record.error = str(error)
+            record.registrations = []
+            _log.error("plugin not loaded", plugin=record.name, reason=record.error)
+    return loaded
+
+
+def _load_one(
+    pm: pluggy.PluginManager,
+    candidate: Candidate,
+    record: LoadedPlugin,
+    names: set[str],
+    options: Mapping[str, Mapping[str, Any]],
+    sequence: list[int],
+) -> None:
+    label = record.label()
+    try:
+        obj = candidate.load()
+    except Exception as error:
+        raise PluginLoadError(
+            f"error loading {label}: cannot import {candidate.module}: "
+            f"{type(error).__name__}: {error}"
+        ) from error
+    info = getattr(obj, "plugin", None)
+    if not isinstance(info, PluginInfo):
+        raise PluginLoadError(
+            f"error loading {label}: {candidate.module} has no `plugin = PluginInfo(...)`; "
+            "declare the plugin's name and contract range"
+        )
+    record.name = info.name
+    record.contract = info.contract
+    record.description = info.description
+    label = record.label()
+    if not _NAME.match(info.name):
+        raise PluginLoadError(f"error loading {label}: the name must be kebab-case (loop-breaker)")
+    if info.name in names:
+        raise PluginLoadError(f"error loading {label}: another plugin already has this name")
+    try:
+        supported = SpecifierSet(info.contract)
+    except InvalidSpecifier:
+        raise PluginLoadError(
+            f"error loading {label}: contract range {info.contract!r} is not a version specifier "
+            "(write e.g. '>=1,<2')"
+        ) from None
+    if Version(CONTRACT_VERSION) not in supported:
+        raise ContractMismatch(
+            f"error loading {label}: it supports contract {info.contract} but this host speaks "
+            f"contract {CONTRACT_VERSION}; install a version of the plugin for contract "
+            f"{CONTRACT_VERSION} or a hookchain that speaks {info.contract}"
+        )
+    record.options = _options(info, label, options.get(info.name, {}))
+    try:
+        pm.register(obj, name=info.name)
+    except (pluggy.PluginValidationError, ValueError) as error:
+        raise PluginLoadError(f"error loading {label}: {error}") from error
+    registrations: list[Registration] = []
+
+    def on(
+        event: str,
+        handler: Any,
+        *,
+        match: Mapping[str, Any] | None = None,
+        order: int = 0,
+        fail: FailMode = "open",
+        budget: float | None = None,
+    ) -> Registration:
+        registration = make_registration(
+            plugin=info.name,
+            event=event,
+            handler=handler,
+            match=match,
+            order=order,
+            fail=fail,
+            budget=budget,
+            sequence=sequence[0],
+        )
+        sequence[0] += 1
+        registrations.append(registration)
+        return registration
+
+    try:
+        for impl in pm.hook.register.get_hookimpls():
+            if impl.plugin is obj:
+                impl.function(on=on, options=record.options)
+    except Exception as error:
+        pm.unregister(obj)
+        raise PluginLoadError(
+            f"error loading {label}: its register() raised {type(error).__name__}: {error}"
+        ) from error
+    names.add(info.name)
+    record.registrations = registrations
+    record.obj = obj
+
+
+def _options(info: PluginInfo, label: str, overrides: Mapping[str, Any]) -> Any:
+    if info.options is None:
+        return None
+    prefix = env_prefix(info.name)
+    try:
+        if issubclass(info.options, BaseSettings):
+            # pydantic-settings takes the prefix at construction: the name decides it.
+            return info.options(_env_prefix=prefix, **overrides)
+        return info.options(**overrides)
+    except ValidationError as error:
+        raise PluginLoadError(
+            f"error loading {label}: bad options: {explain(error, prefix)}"
+        ) from None
+
+
+def make_plugin_manager() -> pluggy.PluginManager:
+    """A fresh manager per host: there is no global one."""
+    pm = pluggy.PluginManager(PROJECT)
+    pm.add_hookspecs(HookSpecs)
+    return pm

@@ -1,0 +1,312 @@
+"""Persistent key-value stores: one async interface, backends chosen by URL."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.to_thread
+
+
+class StoreError(Exception):
+    """A store could not be opened or could not answer; the message names backend and cause."""
+
+
+@runtime_checkable
+class StoreBackend(Protocol):
+    """What a backend provides. Keys are plain strings; values are JSON-compatible."""
+
+    url: str
+
+    async def get(self, key: str) -> Any | None: ...
+
+    async def set(self, key: str, value: Any, *, ttl: float | None = None) -> None: ...
+
+    async def delete(self, key: str) -> None: ...
+
+    async def keys(self, prefix: str = "") -> list[str]: ...
+
+    async def update(
+        self, key: str, fn: Callable[[Any | None], Any], *, ttl: float | None = None
+    ) -> Any: ...
+
+    async def clear(self, prefix: str = "") -> int: ...
+
+    async def aclose(self) -> None: ...
+
+
+def _encode(value: Any) -> str:
+    try:
+        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+    except (TypeError, ValueError) as error:
+        raise StoreError(f"store values must be JSON-compatible: {error}") from None
+
+
+class MemoryBackend:
+    """A process-local store for tests and replays; values are copied in and out as JSON."""
+
+    def __init__(self) -> None:
+        self.url = "memory://"
+        self._data: dict[str, tuple[str, float | None]] = {}
+
+    def _live(self, key: str) -> str | None:
+        entry = self._data.get(key)
+        if entry is None:
+            return None
+        text, expires = entry
+        if expires is not None and expires <= time.time():
+            del self._data[key]
+            return None
+        return text
+
+    async def get(self, key: str) -> Any | None:
+        text = self._live(key)
+        return None if text is None else json.loads(text)
+
+    async def set(self, key: str, value: Any, *, ttl: float | None = None) -> None:
+        self._data[key] = (_encode(value), None if ttl is None else time.time() + ttl)
+
+    async def delete(self, key: str) -> None:
+        self._data.pop(key, None)
+
+    async def keys(self, prefix: str = "") -> list[str]:
+        return sorted(k for k in list(self._data) if k.startswith(prefix) and self._live(k))
+
+    async def update(
+        self, key: str, fn: Callable[[Any | None], Any], *, ttl: float | None = None
+    ) -> Any:
+        # No await between read and write: atomic within the event loop.
+        text = self._live(key)
+        new = fn(None if text is None else json.loads(text))
+        self._data[key] = (_encode(new), None if ttl is None else time.time() + ttl)
+        return new
+
+    async def clear(self, prefix: str = "") -> int:
+        doomed = [k for k in self._data if k.startswith(prefix)]
+        for key in doomed:
+            del self._data[key]
+        return len(doomed)
+
+    async def aclose(self) -> None:
+        return None
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS kv (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    expires_at REAL
+) WITHOUT ROWID
+"""
+
+
+class SQLiteBackend:
+    """A SQLite file in WAL mode, safe for many processes at once; updates in BEGIN IMMEDIATE."""
+
+    def __init__(self, path: Path, *, busy_timeout_ms: int = 10_000) -> None:
+        self.url = f"sqlite:///{path}"
+        self.path = path
+        self._lock = threading.Lock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fresh = not path.exists()
+            # isolation_level=None: transactions are ours (BEGIN IMMEDIATE), not the module's.
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            if fresh:
+                os.chmod(path, 0o600)
+            self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._db.execute(_SCHEMA)
+        except (OSError, sqlite3.Error) as error:
+            raise StoreError(f"cannot open SQLite store {path}: {error}") from error
+
+    async def _run(self, fn: Callable[[], Any]) -> Any:
+        def locked() -> Any:
+            with self._lock:
+                try:
+                    return fn()
+                except sqlite3.Error as error:
+                    raise StoreError(f"SQLite store {self.path}: {error}") from error
+
+        return await anyio.to_thread.run_sync(locked)
+
+    async def get(self, key: str) -> Any | None:
+        def read() -> Any | None:
+            row = self._db.execute(
+                "SELECT value FROM kv WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)",
+                (key, time.time()),
+            ).fetchone()
+            return None if row is None else json.loads(row[0])
+
+        return await self._run(read)
+
+    async def set(self, key: str, value: Any, *, ttl: float | None = None) -> None:
+        text = _encode(value)
+        expires = None if ttl is None else time.time() + ttl
+        await self._run(
+            lambda: self._db.execute(
+                "INSERT INTO kv (key, value, expires_at) VALUES (?, ?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value, "
+                "expires_at = excluded.expires_at",
+                (key, text, expires),
+            )
+        )
+
+    async def delete(self, key: str) -> None:
+        await self._run(lambda: self._db.execute("DELETE FROM kv WHERE key = ?", (key,)))
+
+    async def keys(self, prefix: str = "") -> list[str]:
+        def read() -> list[str]:
+            rows = self._db.execute(
+                "SELECT key FROM kv WHERE substr(key, 1, ?) = ? "
+                "AND (expires_at IS NULL OR expires_at > ?) ORDER BY key",
+                (len(prefix), prefix, time.time()),
+            ).fetchall()
+            return [row[0] for row in rows]
+
+        result: list[str] = await self._run(read)
+        return result
+
+    async def update(
+        self, key: str, fn: Callable[[Any | None], Any], *, ttl: float | None = None
+    ) -> Any:
+        def transact() -> Any:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                now = time.time()
+                row = self._db.execute(
+                    "SELECT value FROM kv WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)",
+                    (key, now),
+                ).fetchone()
+                new = fn(None if row is None else json.loads(row[0]))
+                self._db.execute(
+                    "INSERT INTO kv (key, value, expires_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value, "
+                    "expires_at = excluded.expires_at",
+                    (key, _encode(new), None if ttl is None else now + ttl),
+                )
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            return new
+
+        return await self._run(transact)
+
+    async def clear(self, prefix: str = "") -> int:
+        def remove() -> int:
+            cursor = self._db.execute(
+                "DELETE FROM kv WHERE substr(key, 1, ?) = ?", (len(prefix), prefix)
+            )
+            return cursor.rowcount
+
+        count: int = await self._run(remove)
+        return count
+
+    async def purge_expired(self) -> int:
+        """Drop expired rows (the TTL backstop for per-session state)."""
+
+        def remove() -> int:
+            cursor = self._db.execute(
+                "DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?", (time.time(),)
+            )
+            return cursor.rowcount
+
+        count: int = await self._run(remove)
+        return count
+
+    async def aclose(self) -> None:
+        await self._run(self._db.close)
+
+
+def open_backend(url: str) -> StoreBackend:
+    """Open the backend a URL names: `memory://`, `sqlite:///abs/path`, `redis://host:port/db`."""
+    scheme = urlsplit(url).scheme
+    if scheme == "memory":
+        return MemoryBackend()
+    if scheme == "sqlite":
+        raw = url.removeprefix("sqlite://")
+        if not raw or raw == "/":
+            raise StoreError(f"store URL {url!r} has no path; use sqlite:///absolute/path.db")
+        return SQLiteBackend(Path(raw).expanduser())
+    if scheme in {"redis", "rediss"}:
+        try:
+            from framework._redis_store import RedisBackend
+        except ImportError as error:
+            raise StoreError(
+                f"the redis backend needs the 'redis' package ({error}); "
+                "pip install 'hookchain[redis]'"
+            ) from None
+        return RedisBackend.from_url(url)
+    raise StoreError(
+        f"unknown store URL scheme {scheme!r} in HOOKCHAIN_STORE; "
+        "accepted: memory://, sqlite:///path, redis://host:port/db"
+    )
+
+
+class Store:
+    """A namespaced view of a backend: what `engine.store` and `engine.state` are."""
+
+    __slots__ = ("_backend", "_prefix", "_ttl")
+
+    def __init__(
+        self, backend: StoreBackend, prefix: str = "", *, ttl: float | None = None
+    ) -> None:
+        self._backend = backend
+        self._prefix = prefix
+        self._ttl = ttl
+
+    @property
+    def backend(self) -> StoreBackend:
+        return self._backend
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
+
+    def namespace(self, name: str) -> Store:
+        """A view whose keys live under `name:` inside this one."""
+        return Store(self._backend, f"{self._prefix}{name}:", ttl=self._ttl)
+
+    async def get(self, key: str, default: Any = None) -> Any:
+        value = await self._backend.get(self._prefix + key)
+        return default if value is None else value
+
+    async def set(self, key: str, value: Any, *, ttl: float | None = None) -> None:
+        await self._backend.set(self._prefix + key, value, ttl=self._ttl if ttl is None else ttl)
+
+    async def delete(self, key: str) -> None:
+        await self._backend.delete(self._prefix + key)
+
+    async def keys(self, prefix: str = "") -> list[str]:
+        cut = len(self._prefix)
+        return [k[cut:] for k in await self._backend.keys(self._prefix + prefix)]
+
+    async def update(
+        self,
+        key: str,
+        fn: Callable[[Any], Any],
+        *,
+        default: Any = None,
+        ttl: float | None = None,
+    ) -> Any:
+        """Atomically replace the value with `fn(current)`; `fn` may run more than once."""
+
+        def apply(current: Any | None) -> Any:
+            return fn(default if current is None else current)
+
+        return await self._backend.update(
+            self._prefix + key, apply, ttl=self._ttl if ttl is None else ttl
+        )
+
+    async def clear(self, prefix: str = "") -> int:
+        return await self._backend.clear(self._prefix + prefix)

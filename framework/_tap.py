@@ -1,0 +1,113 @@
+"""`tap`: watch a model step's stream without changing, reordering or holding back a chunk."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from types import TracebackType
+from typing import Any
+
+import structlog
+
+from framework._contract import StreamChunk
+
+_log = structlog.get_logger("hookchain.tap")
+
+
+class Tap:
+    """An async generator look-alike over a stream: chunks pass through at once, in order.
+
+    `asend`, `athrow` and `aclose` are forwarded to the stream below when it has them. A callback
+    that raises is logged once and switched off; the stream goes on.
+    """
+
+    __slots__ = ("_below", "_broken", "_ended", "_on_chunk", "_on_end", "_on_error")
+
+    def __init__(
+        self,
+        below: AsyncIterator[StreamChunk],
+        on_chunk: Callable[[StreamChunk], Any] | None,
+        on_end: Callable[[], Any] | None,
+        on_error: Callable[[BaseException], Any] | None,
+    ) -> None:
+        self._below = below
+        self._on_chunk = on_chunk
+        self._on_end = on_end
+        self._on_error = on_error
+        self._ended = False
+        self._broken: set[str] = set()
+
+    def __aiter__(self) -> Tap:
+        return self
+
+    async def __anext__(self) -> StreamChunk:
+        return await self._step(self._below.__anext__)
+
+    async def asend(self, value: Any) -> StreamChunk:
+        asend = getattr(self._below, "asend", None)
+        if asend is None:
+            return await self._step(self._below.__anext__)
+        return await self._step(lambda: asend(value))
+
+    async def athrow(
+        self,
+        error: type[BaseException] | BaseException,
+        value: object = None,
+        traceback: TracebackType | None = None,
+    ) -> StreamChunk:
+        athrow = getattr(self._below, "athrow", None)
+        if athrow is None:
+            raise error if isinstance(error, BaseException) else error()
+        return await self._step(lambda: athrow(error))
+
+    async def aclose(self) -> None:
+        aclose = getattr(self._below, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+    async def _step(self, pull: Callable[[], Any]) -> StreamChunk:
+        try:
+            chunk: StreamChunk = await pull()
+        except StopAsyncIteration:
+            self._finish()
+            raise
+        except BaseException as error:
+            if self._on_error is not None and isinstance(error, Exception):
+                self._call("on_error", self._on_error, error)
+            raise
+        if self._on_chunk is not None:
+            self._call("on_chunk", self._on_chunk, chunk)
+        return chunk
+
+    def _finish(self) -> None:
+        if not self._ended:
+            self._ended = True
+            if self._on_end is not None:
+                self._call("on_end", self._on_end)
+
+    def _call(self, name: str, callback: Callable[..., Any], *args: Any) -> None:
+        if name in self._broken:
+            return
+        try:
+            callback(*args)
+        except Exception as error:
+            self._broken.add(name)
+            _log.warning(
+                "stream tap callback failed; stream goes on without it",
+                callback=name,
+                error_type=type(error).__name__,
+            )
+
+
+def tap(
+    stream: AsyncIterator[StreamChunk],
+    *,
+    on_chunk: Callable[[StreamChunk], Any] | None = None,
+    on_end: Callable[[], Any] | None = None,
+    on_error: Callable[[BaseException], Any] | None = None,
+) -> Tap:
+    """Wrap a `turn.step` stream: callbacks see each chunk right after it is pulled.
+
+    The chunk is returned to the caller right after `on_chunk` returns; callbacks are synchronous
+    so no chunk ever waits on a plugin's own async work (start that with `engine.spawn`).
+    """
+    return Tap(stream, on_chunk, on_end, on_error)
