@@ -1,0 +1,1 @@
+"""refusal-watch: makes every model refusal visible the moment it streams."""
