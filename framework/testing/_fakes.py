@@ -1,0 +1,228 @@
+"""A recording engine port for driving one handler directly: memory or stalled store and clock."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+
+__all__ = ["FakeEngine", "MemoryStore", "StalledClock", "StalledStore", "TickingClock"]
+
+
+class TickingClock:
+    """A clock that only moves when told; `sleep` moves it at once so handlers never wait."""
+
+    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
+        self.ms = start_ms
+
+    async def now(self) -> int:
+        return self.ms
+
+    async def sleep(self, ms: float) -> None:
+        self.ms += int(ms)
+        await anyio.lowlevel.checkpoint()
+
+    def advance(self, ms: float) -> None:
+        self.ms += int(ms)
+
+
+class StalledClock:
+    """A clock that never answers: a handler that waits on it must give up on its own."""
+
+    async def now(self) -> int:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def sleep(self, ms: float) -> None:
+        await anyio.sleep_forever()
+
+
+class MemoryStore:
+    """The `Store` interface over a dict; values round-trip through JSON like the real backends."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, str] = {}
+
+    async def get(self, key: str, default: Any = None) -> Any:
+        await anyio.lowlevel.checkpoint()
+        raw = self.data.get(key)
+        return default if raw is None else json.loads(raw)
+
+    async def set(self, key: str, value: Any, *, ttl: float | None = None) -> None:
+        await anyio.lowlevel.checkpoint()
+        self.data[key] = json.dumps(value)
+
+    async def delete(self, key: str) -> None:
+        await anyio.lowlevel.checkpoint()
+        self.data.pop(key, None)
+
+    async def keys(self, prefix: str = "") -> list[str]:
+        await anyio.lowlevel.checkpoint()
+        return sorted(k for k in self.data if k.startswith(prefix))
+
+    async def update(
+        self, key: str, fn: Callable[[Any], Any], *, default: Any = None, ttl: float | None = None
+    ) -> Any:
+        current = await self.get(key, default)
+        value = fn(copy.deepcopy(current))
+        self.data[key] = json.dumps(value)
+        return value
+
+    async def clear(self, prefix: str = "") -> int:
+        doomed = await self.keys(prefix)
+        for key in doomed:
+            del self.data[key]
+        return len(doomed)
+
+
+class StalledStore(MemoryStore):
+    """A store that never answers (a locked database, a dead redis)."""
+
+    async def get(self, key: str, default: Any = None) -> Any:
+        await anyio.sleep_forever()
+
+    async def set(self, key: str, value: Any, *, ttl: float | None = None) -> None:
+        await anyio.sleep_forever()
+
+    async def delete(self, key: str) -> None:
+        await anyio.sleep_forever()
+
+    async def keys(self, prefix: str = "") -> list[str]:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def update(
+        self, key: str, fn: Callable[[Any], Any], *, default: Any = None, ttl: float | None = None
+    ) -> Any:
+        await anyio.sleep_forever()
+
+    async def clear(self, prefix: str = "") -> int:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+
+@dataclass(slots=True)
+class _Recorder:
+    """Keeps every toast, status, log line, transcript line and appended message, in order."""
+
+    entries: list[tuple[str, str]] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[str]:
+        return [text for entry_kind, text in self.entries if entry_kind == kind]
+
+
+class _Ui:
+    def __init__(self, recorder: _Recorder) -> None:
+        self._recorder = recorder
+
+    def toast(self, text: str, *, timeout_ms: int | None = None) -> None:
+        self._recorder.entries.append(("toast", text))
+
+    def status(self, text: str) -> None:
+        self._recorder.entries.append(("status", text))
+
+    def log(self, text: str, *, level: str = "debug") -> None:
+        self._recorder.entries.append(("log", text))
+
+
+class _Transcript:
+    def __init__(self, recorder: _Recorder) -> None:
+        self._recorder = recorder
+
+    def line(self, text: str) -> None:
+        self._recorder.entries.append(("transcript", text))
+
+
+class _Env:
+    def __init__(self, values: Mapping[str, str]) -> None:
+        self._values = values
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        return self._values.get(name, default)
+
+
+class _Session:
+    def __init__(self, session_id: str, recorder: _Recorder) -> None:
+        self.id = session_id
+        self.cwd = "/project"
+        self.harness_version: str | None = "2.0.0"
+        self.model: str | None = "model-under-test"
+        self._recorder = recorder
+
+    async def append(self, text: str) -> None:
+        self._recorder.entries.append(("append", text))
+
+
+class _Agents:
+    async def list(self) -> list[Any]:
+        return []
+
+
+class _Commands:
+    def __init__(self) -> None:
+        self.registered: dict[str, str] = {}
+
+    def register(self, name: str, description: str) -> None:
+        self.registered[name] = description
+
+
+class FakeEngine:
+    """The engine port with the same attributes as the host's, recording everything it is told.
+
+    `dispatch` answers with `dispatched` (default: the event's neutral result) and `spawn` keeps
+    the work until `drain()` runs it, so a check sees spawned work inside its own scope.
+    """
+
+    def __init__(
+        self,
+        plugin: str,
+        *,
+        session_id: str = "default",
+        clock: Any = None,
+        store: Any = None,
+        state: Any = None,
+        env: Mapping[str, str] | None = None,
+        dispatched: Callable[[Any], Awaitable[Any]] | None = None,
+    ) -> None:
+        self.plugin = plugin
+        self.recorder = _Recorder()
+        self.clock = clock if clock is not None else TickingClock()
+        self.store = store if store is not None else MemoryStore()
+        self.state = state if state is not None else MemoryStore()
+        self.ui = _Ui(self.recorder)
+        self.transcript = _Transcript(self.recorder)
+        self.env = _Env(env if env is not None else {})
+        self.session = _Session(session_id, self.recorder)
+        self.agents = _Agents()
+        self.commands = _Commands()
+        self.dispatched_events: list[Any] = []
+        self._dispatched = dispatched
+        self._spawned: list[tuple[Callable[..., Awaitable[Any]], tuple[Any, ...]]] = []
+
+    @classmethod
+    def stalled(cls, plugin: str, **kwargs: Any) -> FakeEngine:
+        """An engine whose clock and stores never answer."""
+        return cls(
+            plugin, clock=StalledClock(), store=StalledStore(), state=StalledStore(), **kwargs
+        )
+
+    async def dispatch(self, event: Any, terminal: Any = None) -> Any:
+        from framework import neutral_result
+
+        self.dispatched_events.append(event)
+        if self._dispatched is not None:
+            return await self._dispatched(event)
+        return neutral_result(event)
+
+    def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+        self._spawned.append((fn, args))
+
+    async def drain(self) -> None:
+        """Run the spawned work, in order, the way the host would before closing."""
+        while self._spawned:
+            fn, args = self._spawned.pop(0)
+            await fn(*args)
