@@ -1,0 +1,46 @@
+# hookchain: `make demo` replays example sessions through every plugin; `make test` runs every check.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PLUGINS := $(sort $(dir $(wildcard plugins/*/pyproject.toml)))
+PLUGIN_TESTS := $(wildcard plugins/*/tests)
+# Each plugin folder holds a package of the same name: plugins/loop_breaker/loop_breaker.
+PLUGIN_PACKAGES := $(foreach p,$(PLUGINS),$(p)$(notdir $(patsubst %/,%,$(p))))
+STAMP := $(VENV)/.installed
+
+.PHONY: install test lint typecheck pytest demo bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Reinstall when any package definition changes; the host first so plugins find it installed.
+$(STAMP): $(BIN)/python pyproject.toml $(wildcard plugins/*/pyproject.toml)
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	for plugin in $(PLUGINS); do $(BIN)/python -m pip install --quiet -e "$${plugin}[test]" || exit 1; done
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: install
+	$(BIN)/ruff check framework tests benchmarks examples plugins
+	$(BIN)/ruff format --check framework tests benchmarks examples plugins
+
+typecheck: install
+	$(BIN)/mypy
+	$(if $(PLUGIN_PACKAGES),$(BIN)/mypy $(PLUGIN_PACKAGES))
+
+pytest: install
+	$(BIN)/python -m pytest -q tests $(PLUGIN_TESTS)
+
+test: lint typecheck pytest
+
+demo: install
+	$(BIN)/hookchain replay examples/transcripts
+
+bench: install
+	$(BIN)/python benchmarks/dispatch.py
+	for script in $(filter-out benchmarks/dispatch.py,$(wildcard benchmarks/*.py)) $(wildcard plugins/*/benchmarks/*.py); do $(BIN)/python $$script || exit 1; done
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
