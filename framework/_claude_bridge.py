@@ -1,0 +1,356 @@
+"""One Claude Code hook call in, one answer out: sessions, turns and suspended `tool.call` chains.
+
+Both transports (the Unix-socket client and HTTP hooks) hand raw payload bytes to `ClaudeBridge`,
+so they share the same chains and the same suspended calls.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from framework import _claude_map as cmap
+from framework._contract import (
+    ContextResult,
+    PromptResult,
+    StreamChunk,
+    ToolCall,
+    ToolResult,
+    TurnComplete,
+    TurnResult,
+    TurnStart,
+    TurnStep,
+)
+from framework._host import Host, Outcome
+
+_log = structlog.get_logger("hookchain.claude")
+
+TRANSCRIPT_TAIL_BYTES = 64 * 1024
+DEFAULT_SUSPEND_TIMEOUT_S = 3600.0
+STREAM_READ_TIMEOUT_S = 5.0
+TURN_EVENTS = frozenset({"UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure"})
+
+
+@dataclass(slots=True)
+class _Suspended:
+    """A `tool.call` chain held at its terminal until the tool's result arrives."""
+
+    call: ToolCall
+    reached: anyio.Event = field(default_factory=anyio.Event)
+    resumed: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    at_terminal: bool = False
+    final_input: Mapping[str, Any] | None = None
+    tool_result: ToolResult | None = None
+    outcome: Outcome | None = None
+    scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    keys: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _SessionState:
+    first_seen: float
+    last_seen: float
+    events: int = 0
+    turns: int = 0
+    in_turn: bool = False
+
+
+def _transcript_tail(payload: Mapping[str, Any]) -> list[bytes]:
+    """The last lines of the session's transcript; none when absent or not a regular file."""
+    if isinstance(payload.get("last_assistant_message"), str):
+        return []
+    path = payload.get("transcript_path")
+    if not isinstance(path, str) or not path.endswith(".jsonl"):
+        return []
+    try:
+        with Path(path).open("rb") as handle:
+            size = handle.seek(0, 2)
+            handle.seek(max(0, size - TRANSCRIPT_TAIL_BYTES))
+            data = handle.read()
+    except OSError:
+        return []
+    lines = data.splitlines()
+    return lines[1:] if size > TRANSCRIPT_TAIL_BYTES else lines
+
+
+async def _step_stream(last_message: str | None, stop_reason: str) -> AsyncIterator[StreamChunk]:
+    if last_message:
+        yield StreamChunk(kind="text", text=last_message)
+    yield StreamChunk(kind="stop", stop_reason=stop_reason)
+
+
+class ClaudeBridge:
+    """Turns Claude Code hook payloads into host dispatches and their outcomes into answers."""
+
+    def __init__(
+        self,
+        host: Host,
+        task_group: TaskGroup,
+        *,
+        suspend_timeout: float = DEFAULT_SUSPEND_TIMEOUT_S,
+    ) -> None:
+        self.host = host
+        self._task_group = task_group
+        self.suspend_timeout = suspend_timeout
+        self._suspended: dict[str, deque[_Suspended]] = {}
+        self._sessions: dict[str, _SessionState] = {}
+        self.started = time.time()
+        self.served = 0
+        self.payload_errors = 0
+        self.dispatch_errors = 0
+        self.replays = 0
+        self.cancelled_calls = 0
+
+    # -- what `hookchain status` shows --
+
+    @property
+    def suspended_count(self) -> int:
+        return sum(len(queue) for queue in self._suspended.values())
+
+    def status(self) -> dict[str, Any]:
+        failures = self.host.failures
+        return {
+            "uptime_s": round(time.time() - self.started, 1),
+            "sessions": len(self._sessions),
+            "events_served": self.served,
+            "suspended_calls": self.suspended_count,
+            "replayed_calls": self.replays,
+            "cancelled_calls": self.cancelled_calls,
+            "payload_errors": self.payload_errors,
+            "dispatch_errors": self.dispatch_errors,
+            "handler_failures": sum(failures.values()),
+            "plugins": [
+                {"name": p.name, "version": p.version, "status": p.status}
+                for p in self.host.plugins
+            ],
+        }
+
+    # -- one hook call --
+
+    async def answer(self, raw: bytes, event_hint: str | None = None) -> cmap.HookAnswer:
+        """The answer to one hook call; bad input or a failing chain fails open, never raises."""
+        self.served += 1
+        try:
+            payload = cmap.parse_payload(raw, event_hint or None)
+            return await self._answer(payload)
+        except cmap.PayloadError as error:
+            self.payload_errors += 1
+            return cmap.payload_error_answer(error)
+        except Exception as error:  # a chain failure must never block Claude Code
+            self.dispatch_errors += 1
+            _log.warning("hook dispatch failed", error_type=type(error).__name__)
+            return cmap.HookAnswer(stderr=f"hookchain: hook failed ({type(error).__name__})\n")
+
+    async def _answer(self, payload: dict[str, Any]) -> cmap.HookAnswer:
+        name: str = payload["hook_event_name"]
+        session = self._touch(payload["session_id"])
+        if name in TURN_EVENTS or (name == "Stop" and not session.in_turn):
+            await self._maybe_start_turn(payload["session_id"], session)
+        if name == "PreToolUse":
+            return await self._pre_tool_use(payload)
+        if name in ("PostToolUse", "PostToolUseFailure"):
+            return await self._post_tool_use(payload)
+        if name == "UserPromptSubmit":
+            return await self._prompt(payload)
+        if name == "SessionStart":
+            return await self._session_start(payload)
+        if name in cmap.STOP_EVENTS:
+            return await self._stop(payload, session)
+        if name == "SessionEnd":
+            return await self._session_end(payload)
+        outcome = await self.host.dispatch(cmap.classic(payload))
+        return cmap.classic_answer(outcome.result, outcome.actions)
+
+    def _touch(self, session_id: str) -> _SessionState:
+        now = time.time()
+        state = self._sessions.get(session_id)
+        if state is None:
+            state = self._sessions[session_id] = _SessionState(first_seen=now, last_seen=now)
+        state.last_seen = now
+        state.events += 1
+        return state
+
+    async def _maybe_start_turn(self, session_id: str, state: _SessionState) -> None:
+        if state.in_turn:
+            return
+        state.in_turn = True
+        state.turns += 1
+        await self.host.dispatch(
+            TurnStart(session_id=session_id, turn_id=self._turn_id(session_id))
+        )
+
+    def _turn_id(self, session_id: str) -> str:
+        state = self._sessions.get(session_id)
+        return f"{session_id}:{state.turns if state else 0}"
+
+    # -- tool calls --
+
+    async def _pre_tool_use(self, payload: Mapping[str, Any]) -> cmap.HookAnswer:
+        call = cmap.tool_call(payload)
+        pending = _Suspended(call=call)
+        self._park(call.tool_use_id, pending)
+        self._task_group.start_soon(self._run_suspended, pending)
+        await pending.reached.wait()
+        if pending.at_terminal:
+            if pending.final_input is not None and "tool_use_id" not in payload:
+                # Claude Code reports the input it ran, so an old payload's key follows the change.
+                key = cmap.input_key(call.session_id, call.tool, pending.final_input)
+                if key != call.tool_use_id:
+                    self._park(key, pending)
+            return cmap.pre_tool_use_answer(call, None, pending.final_input)
+        outcome = pending.outcome
+        if outcome is None or not isinstance(outcome.result, ToolResult):
+            return cmap.NO_ANSWER
+        return cmap.pre_tool_use_answer(call, outcome.result, None, outcome.actions)
+
+    def _park(self, key: str, pending: _Suspended) -> None:
+        self._suspended.setdefault(key, deque()).append(pending)
+        pending.keys.append(key)
+
+    def _unpark(self, pending: _Suspended) -> None:
+        for key in pending.keys:
+            queue = self._suspended.get(key)
+            if queue is None:
+                continue
+            if pending in queue:
+                queue.remove(pending)
+            if not queue:
+                del self._suspended[key]
+
+    async def _run_suspended(self, pending: _Suspended) -> None:
+        async def terminal(event: ToolCall) -> ToolResult:
+            pending.at_terminal = True
+            pending.final_input = event.input
+            pending.reached.set()
+            await pending.resumed.wait()
+            assert pending.tool_result is not None
+            return pending.tool_result
+
+        pending.scope.deadline = anyio.current_time() + self.suspend_timeout
+        try:
+            with pending.scope:
+                pending.outcome = await self.host.dispatch(pending.call, terminal=terminal)
+        except Exception as error:
+            self.dispatch_errors += 1
+            _log.warning("tool.call chain failed", error_type=type(error).__name__)
+        finally:
+            if pending.scope.cancelled_caught:
+                self.cancelled_calls += 1
+                _log.info("suspended tool call cancelled", tool=pending.call.tool)
+            self._unpark(pending)
+            pending.reached.set()
+            pending.done.set()
+
+    def _take_suspended(self, key: str) -> _Suspended | None:
+        for pending in self._suspended.get(key, ()):
+            if pending.at_terminal and not pending.resumed.is_set():
+                return pending
+        return None
+
+    async def _post_tool_use(self, payload: Mapping[str, Any]) -> cmap.HookAnswer:
+        name: str = payload["hook_event_name"]
+        recorded = cmap.tool_outcome(payload)
+        pending = self._take_suspended(cmap.call_key(payload))
+        if pending is None:
+            return await self._replay(name, payload, recorded)
+        pending.tool_result = recorded
+        pending.resumed.set()
+        await pending.done.wait()
+        outcome = pending.outcome
+        if outcome is None or not isinstance(outcome.result, ToolResult):
+            return cmap.NO_ANSWER
+        return cmap.post_tool_use_answer(name, outcome.result, outcome.actions)
+
+    async def _replay(
+        self, name: str, payload: Mapping[str, Any], recorded: ToolResult
+    ) -> cmap.HookAnswer:
+        """A result for a call this host never saw (it restarted): run the chain around it now."""
+        self.replays += 1
+        _log.debug(
+            "result for an unknown tool call: replaying its chain", tool=payload["tool_name"]
+        )
+
+        async def terminal(event: ToolCall) -> ToolResult:
+            return recorded
+
+        outcome = await self.host.dispatch(cmap.tool_call(payload), terminal=terminal)
+        if not isinstance(outcome.result, ToolResult):
+            return cmap.NO_ANSWER
+        return cmap.post_tool_use_answer(name, outcome.result, outcome.actions)
+
+    def cancel_session_calls(self, session_id: str) -> None:
+        for queue in list(self._suspended.values()):
+            for pending in list(queue):
+                if pending.call.session_id == session_id:
+                    pending.scope.cancel()
+
+    def cancel_all(self) -> None:
+        for queue in list(self._suspended.values()):
+            for pending in list(queue):
+                pending.scope.cancel()
+
+    # -- prompts, sessions, turns --
+
+    async def _context(self, session_id: str) -> tuple[ContextResult | None, list[Any]]:
+        outcome = await self.host.dispatch(cmap.prompt_context({"session_id": session_id}))
+        result = outcome.result if isinstance(outcome.result, ContextResult) else None
+        return result, list(outcome.actions)
+
+    async def _prompt(self, payload: Mapping[str, Any]) -> cmap.HookAnswer:
+        submitted = await self.host.dispatch(cmap.prompt_submit(payload))
+        result = submitted.result if isinstance(submitted.result, PromptResult) else None
+        if result is not None and result.drop is not None:
+            return cmap.prompt_answer(result, None, submitted.actions)
+        context, actions = await self._context(payload["session_id"])
+        return cmap.prompt_answer(result, context, [*submitted.actions, *actions])
+
+    async def _session_start(self, payload: Mapping[str, Any]) -> cmap.HookAnswer:
+        started = await self.host.dispatch(cmap.session_start(payload))
+        context, actions = await self._context(payload["session_id"])
+        return cmap.session_start_answer(context, [*started.actions, *actions])
+
+    async def _stop(self, payload: Mapping[str, Any], session: _SessionState) -> cmap.HookAnswer:
+        name: str = payload["hook_event_name"]
+        session_id: str = payload["session_id"]
+        is_main = name == "Stop"
+        tail = await anyio.to_thread.run_sync(_transcript_tail, payload)
+        agent = None if is_main else payload.get("agent_id")
+        turn_id = self._turn_id(session_id) if is_main else f"{session_id}:agent:{agent or '?'}"
+        turn = cmap.turn_complete(payload, turn_id, tail)
+        actions = await self._step(turn)
+        outcome = await self.host.dispatch(turn)
+        result = outcome.result if isinstance(outcome.result, TurnResult) else None
+        continued = result is not None and result.continuation is not None
+        if is_main and not (continued and not turn.stop_hook_active):
+            session.in_turn = False
+        return cmap.stop_answer(name, turn, result, [*actions, *outcome.actions])
+
+    async def _step(self, turn: TurnComplete) -> list[Any]:
+        """`turn.step` for the turn's last message, read to its end so stream watchers see it."""
+        step = TurnStep(session_id=turn.session_id, turn_id=turn.turn_id, agent_id=turn.agent_id)
+
+        async def terminal(event: TurnStep) -> AsyncIterator[StreamChunk]:
+            return _step_stream(turn.last_message, turn.reason)
+
+        outcome = await self.host.dispatch(step, terminal=terminal)
+        stream = outcome.result
+        with anyio.move_on_after(STREAM_READ_TIMEOUT_S):
+            async for _chunk in stream:
+                pass
+        return [*outcome.actions, *self.host.take_pending(turn.session_id)]
+
+    async def _session_end(self, payload: Mapping[str, Any]) -> cmap.HookAnswer:
+        session_id: str = payload["session_id"]
+        self.cancel_session_calls(session_id)
+        await self.host.dispatch(cmap.session_end(payload))
+        self._sessions.pop(session_id, None)
+        return cmap.NO_ANSWER

@@ -1,0 +1,337 @@
+"""The warm host behind `hookchain serve`: a per-user Unix-socket server that answers hook calls."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import stat
+import struct
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from importlib import import_module
+from pathlib import Path
+from types import ModuleType
+from typing import Any, BinaryIO
+
+import anyio
+import structlog
+from anyio.abc import SocketAttribute, SocketStream, TaskGroup
+
+from framework import _claude_map as cmap
+from framework import _client
+from framework._claude_bridge import DEFAULT_SUSPEND_TIMEOUT_S, ClaudeBridge
+from framework._host import Host
+
+_log = structlog.get_logger("hookchain.serve")
+
+MAX_REQUEST_BYTES = cmap.MAX_PAYLOAD_BYTES + 1024
+DEFAULT_IDLE_EXIT_S = 30 * 60.0
+LOCK_NAME = "host.lock"
+LOG_NAME = "host.log"
+_PEERCRED = struct.Struct("3i")
+
+
+class RuntimeDirError(RuntimeError):
+    """The runtime dir is not private to this user; the host refuses to use it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    """How a host runs; each field has a `HOOKCHAIN_*` environment variable."""
+
+    runtime_dir: Path
+    idle_exit_s: float = DEFAULT_IDLE_EXIT_S
+    suspend_timeout_s: float = DEFAULT_SUSPEND_TIMEOUT_S
+    plugin_modules: tuple[str, ...] = ()
+
+    @classmethod
+    def from_env(cls, environ: dict[str, str] | None = None) -> ServeOptions:
+        env = os.environ if environ is None else environ
+        modules = env.get("HOOKCHAIN_PLUGIN_MODULES", "")
+        return cls(
+            runtime_dir=Path(_client.runtime_dir({k.encode(): v.encode() for k, v in env.items()})),
+            idle_exit_s=float(env.get("HOOKCHAIN_IDLE_EXIT", DEFAULT_IDLE_EXIT_S)),
+            suspend_timeout_s=float(
+                env.get("HOOKCHAIN_SUSPEND_TIMEOUT", DEFAULT_SUSPEND_TIMEOUT_S)
+            ),
+            plugin_modules=tuple(m.strip() for m in modules.split(",") if m.strip()),
+        )
+
+    @property
+    def socket_path(self) -> Path:
+        return self.runtime_dir / _client.SOCKET_NAME
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create `path` 0700, or check an existing one is this user's and closed to others."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise RuntimeDirError(f"{path} is not a directory owned by this user; refusing to use it")
+    if info.st_mode & 0o077:
+        raise RuntimeDirError(f"{path} is open to other users (mode {info.st_mode & 0o777:o})")
+    return path
+
+
+def host_stamp() -> str:
+    """What a client must send to talk to this host: the protocol version and the client file."""
+    return f"{_client.VERSION} {_client.client_stamp(_client.__file__)}"
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The connecting process's uid (Linux SO_PEERCRED), or None where the OS does not tell."""
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    _pid, uid, _gid = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, option, _PEERCRED.size))
+    return int(uid)
+
+
+def encode_answer(answer: cmap.HookAnswer) -> bytes:
+    stderr = answer.stderr.encode()
+    return f"{answer.exit_code} {len(stderr)}\n".encode() + stderr + answer.stdout.encode()
+
+
+def load_plugin_modules(names: Sequence[str]) -> list[ModuleType]:
+    return [import_module(name) for name in names]
+
+
+class Server:
+    """One host per user: the socket, the bridge to the plugin host, idle exit and status."""
+
+    def __init__(self, options: ServeOptions, host: Host) -> None:
+        self.options = options
+        self.host = host
+        self.stamp = host_stamp()
+        self.bridge: ClaudeBridge | None = None
+        self.in_flight = 0
+        self.last_activity = time.monotonic()
+        self.refused_peers = 0
+        self._task_group: TaskGroup | None = None
+
+    def stop(self) -> None:
+        if self._task_group is not None:
+            self._task_group.cancel_scope.cancel()
+
+    def status(self) -> dict[str, Any]:
+        base: dict[str, Any] = {
+            "pid": os.getpid(),
+            "socket": str(self.options.socket_path),
+            "version": _client.VERSION,
+            "in_flight": self.in_flight,
+            "refused_peers": self.refused_peers,
+            "idle_exit_s": self.options.idle_exit_s,
+        }
+        if self.bridge is not None:
+            base.update(self.bridge.status())
+        return base
+
+    async def run(self) -> None:
+        """Serve until stopped, idle for too long, or replaced by a host of another version."""
+        path = self.options.socket_path
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        previous = os.umask(0o177)
+        try:
+            listener = await anyio.create_unix_listener(path)
+        finally:
+            os.umask(previous)
+        path.chmod(0o600)
+        identity = path.stat().st_ino
+        try:
+            async with anyio.create_task_group() as task_group, listener:
+                self._task_group = task_group
+                self.bridge = ClaudeBridge(
+                    self.host, task_group, suspend_timeout=self.options.suspend_timeout_s
+                )
+                task_group.start_soon(self._idle_watch)
+                await listener.serve(self._handle, task_group=task_group)
+        finally:
+            with contextlib.suppress(OSError):
+                if path.stat().st_ino == identity:
+                    path.unlink()
+
+    async def _idle_watch(self) -> None:
+        period = max(0.05, min(5.0, self.options.idle_exit_s / 10))
+        while True:
+            await anyio.sleep(period)
+            quiet = time.monotonic() - self.last_activity
+            busy = self.in_flight or (self.bridge is not None and self.bridge.suspended_count)
+            if quiet >= self.options.idle_exit_s and not busy:
+                _log.info("idle: host exits", idle_s=round(quiet))
+                self.stop()
+                return
+
+    async def _handle(self, stream: SocketStream) -> None:
+        self.in_flight += 1
+        self.last_activity = time.monotonic()
+        try:
+            async with stream:
+                raw_socket = stream.extra(SocketAttribute.raw_socket)
+                uid = peer_uid(raw_socket)
+                if uid is not None and uid != os.getuid():
+                    self.refused_peers += 1
+                    _log.warning("refused a connection from another user", uid=uid)
+                    return
+                request = await _read_request(stream)
+                if request is not None:
+                    answer, then_stop = await self._respond(request)
+                    await stream.send(answer)
+                    if then_stop:
+                        self.stop()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            pass  # the client went away (killed by Claude Code's timeout); nothing to answer
+        finally:
+            self.in_flight -= 1
+            self.last_activity = time.monotonic()
+
+    async def _respond(self, request: bytes) -> tuple[bytes, bool]:
+        """The answer's bytes, and whether the host stops once it is sent."""
+        head, _, body = request.partition(b"\n")
+        parts = head.decode(errors="replace").split(" ")
+        if len(parts) != 4 or parts[0] != _client.PROTOCOL:
+            return encode_answer(
+                cmap.HookAnswer(stderr="hookchain: unknown request format\n")
+            ), False
+        _, version, client_stamp, event = parts
+        if event == "@status":
+            return encode_answer(cmap.HookAnswer(stdout=json.dumps(self.status()))), False
+        if event == "@stop":
+            return encode_answer(cmap.HookAnswer(stdout='{"stopping": true}')), True
+        if f"{version} {client_stamp}" != self.stamp:
+            _log.info("client of another version: host restarts")
+            return b"R\n", True
+        assert self.bridge is not None
+        answer = await self.bridge.answer(body, None if event == "-" else event)
+        return encode_answer(answer), False
+
+
+async def _read_request(stream: SocketStream) -> bytes | None:
+    parts: list[bytes] = []
+    size = 0
+    while True:
+        try:
+            chunk = await stream.receive()
+        except anyio.EndOfStream:
+            return b"".join(parts)
+        size += len(chunk)
+        if size > MAX_REQUEST_BYTES:
+            await stream.send(
+                encode_answer(cmap.HookAnswer(stderr="hookchain: request too large\n"))
+            )
+            return None
+        parts.append(chunk)
+
+
+@contextlib.contextmanager
+def _exclusive_lock(runtime_dir: Path) -> Iterator[BinaryIO | None]:
+    """The host lock: held for the host's life, released by the kernel even on SIGKILL."""
+    fd = os.open(runtime_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    handle = os.fdopen(fd, "r+b")
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield None
+            return
+        yield handle
+    finally:
+        handle.close()
+
+
+def _log_to_file(runtime_dir: Path) -> None:
+    """A detached host has no terminal: its log goes to a private file in the runtime dir."""
+    fd = os.open(runtime_dir / LOG_NAME, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(fd, 2)
+    os.close(fd)
+
+
+def _configure_logging(host: Host) -> None:
+    with contextlib.suppress(ImportError):
+        from framework._logging import configure_logging
+
+        configure_logging(host.settings.log_level, json=True)
+
+
+async def serve(options: ServeOptions) -> int:
+    """Run a host in this process until it stops; 0 also when another host already runs."""
+    ensure_private_dir(options.runtime_dir)
+    with _exclusive_lock(options.runtime_dir) as lock:
+        if lock is None:
+            return 0
+        lock.truncate(0)
+        lock.write(str(os.getpid()).encode())
+        lock.flush()
+        if not sys.stderr.isatty():
+            _log_to_file(options.runtime_dir)
+        plugins = load_plugin_modules(options.plugin_modules)
+        async with Host(plugins=plugins) as host:
+            _configure_logging(host)
+            await Server(options, host).run()
+    return 0
+
+
+async def run_once(event: str, payload: bytes, options: ServeOptions) -> cmap.HookAnswer:
+    """`--no-daemon`: one hook call in this process; a suspended call is cancelled afterwards."""
+    plugins = load_plugin_modules(options.plugin_modules)
+    async with Host(plugins=plugins) as host, anyio.create_task_group() as task_group:
+        bridge = ClaudeBridge(host, task_group, suspend_timeout=options.suspend_timeout_s)
+        answer = await bridge.answer(payload, event or None)
+        bridge.cancel_all()
+    return answer
+
+
+def request_control(options: ServeOptions, op: str, timeout: float = 2.0) -> dict[str, Any] | None:
+    """Ask a running host for `@status` or `@stop`; None when no host answers."""
+    path = str(options.socket_path)
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(timeout)
+            sock.connect(path)
+            sock.sendall(f"{_client.PROTOCOL} - - {op}\n".encode())
+            sock.shutdown(socket.SHUT_WR)
+            data = b"".join(iter(lambda: sock.recv(65536), b""))
+    except OSError:
+        return None
+    head, _, rest = data.partition(b"\n")
+    fields = head.split(b" ")
+    if len(fields) != 2 or not fields[1].isdigit():
+        return None
+    body = rest[int(fields[1]) :]
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return None
+    return answer if isinstance(answer, dict) else None
+
+
+def stop_host(options: ServeOptions, wait_s: float = 5.0) -> bool:
+    """Stop the running host and wait until its lock is free; False when none was running."""
+    if request_control(options, "@stop") is None:
+        return False
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        with _exclusive_lock(options.runtime_dir) as lock:
+            if lock is not None:
+                return True
+        time.sleep(0.02)
+    return True
+
+
+def main(argv: Sequence[str]) -> None:
+    """Entry of the detached host and of `--no-daemon`, started by the stdlib-only client."""
+    mode = argv[0] if argv else "serve"
+    options = ServeOptions.from_env()
+    if mode == "once":
+        payload = sys.stdin.buffer.read()
+        answer = anyio.run(run_once, argv[1] if len(argv) > 1 else "", payload, options)
+        sys.stderr.write(answer.stderr)
+        sys.stdout.write(answer.stdout)
+        sys.stdout.flush()
+        raise SystemExit(answer.exit_code)
+    raise SystemExit(anyio.run(serve, options))
