@@ -1,0 +1,116 @@
+"""Append-only monthly JSONL files: one scrubbed line per write, user-private and their reader."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from observer._pii import scrub_value
+
+_MONTH_FILE = re.compile(r"^episodes-(\d{4})-(\d{2})\.jsonl$")
+_DIR_MODE = 0o700
+_FILE_MODE = 0o600
+
+
+class UnsafeLogPath(Exception):
+    """The log path is not a private regular file in a private directory of this user."""
+
+
+def month_file_name(ms: int) -> str:
+    """`episodes-YYYY-MM.jsonl` for the UTC month of `ms` (milliseconds since the epoch)."""
+    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return f"episodes-{moment:%Y-%m}.jsonl"
+
+
+def ensure_private_dir(directory: Path) -> None:
+    """Create `directory` (and parents) as 0700, or tighten an existing one this user owns."""
+    directory.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
+    info = directory.lstat()
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafeLogPath(f"{directory} is not a directory")
+    if info.st_uid != os.getuid():
+        raise UnsafeLogPath(f"{directory} belongs to another user")
+    if stat.S_IMODE(info.st_mode) != _DIR_MODE:
+        directory.chmod(_DIR_MODE)
+
+
+def encode_line(record: Mapping[str, Any]) -> bytes:
+    """One JSON line, every string scrubbed; JSON escapes keep any newline inside a value."""
+    text = json.dumps(
+        scrub_value(record), ensure_ascii=False, separators=(",", ":"), sort_keys=False
+    )
+    return (text + "\n").encode("utf-8")
+
+
+def append_line(path: Path, line: bytes) -> None:
+    """Append one complete line with a single `write` on an `O_APPEND` descriptor, then fsync.
+
+    The kernel positions and writes an `O_APPEND` write to a regular file as one step, so lines
+    from several processes never interleave; a short write is reported rather than continued,
+    because a second write could land after another process's line.
+    """
+    if not line.endswith(b"\n") or b"\n" in line[:-1]:
+        raise ValueError("a log line must be exactly one newline-terminated line")
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    descriptor = os.open(path, flags, _FILE_MODE)
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+            raise UnsafeLogPath(f"{path} is not a regular file of this user")
+        if stat.S_IMODE(info.st_mode) != _FILE_MODE:
+            os.fchmod(descriptor, _FILE_MODE)
+        written = os.write(descriptor, line)
+        if written != len(line):
+            raise OSError(f"short write to {path}: {written} of {len(line)} bytes")
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def append_record(data_dir: Path, record: Mapping[str, Any], ms: int) -> Path:
+    """Scrub and append `record` to the month file of `ms` under `data_dir`; returns the file."""
+    ensure_private_dir(data_dir)
+    path = data_dir / month_file_name(ms)
+    append_line(path, encode_line(record))
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class LogContents:
+    """Every parsed line of the log, oldest file first, and how many lines could not be read."""
+
+    records: tuple[dict[str, Any], ...]
+    unreadable_lines: int
+
+
+def log_files(data_dir: Path) -> list[Path]:
+    """The month files under `data_dir`, oldest first."""
+    if not data_dir.is_dir():
+        return []
+    return sorted(path for path in data_dir.iterdir() if _MONTH_FILE.match(path.name))
+
+
+def read_log(data_dir: Path) -> LogContents:
+    """All records of all month files; a torn or foreign line is counted, never guessed at."""
+    records: list[dict[str, Any]] = []
+    unreadable = 0
+    for path in log_files(data_dir):
+        with path.open("rb") as stream:
+            for raw in stream:
+                try:
+                    value = json.loads(raw)
+                except ValueError:
+                    unreadable += 1
+                    continue
+                if isinstance(value, dict) and isinstance(value.get("record"), str):
+                    records.append(value)
+                else:
+                    unreadable += 1
+    return LogContents(records=tuple(records), unreadable_lines=unreadable)

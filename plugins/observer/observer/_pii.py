@@ -1,0 +1,172 @@
+"""Replace personal data and credentials in strings with typed placeholders before writing."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    kind: str
+    pattern: re.Pattern[str]
+    replace: Callable[[re.Match[str]], str]
+
+
+def _placeholder(kind: str) -> Callable[[re.Match[str]], str]:
+    return lambda _match: f"[{kind}]"
+
+
+def _keep_prefix(kind: str) -> Callable[[re.Match[str]], str]:
+    return lambda match: f"{match.group('prefix')}[{kind}]"
+
+
+def _phone_or_keep(match: re.Match[str]) -> str:
+    # The digit count separates phone numbers from short codes and long identifiers.
+    digits = sum(char.isdigit() for char in match.group(0))
+    return "[PHONE]" if 8 <= digits <= 15 else match.group(0)
+
+
+def _secret_value_or_keep(match: re.Match[str]) -> str:
+    value = match.group("value")
+    # A bare number next to a "token"-like key is a count or a limit, not a credential.
+    if value.isdigit():
+        return match.group(0)
+    return f"{match.group('prefix')}[SECRET]"
+
+
+# Order matters: whole blocks and structured credentials go before the generic shapes that would
+# otherwise claim a part of them (an email inside URL credentials, a JWT behind "Bearer").
+_RULES: tuple[_Rule, ...] = (
+    _Rule(
+        "PRIVATE_KEY",
+        re.compile(
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|.*\Z)",
+            re.DOTALL,
+        ),
+        _placeholder("PRIVATE_KEY"),
+    ),
+    _Rule(
+        "URL_CREDENTIALS",
+        re.compile(r"(?P<prefix>\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^\s/?#@:]+:[^\s/?#@]+@"),
+        lambda match: f"{match.group('prefix')}[URL_CREDENTIALS]@",
+    ),
+    _Rule(
+        "SLACK_WEBHOOK",
+        re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+"),
+        _placeholder("SLACK_WEBHOOK"),
+    ),
+    _Rule(
+        "AUTH_HEADER",
+        re.compile(
+            r"(?P<prefix>\b(?:[Aa]uthorization|[Pp]roxy-[Aa]uthorization)\s*[:=]\s*[\"']?"
+            r"(?:[Bb]earer|[Bb]asic|[Tt]oken|[Dd]igest)?\s*)"
+            r"(?!(?:[Bb]earer|[Bb]asic|[Tt]oken|[Dd]igest)\b)[A-Za-z0-9._~+/=:-]{6,}"
+        ),
+        _keep_prefix("TOKEN"),
+    ),
+    _Rule(
+        "BEARER",
+        re.compile(r"(?P<prefix>\b[Bb]earer\s+)[A-Za-z0-9._~+/-]{8,}=*"),
+        _keep_prefix("TOKEN"),
+    ),
+    _Rule(
+        "JWT",
+        re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}"),
+        _placeholder("JWT"),
+    ),
+    _Rule(
+        "AWS_KEY",
+        re.compile(
+            r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AROA)[A-Z0-9]{16}(?![A-Za-z0-9])"
+        ),
+        _placeholder("AWS_KEY"),
+    ),
+    _Rule(
+        "GITHUB_TOKEN",
+        re.compile(
+            r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})"
+        ),
+        _placeholder("GITHUB_TOKEN"),
+    ),
+    _Rule(
+        "GITLAB_TOKEN",
+        re.compile(r"(?<![A-Za-z0-9])glpat-[A-Za-z0-9_-]{20,}"),
+        _placeholder("GITLAB_TOKEN"),
+    ),
+    _Rule(
+        "SLACK_TOKEN",
+        re.compile(r"(?<![A-Za-z0-9])xox[abposre]-[A-Za-z0-9-]{10,}"),
+        _placeholder("SLACK_TOKEN"),
+    ),
+    _Rule(
+        "API_KEY",
+        # Anthropic (sk-ant-…), OpenAI (sk-…, sk-proj-…), Stripe (sk_live_…), Google (AIza…).
+        re.compile(
+            r"(?<![A-Za-z0-9_-])(?:sk-(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}"
+            r"|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
+            r"|AIza[0-9A-Za-z_-]{35})"
+        ),
+        _placeholder("API_KEY"),
+    ),
+    _Rule(
+        "SECRET_ASSIGNMENT",
+        re.compile(
+            r"(?P<prefix>(?<![A-Za-z0-9])[\"']?[A-Za-z0-9_.-]*"
+            r"(?:api[_-]?key|apikey|secret|token|passw(?:or)?d|passwd|pwd|access[_-]?key|credential)"
+            r"[A-Za-z0-9_.-]*[\"']?\s*[:=]\s*[\"']?)(?P<value>[^\s\"',;]{6,})",
+            re.IGNORECASE,
+        ),
+        _secret_value_or_keep,
+    ),
+    _Rule(
+        "EMAIL",
+        re.compile(
+            r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"
+        ),
+        _placeholder("EMAIL"),
+    ),
+    _Rule(
+        "PHONE",
+        re.compile(
+            r"(?<![\w.+/-])\+\d{1,3}(?:[ .-]?\(?\d{1,4}\)?){1,5}(?:[ .-]?\d{2,4})(?![\w.-]*\d)"
+        ),
+        _phone_or_keep,
+    ),
+    _Rule(
+        "PHONE",
+        # National forms need a separator or parentheses, so a bare run of digits (an id, a
+        # millisecond timestamp) is never taken for a number.
+        re.compile(
+            r"(?<![\w.+/:-])(?:\(\d{2,4}\)[ .-]?\d{3}[ .-]\d{2,4}(?:[ .-]\d{2})?"
+            r"|\d{3}[ .-]\d{3}[ .-]\d{4}"
+            r"|[78][ -]?\(\d{3}\)[ -]?\d{3}[ -]?\d{2}[ -]?\d{2}"
+            r"|[78][ -]\d{3}[ -]\d{3}[ -]\d{2}[ -]\d{2})(?![\w.:-]*\d)"
+        ),
+        _phone_or_keep,
+    ),
+)
+
+PLACEHOLDER_KINDS: frozenset[str] = frozenset(rule.kind for rule in _RULES) | {"TOKEN", "SECRET"}
+"""Every kind of placeholder the filter writes, as `[KIND]`."""
+
+
+def scrub(text: str) -> str:
+    """`text` with emails, phone numbers, keys and tokens replaced by `[KIND]` placeholders."""
+    for rule in _RULES:
+        text = rule.pattern.sub(rule.replace, text)
+    return text
+
+
+def scrub_value(value: Any) -> Any:
+    """A JSON-like value with every string in it (keys included) passed through `scrub`."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, Mapping):
+        return {scrub(str(key)): scrub_value(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [scrub_value(item) for item in value]
+    return value

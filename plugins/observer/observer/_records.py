@@ -1,0 +1,125 @@
+"""The log's line types (schema v2): episodes, outcome lines and observer_error markers."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 2
+
+Provenance = Literal["user_directed_method", "autonomous"]
+OutcomeValue = Literal["success", "failure", "abandoned"]
+SizeBucket = Literal["none", "small", "medium", "large"]
+LengthBucket = Literal["empty", "short", "medium", "long"]
+
+NO_NODE = "none"
+"""The node of a turn that no skill, command or agent handled."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class DecisionProvenance(_Frozen):
+    """Who chose the node: the person (a dictated method) or the model on its own."""
+
+    provenance: Provenance
+    counterfactual: str | None = None
+    source: Literal["routing_tag", "prompt", "none"] = "none"
+
+
+class Environment(_Frozen):
+    """What the turn ran in; a field is None when the harness did not say."""
+
+    model: str | None = None
+    post_compaction: bool = False
+    session_turn: int = Field(ge=1)
+    parallel_session: bool = False
+    economy_level: str | None = None
+
+
+class TaskSize(_Frozen):
+    """How much work the turn did, counted from tool calls (never their content)."""
+
+    tool_calls: int = Field(ge=0)
+    edits: int = Field(ge=0)
+    files_touched: int = Field(ge=0)
+    bucket: SizeBucket
+
+
+class PromptSignal(_Frozen):
+    """Content-free facts about the person's prompt of the turn."""
+
+    length_bucket: LengthBucket
+    correction: bool = False
+    correction_cues: tuple[str, ...] = ()
+
+
+class Episode(_Frozen):
+    """One main-loop turn. Written once; its outcome is refined by later outcome lines."""
+
+    record: Literal["episode"] = "episode"
+    schema_version: Literal[2] = SCHEMA_VERSION
+    id: str
+    ts: str
+    session_id: str
+    turn_id: str
+    node: str
+    decision_provenance: DecisionProvenance
+    environment: Environment
+    task_size: TaskSize
+    task_ref: str | None = None
+    prompt_signal: PromptSignal
+    outcome: Literal["unknown"] = "unknown"
+
+
+class OutcomeLine(_Frozen):
+    """A later verdict on an episode; the newest line for an episode wins."""
+
+    record: Literal["outcome"] = "outcome"
+    schema_version: Literal[2] = SCHEMA_VERSION
+    episode_id: str
+    outcome: OutcomeValue
+    ts: str
+
+
+class ObserverErrorMarker(_Frozen):
+    """Written instead of an episode when the observer itself failed; names only the error type."""
+
+    record: Literal["observer_error"] = "observer_error"
+    schema_version: Literal[2] = SCHEMA_VERSION
+    ts: str
+    session_id: str | None = None
+    turn_id: str | None = None
+    stage: str
+    error_type: str
+
+
+def iso_timestamp(ms: int) -> str:
+    """Milliseconds since the epoch as an ISO 8601 UTC timestamp with millisecond precision."""
+    moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def size_bucket(tool_calls: int, files_touched: int) -> SizeBucket:
+    """A coarse size: none (no tools), small (≤ 5 calls, ≤ 2 files), medium (≤ 25, ≤ 10), large."""
+    if tool_calls == 0:
+        return "none"
+    if tool_calls <= 5 and files_touched <= 2:
+        return "small"
+    if tool_calls <= 25 and files_touched <= 10:
+        return "medium"
+    return "large"
+
+
+def length_bucket(length: int) -> LengthBucket:
+    """A prompt's length in characters as empty (0), short (< 80), medium (< 600) or long."""
+    if length == 0:
+        return "empty"
+    if length < 80:
+        return "short"
+    if length < 600:
+        return "medium"
+    return "long"

@@ -1,0 +1,216 @@
+"""Per-turn and per-session facts gathered from events, and the episode built from them."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from observer._records import (
+    NO_NODE,
+    DecisionProvenance,
+    Environment,
+    Episode,
+    PromptSignal,
+    TaskSize,
+    iso_timestamp,
+    length_bucket,
+    size_bucket,
+)
+from observer._routing import RoutingTag, dictated_method, is_node_name, slash_command
+
+_PATH_FIELDS = ("file_path", "notebook_path", "path")
+
+
+class PromptFacts(BaseModel):
+    """What the turn's prompt told us, kept without its text."""
+
+    model_config = ConfigDict(frozen=True)
+
+    length: int = 0
+    correction_cues: tuple[str, ...] = ()
+    dictated: str | None = None
+    command_node: str | None = None
+    task_ref: str | None = None
+
+
+class TurnFacts(BaseModel):
+    """Counters of the current main turn; stored as JSON in the session's state."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt: PromptFacts = PromptFacts()
+    tool_calls: int = 0
+    edits: int = 0
+    file_digests: tuple[str, ...] = ()
+    tool_nodes: tuple[str, ...] = ()
+    gate_fired_for: str | None = None
+
+
+class SessionFacts(BaseModel):
+    """What holds for the whole session: the turn count and what the harness said at start."""
+
+    model_config = ConfigDict(frozen=True)
+
+    turns: int = 0
+    model: str | None = None
+    post_compaction: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PromptRules:
+    """The configuration that reads a prompt."""
+
+    methods: tuple[str, ...]
+    method_patterns: tuple[str, ...]
+    correction_cues: tuple[str, ...]
+    task_ref_pattern: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRules:
+    """The configuration that reads a tool call's name and identifying fields."""
+
+    edit_tools: frozenset[str]
+    node_fields: Mapping[str, str]
+
+
+def _cue_found(prompt: str, cue: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(cue)}(?!\w)", prompt, re.IGNORECASE) is not None
+
+
+def read_prompt(text: str, rules: PromptRules) -> PromptFacts:
+    """The content-free facts of a prompt (its text is not kept)."""
+    task_ref = None
+    if rules.task_ref_pattern:
+        match = re.search(rules.task_ref_pattern, text)
+        task_ref = match.group(0)[:80] if match else None
+    return PromptFacts(
+        length=len(text),
+        correction_cues=tuple(cue for cue in rules.correction_cues if _cue_found(text, cue)),
+        dictated=dictated_method(text, rules.methods, rules.method_patterns),
+        command_node=slash_command(text),
+        task_ref=task_ref,
+    )
+
+
+def _digest(path: str) -> str:
+    # Only a short digest is kept, so the state store never holds the paths themselves.
+    return hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def count_tool_call(
+    facts: TurnFacts, tool: str, tool_input: Mapping[str, Any], rules: ToolRules
+) -> TurnFacts:
+    """`facts` with one more tool call counted."""
+    digests = list(facts.file_digests)
+    for field in _PATH_FIELDS:
+        value = tool_input.get(field)
+        if isinstance(value, str) and value:
+            digest = _digest(value)
+            if digest not in digests:
+                digests.append(digest)
+            break
+    nodes = facts.tool_nodes
+    node_field = rules.node_fields.get(tool)
+    if node_field is not None:
+        candidate = tool_input.get(node_field)
+        if isinstance(candidate, str) and is_node_name(candidate) and candidate not in nodes:
+            nodes = (*nodes, candidate)
+    return facts.model_copy(
+        update={
+            "tool_calls": facts.tool_calls + 1,
+            "edits": facts.edits + (1 if tool in rules.edit_tools else 0),
+            "file_digests": tuple(digests),
+            "tool_nodes": nodes,
+        }
+    )
+
+
+def choose_node(facts: TurnFacts, tag: RoutingTag | None) -> str:
+    """The handling node: the tag's, else the dictated method, command, tool, or none."""
+    for candidate in (
+        tag.node if tag else None,
+        facts.prompt.dictated,
+        facts.prompt.command_node,
+        *facts.tool_nodes[:1],
+    ):
+        if candidate:
+            return candidate
+    return NO_NODE
+
+
+def choose_provenance(facts: TurnFacts, tag: RoutingTag | None) -> DecisionProvenance:
+    """The tag when present; else a dictated method means the person chose; else autonomous."""
+    if tag is not None:
+        return DecisionProvenance(
+            provenance=tag.provenance, counterfactual=tag.counterfactual, source="routing_tag"
+        )
+    if facts.prompt.dictated is not None:
+        return DecisionProvenance(provenance="user_directed_method", source="prompt")
+    return DecisionProvenance(provenance="autonomous", source="none")
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeContext:
+    """Everything about a turn that does not come from its counters."""
+
+    episode_id: str
+    ms: int
+    session_id: str
+    turn_id: str
+    session_turn: int
+    parallel_session: bool
+    economy_level: str | None
+
+
+def build_episode(
+    facts: TurnFacts, session: SessionFacts, tag: RoutingTag | None, context: EpisodeContext
+) -> Episode:
+    """The schema v2 episode of a finished main turn."""
+    files = len(facts.file_digests)
+    return Episode(
+        id=context.episode_id,
+        ts=iso_timestamp(context.ms),
+        session_id=context.session_id,
+        turn_id=context.turn_id,
+        node=choose_node(facts, tag),
+        decision_provenance=choose_provenance(facts, tag),
+        environment=Environment(
+            model=session.model,
+            post_compaction=session.post_compaction,
+            session_turn=context.session_turn,
+            parallel_session=context.parallel_session,
+            economy_level=context.economy_level,
+        ),
+        task_size=TaskSize(
+            tool_calls=facts.tool_calls,
+            edits=facts.edits,
+            files_touched=files,
+            bucket=size_bucket(facts.tool_calls, files),
+        ),
+        task_ref=facts.prompt.task_ref,
+        prompt_signal=PromptSignal(
+            length_bucket=length_bucket(facts.prompt.length),
+            correction=bool(facts.prompt.correction_cues),
+            correction_cues=facts.prompt.correction_cues,
+        ),
+    )
+
+
+def other_live_sessions(
+    heartbeats: Mapping[str, int], session_id: str, now_ms: int, window_ms: int
+) -> bool:
+    """Whether another session was active within `window_ms` of `now_ms`."""
+    return any(
+        other != session_id and now_ms - seen <= window_ms for other, seen in heartbeats.items()
+    )
+
+
+def as_tuple(values: Iterable[str]) -> tuple[str, ...]:
+    """A tuple of the non-empty strings of `values`."""
+    return tuple(value for value in values if value)

@@ -1,0 +1,156 @@
+"""The append-only writer: private files, one scrubbed line per record, no torn lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from observer._log_file import (
+    UnsafeLogPath,
+    append_line,
+    append_record,
+    encode_line,
+    log_files,
+    month_file_name,
+    read_log,
+)
+
+JAN_2026_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+PACKAGE_ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_month_file_name_uses_the_utc_month() -> None:
+    assert month_file_name(JAN_2026_MS) == "episodes-2026-01.jsonl"
+    assert month_file_name(JAN_2026_MS - 1) == "episodes-2025-12.jsonl"
+
+
+def test_append_record_creates_private_dir_and_file(tmp_path: Path) -> None:
+    data_dir = tmp_path / "deep" / "observer"
+    path = append_record(data_dir, {"record": "episode", "id": "e1"}, JAN_2026_MS)
+    assert path == data_dir / "episodes-2026-01.jsonl"
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert json.loads(path.read_text()) == {"record": "episode", "id": "e1"}
+
+
+def test_existing_loose_permissions_are_tightened(tmp_path: Path) -> None:
+    data_dir = tmp_path / "observer"
+    data_dir.mkdir(mode=0o755)
+    data_dir.chmod(0o755)
+    target = data_dir / month_file_name(JAN_2026_MS)
+    target.write_text("")
+    target.chmod(0o644)
+    append_record(data_dir, {"record": "episode"}, JAN_2026_MS)
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_lines_are_appended_never_rewritten(tmp_path: Path) -> None:
+    for index in range(3):
+        append_record(tmp_path, {"record": "episode", "id": f"e{index}"}, JAN_2026_MS)
+    lines = (tmp_path / month_file_name(JAN_2026_MS)).read_text().splitlines()
+    assert [json.loads(line)["id"] for line in lines] == ["e0", "e1", "e2"]
+
+
+def test_every_string_is_scrubbed_before_writing(tmp_path: Path) -> None:
+    append_record(tmp_path, {"record": "episode", "task_ref": "mail bob@example.com"}, JAN_2026_MS)
+    text = (tmp_path / month_file_name(JAN_2026_MS)).read_text()
+    assert "bob@example.com" not in text
+    assert "[EMAIL]" in text
+
+
+def test_a_newline_inside_a_value_stays_on_one_line() -> None:
+    line = encode_line({"record": "episode", "note": "a\nb"})
+    assert line.count(b"\n") == 1
+
+
+def test_append_line_refuses_partial_or_multiple_lines(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        append_line(tmp_path / "x.jsonl", b"no newline")
+    with pytest.raises(ValueError):
+        append_line(tmp_path / "x.jsonl", b"two\nlines\n")
+
+
+def test_append_line_refuses_a_symlink(tmp_path: Path) -> None:
+    victim = tmp_path / "victim"
+    victim.write_text("")
+    link = tmp_path / "episodes-2026-01.jsonl"
+    link.symlink_to(victim)
+    with pytest.raises(OSError):
+        append_line(link, b"{}\n")
+    assert victim.read_text() == ""
+
+
+def test_data_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    not_a_dir = tmp_path / "observer"
+    not_a_dir.write_text("")
+    with pytest.raises((UnsafeLogPath, FileExistsError)):
+        append_record(not_a_dir, {"record": "episode"}, JAN_2026_MS)
+
+
+def test_read_log_counts_torn_and_foreign_lines(tmp_path: Path) -> None:
+    append_record(tmp_path, {"record": "episode", "id": "a"}, JAN_2026_MS)
+    path = tmp_path / month_file_name(JAN_2026_MS)
+    with path.open("ab") as stream:
+        stream.write(b'{"record": "epi\n[1, 2]\n')
+    append_record(tmp_path, {"record": "outcome", "id": "b"}, JAN_2026_MS - 1)
+    contents = read_log(tmp_path)
+    assert [record["id"] for record in contents.records] == ["b", "a"]
+    assert contents.unreadable_lines == 2
+    assert [file.name for file in log_files(tmp_path)] == [
+        "episodes-2025-12.jsonl",
+        "episodes-2026-01.jsonl",
+    ]
+
+
+_WRITER_SCRIPT = """
+import sys
+from pathlib import Path
+from observer._log_file import append_record
+
+data_dir = sys.argv[1]
+writer, lines, month_ms = (int(value) for value in sys.argv[2:5])
+for index in range(lines):
+    # Sizes from tiny to well past PIPE_BUF, so a torn write would show.
+    padding = "x" * ((writer * 7919 + index * 104_729) % 70_000)
+    record = {"record": "episode", "writer": writer, "index": index, "padding": padding}
+    append_record(Path(data_dir), record, month_ms)
+"""
+
+
+def test_concurrent_writer_processes_never_tear_or_interleave(tmp_path: Path) -> None:
+    writers, lines = 4, 60
+    processes = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                _WRITER_SCRIPT,
+                str(tmp_path),
+                str(writer),
+                str(lines),
+                str(JAN_2026_MS),
+            ],
+            env={**os.environ, "PYTHONPATH": str(PACKAGE_ROOT)},
+        )
+        for writer in range(writers)
+    ]
+    for process in processes:
+        assert process.wait(timeout=120) == 0
+    raw = (tmp_path / month_file_name(JAN_2026_MS)).read_bytes()
+    assert raw.endswith(b"\n")
+    seen: dict[int, list[int]] = {writer: [] for writer in range(writers)}
+    for line in raw.splitlines():
+        record = json.loads(line)
+        assert set(record["padding"]) <= {"x"}
+        assert (
+            len(record["padding"]) == (record["writer"] * 7919 + record["index"] * 104_729) % 70_000
+        )
+        seen[record["writer"]].append(record["index"])
+    assert all(indexes == list(range(lines)) for indexes in seen.values())

@@ -1,0 +1,138 @@
+"""Turn facts: prompt signals without text, tool counting without content, and the built episode."""
+
+from __future__ import annotations
+
+from observer._records import Episode, length_bucket, size_bucket
+from observer._routing import RoutingTag
+from observer._turn_facts import (
+    EpisodeContext,
+    PromptRules,
+    SessionFacts,
+    ToolRules,
+    TurnFacts,
+    build_episode,
+    count_tool_call,
+    other_live_sessions,
+    read_prompt,
+)
+
+PROMPT_RULES = PromptRules(
+    methods=("discovery-interview",),
+    method_patterns=(),
+    correction_cues=("wrong", "try again", "undo"),
+    task_ref_pattern=r"\b[A-Z][A-Z0-9]+-\d+\b|#\d+",
+)
+TOOL_RULES = ToolRules(
+    edit_tools=frozenset({"Edit", "Write"}),
+    node_fields={"Skill": "skill", "Task": "subagent_type"},
+)
+CONTEXT = EpisodeContext(
+    episode_id="e1",
+    ms=1_767_225_600_000,
+    session_id="s1",
+    turn_id="t1",
+    session_turn=3,
+    parallel_session=True,
+    economy_level="high",
+)
+
+
+def test_read_prompt_keeps_signals_not_text() -> None:
+    facts = read_prompt(
+        "That is wrong, try again with discovery-interview for ABC-12", PROMPT_RULES
+    )
+    assert facts.length == 60
+    assert facts.correction_cues == ("wrong", "try again")
+    assert facts.dictated == "discovery-interview"
+    assert facts.task_ref == "ABC-12"
+    assert "That is" not in facts.model_dump_json()
+
+
+def test_read_prompt_without_signals() -> None:
+    facts = read_prompt("wrongly named variable", PROMPT_RULES)
+    assert facts.correction_cues == ()
+    assert facts.dictated is None
+    assert facts.task_ref is None
+
+
+def test_count_tool_call_counts_edits_and_distinct_files() -> None:
+    facts = TurnFacts()
+    facts = count_tool_call(facts, "Read", {"file_path": "/a.py"}, TOOL_RULES)
+    facts = count_tool_call(facts, "Edit", {"file_path": "/a.py", "old_string": "x"}, TOOL_RULES)
+    facts = count_tool_call(facts, "Write", {"file_path": "/b.py", "content": "secret"}, TOOL_RULES)
+    facts = count_tool_call(facts, "Bash", {"command": "ls"}, TOOL_RULES)
+    assert (facts.tool_calls, facts.edits, len(facts.file_digests)) == (4, 2, 2)
+    stored = facts.model_dump_json()
+    assert "/a.py" not in stored and "secret" not in stored
+
+
+def test_count_tool_call_picks_up_skill_and_agent_nodes() -> None:
+    facts = count_tool_call(TurnFacts(), "Skill", {"skill": "pdf-reader"}, TOOL_RULES)
+    facts = count_tool_call(facts, "Task", {"subagent_type": "not a name!"}, TOOL_RULES)
+    facts = count_tool_call(facts, "Task", {"subagent_type": "builder"}, TOOL_RULES)
+    assert facts.tool_nodes == ("pdf-reader", "builder")
+
+
+def test_episode_from_tag_prefers_the_tag() -> None:
+    facts = TurnFacts(prompt=read_prompt("run discovery-interview", PROMPT_RULES))
+    tag = RoutingTag(
+        provenance="user_directed_method", node="discovery-interview", counterfactual="plan"
+    )
+    episode = build_episode(facts, SessionFacts(turns=2, model="m1"), tag, CONTEXT)
+    assert episode.node == "discovery-interview"
+    assert episode.decision_provenance.source == "routing_tag"
+    assert episode.decision_provenance.counterfactual == "plan"
+    assert episode.environment.model == "m1"
+    assert episode.environment.session_turn == 3
+    assert episode.ts == "2026-01-01T00:00:00.000Z"
+    assert episode.outcome == "unknown"
+    assert Episode.model_validate_json(episode.model_dump_json()) == episode
+
+
+def test_episode_without_anything_is_autonomous_with_no_node() -> None:
+    episode = build_episode(TurnFacts(), SessionFacts(), None, CONTEXT)
+    assert episode.node == "none"
+    assert episode.decision_provenance.provenance == "autonomous"
+    assert episode.task_size.bucket == "none"
+    assert episode.prompt_signal.length_bucket == "empty"
+
+
+def test_episode_with_dictated_method_but_no_tag_is_user_directed() -> None:
+    facts = TurnFacts(prompt=read_prompt("/discovery-interview", PROMPT_RULES))
+    episode = build_episode(facts, SessionFacts(), None, CONTEXT)
+    assert episode.decision_provenance.provenance == "user_directed_method"
+    assert episode.decision_provenance.source == "prompt"
+    assert episode.node == "discovery-interview"
+
+
+def test_episode_node_falls_back_to_command_then_tool() -> None:
+    command = TurnFacts(prompt=read_prompt("/review-pr 3", PROMPT_RULES), tool_nodes=("builder",))
+    assert build_episode(command, SessionFacts(), None, CONTEXT).node == "review-pr"
+    tool = TurnFacts(tool_nodes=("builder", "other"))
+    assert build_episode(tool, SessionFacts(), None, CONTEXT).node == "builder"
+
+
+def test_buckets() -> None:
+    assert [size_bucket(n, 1) for n in (0, 5, 6, 25, 26)] == [
+        "none",
+        "small",
+        "medium",
+        "medium",
+        "large",
+    ]
+    assert size_bucket(3, 3) == "medium"
+    assert size_bucket(3, 11) == "large"
+    assert [length_bucket(n) for n in (0, 79, 80, 599, 600)] == [
+        "empty",
+        "short",
+        "medium",
+        "medium",
+        "long",
+    ]
+
+
+def test_other_live_sessions() -> None:
+    beats = {"s1": 1000, "s2": 500}
+    assert other_live_sessions(beats, "s1", 1000, 600) is True
+    assert other_live_sessions(beats, "s1", 1000, 400) is False
+    assert other_live_sessions({"s1": 1000}, "s1", 1000, 600) is False
