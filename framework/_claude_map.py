@@ -194,7 +194,7 @@ def prompt_context(payload: Mapping[str, Any]) -> PromptContext:
 def turn_complete(
     payload: Mapping[str, Any], turn_id: str, transcript_tail: Sequence[bytes] = ()
 ) -> TurnComplete:
-    """Stop / SubagentStop → `turn.complete`, its reason read from the message or transcript tail."""
+    """Stop / SubagentStop → `turn.complete`, its reason from the message or transcript tail."""
     last_message = last_assistant_message(payload, transcript_tail)
     return TurnComplete(
         session_id=payload["session_id"],
@@ -246,7 +246,7 @@ def _assistant_text(record: Mapping[str, Any]) -> str | None:
 def last_assistant_message(
     payload: Mapping[str, Any], transcript_tail: Sequence[bytes] = ()
 ) -> str | None:
-    """The payload's `last_assistant_message` (2.1.47+), else the last assistant text in the tail."""
+    """`last_assistant_message` (2.1.47+), else the last assistant text of the transcript tail."""
     message = payload.get("last_assistant_message")
     if isinstance(message, str):
         return message

@@ -1,0 +1,286 @@
+"""`hookchain install` / `uninstall`: merge hookchain's hooks into Claude Code's settings.json."""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from framework import _client
+
+Scope = Literal["project", "user"]
+Transport = Literal["command", "http"]
+
+MARKER = "# hookchain"
+"""Ends every command hookchain writes: how `uninstall` finds its own entries and only those."""
+
+TOKEN_ENV = "HOOKCHAIN_TOKEN"
+HTTP_MIN_VERSION = (2, 1, 63)
+COMMAND_ONLY_EVENTS = frozenset({"SessionStart", "Setup"})
+"""Claude Code does not accept http hooks for these."""
+
+DEFAULT_EVENTS: tuple[str, ...] = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Stop",
+    "SubagentStop",
+    "SessionEnd",
+)
+TIMEOUTS_S: Mapping[str, int] = {"SessionEnd": 2}
+DEFAULT_TIMEOUT_S = 30
+BACKUP_SUFFIX = ".hookchain-backup"
+
+_EVENT_NAME = re.compile(r"^[A-Z][A-Za-z]+$")
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
+class InstallError(Exception):
+    """The settings file cannot be changed safely; the message says why and what to do."""
+
+
+@dataclass(frozen=True, slots=True)
+class InstallPlan:
+    """A settings change: the file, its text before and after."""
+
+    path: Path
+    before: str
+    after: str
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+    def diff(self) -> str:
+        lines = difflib.unified_diff(
+            self.before.splitlines(keepends=True),
+            self.after.splitlines(keepends=True),
+            fromfile=f"{self.path} (now)",
+            tofile=f"{self.path} (after)",
+        )
+        return "".join(lines)
+
+
+def settings_path(scope: Scope, project_dir: Path, home: Path | None = None) -> Path:
+    if scope == "user":
+        return (home or Path.home()) / ".claude" / "settings.json"
+    return project_dir / ".claude" / "settings.json"
+
+
+def client_command(event: str, python: str | None = None, client: str | None = None) -> str:
+    """The shell command of one event: the absolute interpreter, `-S`, the client, the marker."""
+    interpreter = python or sys.executable
+    script = client or str(Path(_client.__file__).resolve())
+    return f"{shlex.quote(interpreter)} -S {shlex.quote(script)} {event} {MARKER}"
+
+
+def command_handler(
+    event: str, python: str | None = None, client: str | None = None
+) -> dict[str, Any]:
+    return {
+        "type": "command",
+        "command": client_command(event, python, client),
+        "timeout": TIMEOUTS_S.get(event, DEFAULT_TIMEOUT_S),
+    }
+
+
+def http_handler(event: str, port: int) -> dict[str, Any]:
+    """An http hook whose token comes from the environment, never from this (committable) file."""
+    return {
+        "type": "http",
+        "url": f"http://127.0.0.1:{port}/hook",
+        "headers": {"Authorization": f"Bearer ${TOKEN_ENV}"},
+        "allowedEnvVars": [TOKEN_ENV],
+        "timeout": TIMEOUTS_S.get(event, DEFAULT_TIMEOUT_S),
+    }
+
+
+def is_ours(handler: object) -> bool:
+    if not isinstance(handler, Mapping):
+        return False
+    if handler.get("type") == "http":
+        env = handler.get("allowedEnvVars")
+        return isinstance(env, list) and TOKEN_ENV in env
+    command = handler.get("command")
+    return isinstance(command, str) and command.rstrip().endswith(MARKER)
+
+
+def _checked_hooks(settings: Mapping[str, Any]) -> dict[str, Any]:
+    hooks = settings.get("hooks", {})
+    if not isinstance(hooks, dict):
+        raise InstallError("settings `hooks` is not an object; fix it by hand first")
+    for event, groups in hooks.items():
+        if not isinstance(groups, list):
+            raise InstallError(f"settings `hooks.{event}` is not a list; fix it by hand first")
+    return hooks
+
+
+def remove(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """`settings` without hookchain's handlers; every other hook, group and key is kept as is."""
+    result = copy.deepcopy(dict(settings))
+    hooks = _checked_hooks(result)
+    for event in list(hooks):
+        kept_groups = []
+        for group in hooks[event]:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(handlers, list) or not any(is_ours(h) for h in handlers):
+                kept_groups.append(group)
+                continue
+            remaining = [h for h in handlers if not is_ours(h)]
+            if remaining:
+                kept_groups.append({**group, "hooks": remaining})
+        if kept_groups:
+            hooks[event] = kept_groups
+        else:
+            del hooks[event]
+    if "hooks" in result and not hooks and "hooks" not in settings:
+        del result["hooks"]
+    return result
+
+
+def merge(
+    settings: Mapping[str, Any],
+    events: Sequence[str] = DEFAULT_EVENTS,
+    *,
+    transport: Transport = "command",
+    port: int | None = None,
+    keep_pre_tool_use_on_command: bool = False,
+    python: str | None = None,
+    client: str | None = None,
+) -> dict[str, Any]:
+    """`settings` with one hookchain handler per event (matcher `""`), replacing earlier ones."""
+    for event in events:
+        if not _EVENT_NAME.match(event):
+            raise InstallError(f"{event!r} is not a Claude Code hook event name")
+    if transport == "http" and port is None:
+        raise InstallError("the http transport needs the host's port")
+    result = remove(settings)
+    hooks = result.setdefault("hooks", {})
+    for event in dict.fromkeys(events):
+        on_command = (
+            transport == "command"
+            or event in COMMAND_ONLY_EVENTS
+            or (event == "PreToolUse" and keep_pre_tool_use_on_command)
+        )
+        handler = (
+            command_handler(event, python, client) if on_command else http_handler(event, port or 0)
+        )
+        hooks.setdefault(event, []).append({"matcher": "", "hooks": [handler]})
+    return result
+
+
+def render(settings: Mapping[str, Any]) -> str:
+    return json.dumps(settings, indent=2, ensure_ascii=False) + "\n"
+
+
+def read_settings(path: Path) -> tuple[str, dict[str, Any]]:
+    """The file's text and object; an absent file is empty. Unreadable JSON is refused."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return "", {}
+    if not text.strip():
+        return text, {}
+    try:
+        settings = json.loads(text)
+    except ValueError as error:
+        raise InstallError(f"{path} is not valid JSON ({error}); fix it by hand first") from None
+    if not isinstance(settings, dict):
+        raise InstallError(f"{path} does not hold a JSON object; fix it by hand first")
+    return text, settings
+
+
+def plan_install(path: Path, events: Sequence[str] = DEFAULT_EVENTS, **options: Any) -> InstallPlan:
+    before, settings = read_settings(path)
+    after = render(merge(settings, events, **options))
+    return InstallPlan(path, before, before if _same(before, after) else after)
+
+
+def plan_uninstall(path: Path) -> InstallPlan:
+    before, settings = read_settings(path)
+    if not before:
+        return InstallPlan(path, before, before)
+    after = render(remove(settings))
+    return InstallPlan(path, before, before if _same(before, after) else after)
+
+
+def _same(before: str, after: str) -> bool:
+    """Unchanged content is left alone even when the file is formatted differently."""
+    if not before.strip():
+        return False
+    try:
+        return bool(json.loads(before) == json.loads(after))
+    except ValueError:
+        return False
+
+
+def apply(plan: InstallPlan) -> Path | None:
+    """Write the plan atomically; the previous file is kept beside it. The backup's path, if any."""
+    if not plan.changed:
+        return None
+    plan.path.parent.mkdir(parents=True, exist_ok=True)
+    backup = None
+    mode = 0o600
+    if plan.path.exists():
+        mode = plan.path.stat().st_mode & 0o777
+        backup = plan.path.with_name(plan.path.name + BACKUP_SUFFIX)
+        shutil.copy2(plan.path, backup)
+        backup.chmod(0o600)
+    fd, temp = tempfile.mkstemp(dir=plan.path.parent, prefix=".settings-", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(plan.after)
+        Path(temp).chmod(mode)
+        Path(temp).replace(plan.path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return backup
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    match = _VERSION.search(text)
+    if match is None:
+        return None
+    major, minor, patch = (int(part) for part in match.groups())
+    return major, minor, patch
+
+
+def claude_version(executable: str = "claude") -> tuple[int, int, int] | None:
+    """The installed Claude Code's version, or None when `claude` is not on PATH or says nothing."""
+    found = shutil.which(executable)
+    if found is None:
+        return None
+    try:
+        done = subprocess.run(
+            [found, "--version"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return parse_version(done.stdout)
+
+
+def check_http_support(version: tuple[int, int, int] | None) -> str | None:
+    """Refuse http hooks on a Claude Code older than them; a warning when the version is unknown."""
+    if version is None:
+        return "could not run `claude --version`; http hooks need Claude Code 2.1.63 or later"
+    if version < HTTP_MIN_VERSION:
+        shown = ".".join(map(str, version))
+        raise InstallError(
+            f"Claude Code {shown} has no http hooks (they arrived in 2.1.63); "
+            "upgrade Claude Code or install with --transport command"
+        )
+    return None
