@@ -14,8 +14,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import anyio
 import redis
 import redis.asyncio
+from redis.asyncio.connection import URL_QUERY_ARGUMENT_PARSERS
 from redis.backoff import ExponentialBackoff
-from redis.connection import URL_QUERY_ARGUMENT_PARSERS
 from redis.exceptions import RedisError, WatchError
 from redis.retry import Retry
 
@@ -28,6 +28,10 @@ _UPDATE_ATTEMPTS = 1000
 _SCAN_BATCH = 1000
 _GLOB_SPECIALS = frozenset("*?[]\\")
 _OWN_QUERY_ARGUMENTS = frozenset({"prefix", "timeout"})
+# Passed to the client as text: certificate files and the like for rediss://.
+_TEXT_QUERY_ARGUMENTS = frozenset(
+    {"ssl_cert_reqs", "ssl_ca_certs", "ssl_ca_path", "ssl_certfile", "ssl_keyfile", "client_name"}
+)
 
 
 def redact(url: str) -> str:
@@ -111,7 +115,7 @@ class RedisBackend:
         for name, value in parse_qsl(parts.query, keep_blank_values=True):
             if name in _OWN_QUERY_ARGUMENTS:
                 own[name] = value
-            elif name in URL_QUERY_ARGUMENT_PARSERS:
+            elif name in URL_QUERY_ARGUMENT_PARSERS or name in _TEXT_QUERY_ARGUMENTS:
                 passed.append((name, value))
             else:
                 raise StoreError(f"store URL {shown}: unknown query argument {name!r}")
