@@ -16,6 +16,13 @@ from framework.testing._builders import (
 )
 from framework.testing._checks import CHECKS, CheckResult, DownstreamError
 from framework.testing._fakes import FakeEngine, MemoryStore, StalledClock, StalledStore
+from framework.testing._host_kit import (
+    assert_conformant,
+    dispatch,
+    make_host,
+    provenance,
+    suite_report,
+)
 from framework.testing._scripts import (
     ProbeCallNext,
     RecordingStream,
@@ -28,6 +35,7 @@ from framework.testing._scripts import (
 )
 from framework.testing._suite import PluginReport, run_suite
 from framework.testing._vectors import Vector, load_vectors, vector_versions
+from framework.testing.pytest_plugin import conformance_tests
 
 __all__ = [
     "CHECKS",
@@ -43,11 +51,16 @@ __all__ = [
     "StalledClock",
     "StalledStore",
     "Vector",
+    "assert_conformant",
     "classic",
     "command_run",
+    "conformance_tests",
+    "dispatch",
     "load_vectors",
+    "make_host",
     "prompt_context",
     "prompt_submit",
+    "provenance",
     "raises",
     "returns",
     "run_suite",
@@ -55,6 +68,7 @@ __all__ = [
     "session_start",
     "slow",
     "streams",
+    "suite_report",
     "tool_call",
     "turn_complete",
     "turn_start",

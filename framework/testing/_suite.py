@@ -98,7 +98,7 @@ async def run_suite(
     second = await load(obj, distribution=distribution, version=version, classic_events=classic)
     _check_deterministic(first, second, report.checks["deterministic"])
     _check_options(first, report.checks["options"])
-    declared = frozenset(getattr(info, "access", None) or ())
+    declared = declared_access(obj, info)
     for contract_version in report.contract_versions:
         runner = HandlerChecks(first.name, declared_access=declared)
         vectors = load_vectors(contract_version)
@@ -110,6 +110,15 @@ async def run_suite(
         runner.finish_access()
         _merge(report, runner.results, contract_version, len(report.contract_versions) > 1)
     return report
+
+
+def declared_access(obj: Any, info: Any) -> frozenset[str]:
+    """What the plugin says it does itself: `PluginInfo.access` or a module-level `declared_access`.
+
+    Kinds: "files", "network", "subprocess".
+    """
+    declared = getattr(info, "access", None) or getattr(obj, "declared_access", None) or ()
+    return frozenset(str(kind) for kind in declared)
 
 
 def _merge(

@@ -1,0 +1,73 @@
+"""A host for plugin tests: memory store, fake clock, no entry points, no person's settings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+
+from framework import Action, Event, FakeClock, Host, Outcome, load_settings
+from framework.testing._scripts import Script, ScriptedTerminal
+from framework.testing._suite import PluginReport, run_suite
+
+__all__ = ["assert_conformant", "dispatch", "make_host", "provenance", "suite_report"]
+
+
+def make_host(
+    *plugins: Any,
+    clock: FakeClock | None = None,
+    env: Mapping[str, str] | None = None,
+    options: Mapping[str, Mapping[str, Any]] | None = None,
+    store: str = "memory://",
+) -> Host:
+    """A host loading only `plugins`, isolated from the person's environment and hookchain.toml.
+
+    Use it as `async with make_host(my_plugin) as host:`.
+    """
+    settings = load_settings({}).model_copy(update={"plugins": [], "disable_plugins": []})
+    return Host(
+        plugins=list(plugins),
+        entry_points=False,
+        settings=settings,
+        config={},
+        store=store,
+        clock=clock if clock is not None else FakeClock(),
+        env=dict(env or {}),
+        options=options,
+    )
+
+
+async def dispatch(host: Host, event: Event, script: Script | None = None) -> Outcome:
+    """Dispatch `event` with downstream playing `script` (default: the harness's neutral answer)."""
+    if script is None:
+        return await host.dispatch(event)
+    return await host.dispatch(event, terminal=ScriptedTerminal(script))
+
+
+def provenance(outcome: Outcome, *, by: str | None = None, kind: str | None = None) -> list[Action]:
+    """The audit of a dispatch, optionally only one plugin's (`by`) or one kind of action."""
+    return [
+        action
+        for action in outcome.actions
+        if (by is None or action.by == by) and (kind is None or action.kind == kind)
+    ]
+
+
+def suite_report(plugin: Any, *, contract: str | None = None) -> PluginReport:
+    """Run the conformance suite for a plugin module in a fresh event loop."""
+
+    async def run() -> PluginReport:
+        return await run_suite(plugin, contract=contract)
+
+    return anyio.run(run)
+
+
+def assert_conformant(plugin: Any, *, contract: str | None = None) -> PluginReport:
+    """Fail with every failed check and its reason unless the plugin passes the suite."""
+    report = suite_report(plugin, contract=contract)
+    failures = report.failures()
+    if failures:
+        lines = "\n".join(f"  {check}: {reason}" for check, reason in failures.items())
+        raise AssertionError(f"plugin {report.name!r} fails the conformance suite:\n{lines}")
+    return report

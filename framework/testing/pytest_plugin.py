@@ -1,0 +1,129 @@
+"""hookchain's pytest plugin (entry point `pytest11`): fixtures and `--hookchain-conformance`."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from framework import FakeClock, Host
+from framework.testing._checks import CHECKS
+from framework.testing._fakes import FakeEngine
+from framework.testing._host_kit import make_host, suite_report
+from framework.testing._loader import installed_plugins
+from framework.testing._suite import PluginReport
+
+__all__ = ["conformance_tests"]
+
+_REPORTS = pytest.StashKey[dict[str, PluginReport]]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hookchain")
+    group.addoption(
+        "--hookchain-conformance",
+        action="store_true",
+        default=False,
+        help="Run the hookchain conformance suite for the plugins named by the "
+        "`hookchain_plugins` ini value (default: every installed plugin).",
+    )
+    parser.addini(
+        "hookchain_plugins",
+        type="linelist",
+        default=[],
+        help="Modules of the hookchain plugins that --hookchain-conformance checks.",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_REPORTS] = {}
+
+
+class ConformanceItem(pytest.Item):
+    """One conformance check of one plugin."""
+
+    def __init__(self, *, plugin: Callable[[], Any], label: str, check: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._plugin = plugin
+        self._label = label
+        self._check = check
+
+    def runtest(self) -> None:
+        reports = self.config.stash[_REPORTS]
+        if self._label not in reports:
+            reports[self._label] = suite_report(self._plugin())
+        result = reports[self._label].checks[self._check]
+        if result.status == "fail":
+            raise AssertionError(f"{self._check} ({CHECKS[self._check]}): {result.reason}")
+
+    def reportinfo(self) -> tuple[str, int | None, str]:
+        return (f"hookchain:{self._label}", None, f"{self._label}: {self._check}")
+
+
+def _targets(config: pytest.Config) -> list[tuple[str, Callable[[], Any]]]:
+    named = [str(value) for value in config.getini("hookchain_plugins")]
+    if named:
+        return [(name, functools.partial(importlib.import_module, name)) for name in named]
+    return [(plugin.name, plugin.load) for plugin in installed_plugins()]
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    if not config.getoption("hookchain_conformance"):
+        return
+    for label, load in _targets(config):
+        for check in CHECKS:
+            items.append(
+                ConformanceItem.from_parent(
+                    session, name=f"hookchain[{label}][{check}]", plugin=load, label=label,
+                    check=check,
+                )
+            )
+
+
+def conformance_tests(plugin: Any) -> Callable[[str], None]:
+    """A test function running every conformance check for `plugin`, one test per check.
+
+    In a plugin's tests: `test_conformance = conformance_tests(my_plugin)`.
+    """
+    reports: dict[str, PluginReport] = {}
+
+    @pytest.mark.parametrize("check", list(CHECKS))
+    def test_conformance(check: str) -> None:
+        if "report" not in reports:
+            reports["report"] = suite_report(plugin)
+        result = reports["report"].checks[check]
+        if result.status == "fail":
+            raise AssertionError(f"{check} ({CHECKS[check]}): {result.reason}")
+
+    return test_conformance
+
+
+@pytest.fixture
+def hookchain_clock() -> FakeClock:
+    """A clock that moves only when told: `advance(ms)`, `set(ms)`, `stall()`."""
+    return FakeClock()
+
+
+@pytest.fixture
+def hookchain_host(hookchain_clock: FakeClock) -> Callable[..., Host]:
+    """`hookchain_host(plugin, ...)`: an unopened host on a memory store and `hookchain_clock`.
+
+    Use it as `async with hookchain_host(my_plugin) as host:`.
+    """
+
+    def build(*plugins: Any, **kwargs: Any) -> Host:
+        kwargs.setdefault("clock", hookchain_clock)
+        return make_host(*plugins, **kwargs)
+
+    return build
+
+
+@pytest.fixture
+def fake_engine() -> Callable[..., FakeEngine]:
+    """`fake_engine("my-plugin")`: a recording engine port to call one handler directly."""
+    return FakeEngine

@@ -1,0 +1,77 @@
+"""Each conformance check can fail: one broken plugin per check fails exactly that check."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from framework.testing import CHECKS, run_suite
+
+BROKEN = Path(__file__).parent / "broken_plugins"
+
+EXPECTED_FAILURE = {
+    "calls_next_twice": "call-next-once",
+    "wrong_result_type": "valid-result",
+    "copies_result": "passthrough",
+    "swallows_errors": "downstream-error",
+    "swallows_cancellation": "cancellation",
+    "reorders_chunks": "streams",
+    "hangs_on_store": "budget",
+    "registers_more_each_load": "deterministic",
+    "lenient_options": "options",
+    "reads_files_directly": "no-direct-io",
+}
+
+
+def _module(stem: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"hookchain_broken_{stem}", BROKEN / f"{stem}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_check_has_one_broken_plugin() -> None:
+    assert sorted(EXPECTED_FAILURE.values()) == sorted(CHECKS)
+    on_disk = {path.stem for path in BROKEN.glob("*.py")} - {"well_behaved"}
+    assert on_disk == set(EXPECTED_FAILURE)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("stem", "check"), sorted(EXPECTED_FAILURE.items()))
+async def test_broken_plugin_fails_exactly_its_check(stem: str, check: str) -> None:
+    report = await run_suite(_module(stem))
+    assert list(report.failures()) == [check], report.failures()
+    assert not report.ok
+    assert report.checks[check].reason  # says what went wrong and where
+
+
+@pytest.mark.anyio
+async def test_well_behaved_plugin_passes_every_check() -> None:
+    report = await run_suite(_module("well_behaved"))
+    assert report.failures() == {}
+    assert {name: result.status for name, result in report.checks.items()} == dict.fromkeys(
+        CHECKS, "pass"
+    )
+    assert report.contract_versions == ["1.0"]
+
+
+@pytest.mark.anyio
+async def test_declared_file_access_is_allowed_and_only_that_kind() -> None:
+    module = _module("reads_files_directly")
+    module.declared_access = frozenset({"network"})
+    assert "no-direct-io" in (await run_suite(module)).failures()
+    module.declared_access = frozenset({"files"})
+    assert (await run_suite(module)).failures() == {}
+
+
+@pytest.mark.anyio
+async def test_plugin_outside_the_known_contracts_fails_every_check() -> None:
+    module = _module("well_behaved")
+    module.plugin = type(module.plugin)(name="well-behaved", contract=">=2,<3")
+    report = await run_suite(module)
+    assert set(report.failures()) == set(CHECKS)
+    assert "incompatible" in report.checks["budget"].reason
