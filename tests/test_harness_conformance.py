@@ -8,6 +8,7 @@ from types import ModuleType
 
 import pytest
 
+from framework import PluginInfo
 from framework.testing import CHECKS, run_suite
 
 BROKEN = Path(__file__).parent / "broken_plugins"
@@ -28,7 +29,8 @@ EXPECTED_FAILURE = {
 
 def _module(stem: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(f"hookchain_broken_{stem}", BROKEN / f"{stem}.py")
-    assert spec is not None and spec.loader is not None
+    assert spec is not None
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -62,16 +64,16 @@ async def test_well_behaved_plugin_passes_every_check() -> None:
 @pytest.mark.anyio
 async def test_declared_file_access_is_allowed_and_only_that_kind() -> None:
     module = _module("reads_files_directly")
-    module.declared_access = frozenset({"network"})
+    setattr(module, "declared_access", frozenset({"network"}))  # noqa: B010
     assert "no-direct-io" in (await run_suite(module)).failures()
-    module.declared_access = frozenset({"files"})
+    setattr(module, "declared_access", frozenset({"files"}))  # noqa: B010
     assert (await run_suite(module)).failures() == {}
 
 
 @pytest.mark.anyio
 async def test_plugin_outside_the_known_contracts_fails_every_check() -> None:
     module = _module("well_behaved")
-    module.plugin = type(module.plugin)(name="well-behaved", contract=">=2,<3")
+    setattr(module, "plugin", PluginInfo(name="well-behaved", contract=">=2,<3"))  # noqa: B010
     report = await run_suite(module)
     assert set(report.failures()) == set(CHECKS)
     assert "incompatible" in report.checks["budget"].reason

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from framework import ContractError, PluginInfo, hookimpl
@@ -13,10 +14,8 @@ plugin = PluginInfo(name="calls-next-twice", contract=">=1,<2")
 def register(on: Any, options: Any) -> None:
     async def double_check(engine: Any, event: Any, call_next: Any) -> Any:
         result = await call_next(event)
-        try:
+        with contextlib.suppress(ContractError):
             await call_next(event)
-        except ContractError:
-            pass
         return result
 
     on("tool.call", double_check)

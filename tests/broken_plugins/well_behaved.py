@@ -45,7 +45,10 @@ def register(on: Any, options: Options) -> None:
 
     async def watch_step(engine: Any, event: Any, call_next: Any) -> Any:
         stream = await call_next(event)
-        return tap(stream, on_chunk=lambda chunk: engine.spawn(engine.state.set, "last", chunk.kind))
+        def remember(chunk: Any) -> None:
+            engine.spawn(engine.state.set, "last", chunk.kind)
+
+        return tap(stream, on_chunk=remember)
 
     async def keep_going(engine: Any, event: Any, call_next: Any) -> Any:
         result = await call_next(event)
