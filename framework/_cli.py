@@ -15,7 +15,7 @@ from framework import __version__
 from framework._contract import CONTRACT_VERSION, ContractError, Event, build_event
 from framework._host import Host, Outcome
 from framework._logging import configure_logging
-from framework._settings import SettingsError, load_settings
+from framework._settings import SettingsError, find_config, load_settings, read_config
 
 app = typer.Typer(
     name="hookchain",
@@ -54,13 +54,14 @@ def fail(message: str, code: int = 2) -> typer.Exit:
 def host_from_options(plugins: list[str] | None = None, store: str | None = None) -> Host:
     """A host for a CLI command: entry-point plugins, optionally only some, on a chosen store."""
     try:
-        settings = load_settings()
+        config = read_config(find_config())
+        settings = load_settings(config)
     except SettingsError as error:
         raise fail(str(error)) from None
     if plugins:
         settings = settings.model_copy(update={"plugins": plugins})
     configure_logging(settings.log_level)
-    return Host(settings=settings, store=store)
+    return Host(settings=settings, store=store, config=config)
 
 
 def plugins_report(host: Host) -> dict[str, Any]:
@@ -143,7 +144,9 @@ def plugins_command(
     if not report["plugins"]:
         console.print("No plugins installed (entry-point group hookchain.plugins).")
     for event, chain in report["chains"].items():
-        order = " → ".join(f"{link['plugin']}:{link['handler'].rsplit('.', 1)[-1]}" for link in chain)
+        order = " → ".join(
+            f"{link['plugin']}:{link['handler'].rsplit('.', 1)[-1]}" for link in chain
+        )
         console.print(f"[bold]{event}[/bold]: {order} → terminal")
 
 
@@ -226,11 +229,19 @@ def _load_command_modules() -> None:
     for name in _COMMAND_MODULES:
         try:
             module = importlib.import_module(name)
+            module.register(app)
         except ModuleNotFoundError as error:
-            if error.name == name:
-                continue
-            raise
-        module.register(app)
+            if error.name != name:
+                _broken_commands(name, error)
+        except Exception as error:  # one broken command module must not take the CLI down
+            _broken_commands(name, error)
+
+
+def _broken_commands(name: str, error: Exception) -> None:
+    typer.echo(
+        f"hookchain: the commands of {name} are unavailable: {type(error).__name__}: {error}",
+        err=True,
+    )
 
 
 def _load_plugin_commands() -> None:

@@ -63,7 +63,16 @@ async def test_order_is_by_order_then_plugin_name_then_registration_never_instal
         trail.clear()
         async with host_with(*installed) as host:
             await host.dispatch(bash(), Terminal())
-        assert trail == ["outer>", "alpha>", "first", "second", "zeta>", "<zeta", "<alpha", "<outer"]
+        assert trail == [
+            "outer>",
+            "alpha>",
+            "first",
+            "second",
+            "zeta>",
+            "<zeta",
+            "<alpha",
+            "<outer",
+        ]
 
 
 async def test_second_call_next_is_a_contract_error_and_downstream_runs_once() -> None:
