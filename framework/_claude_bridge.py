@@ -138,9 +138,18 @@ class ClaudeBridge:
 
     async def answer(self, raw: bytes, event_hint: str | None = None) -> cmap.HookAnswer:
         """The answer to one hook call; bad input or a failing chain fails open, never raises."""
-        self.served += 1
         try:
             payload = cmap.parse_payload(raw, event_hint or None)
+        except cmap.PayloadError as error:
+            self.served += 1
+            self.payload_errors += 1
+            return cmap.payload_error_answer(error)
+        return await self.answer_payload(payload)
+
+    async def answer_payload(self, payload: dict[str, Any]) -> cmap.HookAnswer:
+        """The answer to an already parsed payload (see `_claude_map.parse_payload`)."""
+        self.served += 1
+        try:
             return await self._answer(payload)
         except cmap.PayloadError as error:
             self.payload_errors += 1

@@ -112,6 +112,7 @@ class Server:
         self.in_flight = 0
         self.last_activity = time.monotonic()
         self.refused_peers = 0
+        self.http_port: int | None = None
         self._task_group: TaskGroup | None = None
 
     def stop(self) -> None:
@@ -126,6 +127,7 @@ class Server:
             "in_flight": self.in_flight,
             "refused_peers": self.refused_peers,
             "idle_exit_s": self.options.idle_exit_s,
+            "http_port": self.http_port,
         }
         if self.bridge is not None:
             base.update(self.bridge.status())
@@ -150,11 +152,31 @@ class Server:
                     self.host, task_group, suspend_timeout=self.options.suspend_timeout_s
                 )
                 task_group.start_soon(self._idle_watch)
+                await self._start_http(task_group)
                 await listener.serve(self._handle, task_group=task_group)
         finally:
             with contextlib.suppress(OSError):
                 if path.stat().st_ino == identity:
                     path.unlink()
+
+    async def _start_http(self, task_group: TaskGroup) -> None:
+        """Serve http hooks too when they were set up; the socket keeps working if that fails."""
+        from framework import _http
+
+        try:
+            credentials = _http.load_credentials()
+        except (OSError, ValueError, _http.CredentialsError) as error:
+            _log.warning("http hooks not served", error=str(error))
+            return
+        if credentials is None or self.bridge is None:
+            return
+        frontend = _http.HttpFrontend(self.bridge, credentials)
+        try:
+            await task_group.start(frontend.serve, task_group)
+        except OSError as error:
+            _log.warning("http hooks not served", port=credentials.port, error=str(error))
+            return
+        self.http_port = credentials.port
 
     async def _idle_watch(self) -> None:
         period = max(0.05, min(5.0, self.options.idle_exit_s / 10))
