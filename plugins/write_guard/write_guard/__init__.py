@@ -1,0 +1,18 @@
+"""write-guard: path-root write policy, protected files and a one-shot gate for dangerous git."""
+
+from __future__ import annotations
+
+from framework import PluginInfo
+
+from write_guard._cli import register_cli
+from write_guard._options import Options
+from write_guard._register import register
+
+plugin = PluginInfo(
+    name="write-guard",
+    contract=">=1,<2",
+    options=Options,
+    description="denies writes outside allowed roots and to protected files; holds risky git",
+)
+
+__all__ = ["Options", "plugin", "register", "register_cli"]

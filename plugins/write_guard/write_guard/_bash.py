@@ -1,0 +1,309 @@
+"""Find the files a Bash command writes, seeing through wrappers, `bash -c` and substitutions."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from write_guard._shell import ShellParseError, parse_line
+
+_MAX_DEPTH = 4
+
+# wrapper → options that take a value; the first other word is the wrapped command.
+_WRAPPERS: dict[str, frozenset[str]] = {
+    "env": frozenset({"-u", "--unset", "-C", "--chdir", "-S", "--split-string"}),
+    "sudo": frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "--user"}),
+    "doas": frozenset({"-u", "-C"}),
+    "nice": frozenset({"-n", "--adjustment"}),
+    "nohup": frozenset(),
+    "time": frozenset({"-f", "-o"}),
+    "command": frozenset(),
+    "builtin": frozenset(),
+    "exec": frozenset({"-a"}),
+    "setsid": frozenset(),
+    "ionice": frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"}),
+    "stdbuf": frozenset({"-i", "-o", "-e"}),
+    "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
+    "watch": frozenset({"-n", "-d", "--interval"}),
+    "chrt": frozenset(),
+    "taskset": frozenset(),
+    "caffeinate": frozenset(),
+    "unbuffer": frozenset(),
+}
+_XARGS_VALUE_OPTIONS = frozenset({"-I", "-i", "-n", "-P", "-d", "-E", "-L", "-s", "-a", "-e"})
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
+_INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "perl", "php", "deno", "bun"})
+
+
+@dataclass(frozen=True, slots=True)
+class WriteTarget:
+    """A path a command writes, how it writes it, and the directory it is relative to."""
+
+    path: str
+    how: str
+    cwd_prefix: str | None = None
+
+
+@dataclass(slots=True)
+class BashAnalysis:
+    """What a command line writes, the git invocations it runs, and what could not be analysed."""
+
+    targets: list[WriteTarget] = field(default_factory=list)
+    git_commands: list[tuple[str, ...]] = field(default_factory=list)
+    uncertain: list[str] = field(default_factory=list)
+    heredocs: list[str] = field(default_factory=list)
+
+
+def analyse_bash(command: str) -> BashAnalysis:
+    """Analyse a command line; never raises (what it cannot parse lands in `uncertain`)."""
+    analysis = BashAnalysis()
+    _analyse_line(command, analysis, None, 0)
+    return analysis
+
+
+def _analyse_line(line: str, analysis: BashAnalysis, prefix: str | None, depth: int) -> None:
+    if depth > _MAX_DEPTH:
+        analysis.uncertain.append("nesting too deep")
+        return
+    try:
+        parsed = parse_line(line)
+    except ShellParseError as error:
+        analysis.uncertain.append(f"cannot parse: {error}")
+        return
+    analysis.heredocs.extend(parsed.heredocs)
+    for inner in parsed.substitutions:
+        _analyse_line(inner, analysis, prefix, depth + 1)
+    for simple in parsed.commands:
+        here = _join_prefix(prefix, simple.cwd_prefix)
+        for operator, target in simple.redirects:
+            analysis.targets.append(WriteTarget(target, f"redirection {operator}", here))
+        _analyse_argv(list(simple.argv), analysis, here, depth, bool(parsed.heredocs))
+
+
+def _join_prefix(outer: str | None, inner: str | None) -> str | None:
+    if inner is None:
+        return outer
+    if outer is None or inner.startswith(("/", "~", "$")):
+        return inner
+    return outer.rstrip("/") + "/" + inner
+
+
+def _analyse_argv(
+    argv: list[str], analysis: BashAnalysis, prefix: str | None, depth: int, has_heredoc: bool
+) -> None:
+    while argv and _is_assignment(argv[0]):
+        argv.pop(0)
+    if not argv:
+        return
+    name = os.path.basename(argv[0])
+    if name in _WRAPPERS:
+        if name == "env" and any(word in {"-S", "--split-string"} for word in argv):
+            analysis.uncertain.append("env -S splits a string")
+        rest = _skip_options(argv[1:], _WRAPPERS[name])
+        if name == "timeout" and rest:
+            rest = rest[1:]
+        _analyse_argv(rest, analysis, prefix, depth, has_heredoc)
+        return
+    if name == "xargs":
+        rest = _skip_options(argv[1:], _XARGS_VALUE_OPTIONS)
+        before = len(analysis.targets)
+        probe = BashAnalysis()
+        _analyse_argv([*rest, "{xargs-input}"], probe, prefix, depth, has_heredoc)
+        analysis.git_commands.extend(probe.git_commands)
+        analysis.uncertain.extend(probe.uncertain)
+        known = [target for target in probe.targets if "{xargs-input}" not in target.path]
+        analysis.targets[before:before] = known
+        if len(known) < len(probe.targets):
+            analysis.uncertain.append("xargs supplies the paths written")
+        return
+    if name in _SHELLS:
+        script = _option_value(argv[1:], "-c")
+        if script is not None:
+            _analyse_line(script, analysis, prefix, depth + 1)
+        elif len(argv) == 1 and has_heredoc:
+            for body in analysis.heredocs:
+                _analyse_line(body, analysis, prefix, depth + 1)
+        return
+    if name == "eval":
+        _analyse_line(" ".join(argv[1:]), analysis, prefix, depth + 1)
+        return
+    if name == "git":
+        analysis.git_commands.append(tuple(argv))
+        return
+    if name in _INTERPRETERS or name.startswith(("python3.", "python2")):
+        inline = any(
+            word in {"--eval", "--command"}
+            or (_is_short_cluster(word) and set(word[1:]) & {"c", "e", "i"})
+            for word in argv[1:]
+        )
+        if inline or has_heredoc:
+            analysis.uncertain.append(f"{name} runs inline code")
+        return
+    extractor = _EXTRACTORS.get(name)
+    if extractor is not None:
+        for path in extractor(argv[1:]):
+            analysis.targets.append(WriteTarget(path, name, prefix))
+
+
+def _is_assignment(word: str) -> bool:
+    head, equals, _ = word.partition("=")
+    return bool(equals) and head.isidentifier()
+
+
+def _skip_options(words: list[str], value_options: frozenset[str]) -> list[str]:
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == "--":
+            return words[index + 1 :]
+        if _is_assignment(word):
+            index += 1
+            continue
+        if not word.startswith("-") or word == "-":
+            return words[index:]
+        index += 2 if word in value_options else 1
+    return []
+
+
+def _option_value(words: list[str], option: str) -> str | None:
+    for index, word in enumerate(words):
+        clustered = _is_short_cluster(word) and word[1:].isalpha() and option[1] in word[1:]
+        if word == option or clustered:
+            return words[index + 1] if index + 1 < len(words) else None
+    return None
+
+
+def _positionals(words: list[str], value_options: frozenset[str] = frozenset()) -> list[str]:
+    out: list[str] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == "--":
+            out.extend(words[index + 1 :])
+            break
+        if word.startswith("-") and word != "-":
+            index += 2 if word in value_options else 1
+            continue
+        out.append(word)
+        index += 1
+    return out
+
+
+def _long_value(words: list[str], names: tuple[str, ...]) -> list[str]:
+    found: list[str] = []
+    for index, word in enumerate(words):
+        for name in names:
+            if word.startswith(name + "="):
+                found.append(word[len(name) + 1 :])
+            elif word == name and index + 1 < len(words):
+                found.append(words[index + 1])
+    return found
+
+
+def _every_operand(words: list[str]) -> list[str]:
+    return _positionals(words)
+
+
+def _truncate(words: list[str]) -> list[str]:
+    return _positionals(words, frozenset({"-s", "--size", "-r", "--reference"}))
+
+
+def _after_first(words: list[str]) -> list[str]:
+    if any(word.startswith("--reference") for word in words):
+        return _positionals(words)
+    return _positionals(words)[1:]
+
+
+def _destination(words: list[str]) -> list[str]:
+    explicit = _long_value(words, ("-t", "--target-directory"))
+    if explicit:
+        return explicit
+    operands = _positionals(words, frozenset({"-S", "--suffix", "-m", "--mode", "-o", "-g"}))
+    return operands[-1:] if len(operands) >= 2 else operands
+
+
+def _move(words: list[str]) -> list[str]:
+    return _positionals(words, frozenset({"-S", "--suffix", "-t"})) + _long_value(
+        words, ("-t", "--target-directory")
+    )
+
+
+def _install(words: list[str]) -> list[str]:
+    if "-d" in words or "--directory" in words:
+        return _positionals(words, frozenset({"-m", "--mode", "-o", "-g"}))
+    return _destination(words)
+
+
+def _sed(words: list[str]) -> list[str]:
+    in_place = any(
+        word.startswith("--in-place") or (_is_short_cluster(word) and "i" in word[1:])
+        for word in words
+    )
+    if not in_place:
+        return []
+    has_script_option = any(word in {"-e", "-f", "--expression", "--file"} for word in words)
+    operands = _positionals(words, frozenset({"-e", "-f", "--expression", "--file", "-l"}))
+    return operands if has_script_option else operands[1:]
+
+
+def _is_short_cluster(word: str) -> bool:
+    return word.startswith("-") and not word.startswith("--") and len(word) > 1
+
+
+def _dd(words: list[str]) -> list[str]:
+    return [word[3:] for word in words if word.startswith("of=")]
+
+
+def _download(words: list[str]) -> list[str]:
+    return _long_value(words, ("-o", "--output", "-O", "--output-document"))
+
+
+def _find(words: list[str]) -> list[str]:
+    if "-delete" not in words:
+        return []
+    starts: list[str] = []
+    for word in words:
+        if word.startswith(("-", "(", "!")):
+            break
+        starts.append(word)
+    return starts or ["."]
+
+
+def _tar(words: list[str]) -> list[str]:
+    first = words[0] if words else ""
+    extracting = (
+        "--extract" in words
+        or "-x" in words
+        or (not first.startswith("--") and "x" in first.lstrip("-"))
+    )
+    if not extracting:
+        return []
+    return _long_value(words, ("-C", "--directory")) or ["."]
+
+
+_EXTRACTORS: dict[str, Callable[[list[str]], list[str]]] = {
+    "rm": _every_operand,
+    "rmdir": _every_operand,
+    "unlink": _every_operand,
+    "shred": _every_operand,
+    "touch": _every_operand,
+    "mkdir": lambda words: _positionals(words, frozenset({"-m", "--mode"})),
+    "tee": _every_operand,
+    "truncate": _truncate,
+    "chmod": _after_first,
+    "chown": _after_first,
+    "chgrp": _after_first,
+    "cp": _destination,
+    "ln": _destination,
+    "rsync": _destination,
+    "mv": _move,
+    "install": _install,
+    "sed": _sed,
+    "gsed": _sed,
+    "dd": _dd,
+    "curl": _download,
+    "wget": _download,
+    "find": _find,
+    "tar": _tar,
+}

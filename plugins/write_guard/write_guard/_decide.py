@@ -1,0 +1,150 @@
+"""Judge a tool call's write surface: protected paths, the preset's roots, and the git gate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from write_guard._bash import WriteTarget
+from write_guard._git import dangerous_git
+from write_guard._paths import PathContext, PathRejection, ResolvedPath, resolve_path
+from write_guard._policy import (
+    PROTECTED_MARKERS,
+    PathVerdict,
+    Policy,
+    preset_verdict,
+    protected_verdict,
+)
+from write_guard._surface import Surface
+
+_BAD_INPUT_WORDS = ("NUL", "UTF-8", "empty")
+
+
+@dataclass(frozen=True, slots=True)
+class GuardDenial:
+    """A refusal: a stable rule name, the path it concerns, and the text the model reads."""
+
+    rule: str
+    path: str | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class GitHold:
+    """A dangerous git operation that needs a one-shot approval of exactly `command`."""
+
+    operation: str
+    command: str
+
+
+def _deny(rule: str, path: str | None, what: str, instead: str) -> GuardDenial:
+    where = f" Path: {path}." if path else ""
+    return GuardDenial(
+        rule, path, f"write-guard denied this ({rule}): {what}.{where} Instead: {instead}."
+    )
+
+
+def _from_verdict(verdict: PathVerdict) -> GuardDenial:
+    shown = verdict.path.resolved
+    if verdict.path.requested != verdict.path.resolved:
+        shown = f"{verdict.path.resolved} (requested {verdict.path.requested})"
+    return _deny(verdict.rule, shown, verdict.explanation, verdict.instead)
+
+
+def resolve_target(target: WriteTarget, context: PathContext) -> ResolvedPath | PathRejection:
+    """Resolve a target, first anchoring it at the directory a preceding `cd` moved to."""
+    raw = target.path
+    prefix = target.cwd_prefix
+    if prefix is not None and not raw.startswith(("/", "~", "$")):
+        raw = prefix.rstrip("/") + "/" + raw
+    return resolve_path(raw, context)
+
+
+def mentions_protected(text: str, policy: Policy) -> bool:
+    """Whether a command line names something protected (used when it cannot be analysed)."""
+    folded = text.casefold()
+    markers = (*PROTECTED_MARKERS, *(path.casefold() for path in policy.protected_paths))
+    return any(marker in folded for marker in markers)
+
+
+def protected_denial(surface: Surface, context: PathContext, policy: Policy) -> GuardDenial | None:
+    """The fail-closed part: bad input and protected paths, in every preset."""
+    if surface.malformed:
+        return _deny("malformed-input", None, surface.malformed, "call the tool with a plain path")
+    unclear = bool(surface.uncertain)
+    for target in surface.targets:
+        resolved = resolve_target(target, context)
+        if isinstance(resolved, PathRejection):
+            if any(word in resolved.why for word in _BAD_INPUT_WORDS):
+                return _deny("bad-path", repr(resolved.raw), resolved.why, "use a plain UTF-8 path")
+            unclear = True
+            continue
+        verdict = protected_verdict(resolved, policy)
+        if verdict is not None:
+            return _from_verdict(verdict)
+    if unclear and surface.command is not None and mentions_protected(surface.command, policy):
+        return _deny(
+            "unparsable-protected",
+            None,
+            "the command cannot be analysed with confidence and it names a protected path",
+            "split it into plain commands that do not touch protected files",
+        )
+    return None
+
+
+def preset_denial(surface: Surface, context: PathContext, policy: Policy) -> GuardDenial | None:
+    """The fail-open part: the agent's preset (workspace, orchestrator, read-only) per path."""
+    for target in surface.targets:
+        resolved = resolve_target(target, context)
+        if isinstance(resolved, PathRejection):
+            if surface.command is None:
+                return _deny("unresolvable-path", resolved.raw, resolved.why, "use a literal path")
+            continue  # Bash: not analysable with confidence, allowed unless protected (see above)
+        verdict = preset_verdict(resolved, policy)
+        if verdict is not None:
+            return _from_verdict(verdict)
+    if policy.preset == "read-only" and surface.git_commands:
+        return _deny(
+            "read-only",
+            None,
+            "this agent's preset is read-only",
+            "describe the change in your answer, or hand it to an agent that may write",
+        )
+    return None
+
+
+def git_hold(surface: Surface) -> GitHold | None:
+    """The first dangerous git operation in the command, bound to the exact trimmed command."""
+    if surface.command is None:
+        return None
+    for argv in surface.git_commands:
+        operation = dangerous_git(argv)
+        if operation is not None:
+            return GitHold(operation=operation, command=surface.command.strip())
+    return None
+
+
+def git_hold_denial(hold: GitHold) -> GuardDenial:
+    """The denial for a held git operation, telling the model how the person can approve it."""
+    return _deny(
+        "git-gate",
+        None,
+        f"`{hold.command}` runs a dangerous git operation ({hold.operation}) that needs the "
+        "person's approval",
+        "ask the person with AskUserQuestion, quoting the exact command in backticks, with an "
+        'option such as "Approve"; once they choose it, retry the identical command (it is '
+        "allowed once, within 5 minutes). The person can also run "
+        f"`hookchain approve {_shell_quote(hold.command)}`",
+    )
+
+
+def _shell_quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def decide(surface: Surface, context: PathContext, policy: Policy) -> GuardDenial | GitHold | None:
+    """Everything except approvals: a denial, a git operation to hold, or None (allowed)."""
+    return (
+        protected_denial(surface, context, policy)
+        or preset_denial(surface, context, policy)
+        or git_hold(surface)
+    )

@@ -1,0 +1,58 @@
+"""The plugin's options: presets per agent, roots, protected paths and the orchestrator lists."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from write_guard._policy import OrchestratorLists, Preset
+
+
+def _default_extra_roots() -> list[str]:
+    return [tempfile.gettempdir(), "/dev/null", "/dev/stdout", "/dev/stderr"]
+
+
+class Options(BaseSettings):
+    """From WRITE_GUARD_* environment variables and the [write-guard] table of hookchain.toml."""
+
+    model_config = SettingsConfigDict(extra="forbid", frozen=True)
+
+    preset: Preset = "workspace"
+    """Preset of the main loop."""
+    subagent_preset: Preset | None = None
+    """Preset of subagents whose type is not in `agent_presets` (None: same as `preset`)."""
+    agent_presets: dict[str, Preset] = Field(default_factory=dict)
+    """Subagent type → preset, e.g. {"code-reviewer": "read-only"}."""
+    workspace_root: str | None = None
+    """Writable root; default: $CLAUDE_PROJECT_DIR, else the session's cwd."""
+    extra_writable_roots: list[str] = Field(default_factory=_default_extra_roots)
+    """Roots writable in the workspace preset besides the workspace."""
+    protected_paths: list[str] = Field(default_factory=list)
+    """Absolute paths (or `*`-globs on the absolute path) denied in every preset."""
+    git_gate: bool = True
+    """Hold dangerous git operations until the person approves the exact command."""
+    case_insensitive: bool = sys.platform in {"darwin", "win32"}
+    """Compare roots case-insensitively (protected paths always are)."""
+    artifact_roots: list[str] = Field(
+        default_factory=lambda: list(OrchestratorLists().artifact_roots)
+    )
+    source_roots: list[str] = Field(default_factory=lambda: list(OrchestratorLists().source_roots))
+    root_artifact_files: list[str] = Field(
+        default_factory=lambda: list(OrchestratorLists().root_artifact_files)
+    )
+
+    def preset_for(self, agent_type: str | None) -> Preset:
+        """The preset of the main loop (None) or of a subagent type."""
+        if agent_type is None:
+            return self.preset
+        return self.agent_presets.get(agent_type, self.subagent_preset or self.preset)
+
+    def orchestrator_lists(self) -> OrchestratorLists:
+        return OrchestratorLists(
+            artifact_roots=tuple(self.artifact_roots),
+            source_roots=tuple(self.source_roots),
+            root_artifact_files=tuple(self.root_artifact_files),
+        )

@@ -1,0 +1,110 @@
+"""Turn a path as an agent wrote it into the requested and the symlink-resolved absolute paths."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+_VARIABLE = re.compile(
+    r"\$(?:\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)\}|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))"
+)
+EXPANDABLE_VARIABLES = frozenset({"HOME", "CLAUDE_PROJECT_DIR", "PWD"})
+
+
+@dataclass(frozen=True, slots=True)
+class PathContext:
+    """Where relative paths start and what `~` and the known variables stand for."""
+
+    cwd: str
+    home: str
+    project_dir: str | None = None
+    case_insensitive: bool = False
+
+    def variables(self) -> Mapping[str, str]:
+        known = {"HOME": self.home, "PWD": self.cwd}
+        if self.project_dir:
+            known["CLAUDE_PROJECT_DIR"] = self.project_dir
+        return known
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedPath:
+    """`requested` is the lexically cleaned absolute path; `resolved` follows symlinks."""
+
+    raw: str
+    requested: str
+    resolved: str
+
+
+@dataclass(frozen=True, slots=True)
+class PathRejection:
+    """A path the guard refuses to reason about (NUL, non-UTF-8, unknown variable, empty)."""
+
+    raw: str
+    why: str
+
+
+def resolve_path(raw: str, context: PathContext) -> ResolvedPath | PathRejection:
+    """Expand `~` and the known variables, anchor at the cwd, clean, and resolve symlinks."""
+    if "\x00" in raw:
+        return PathRejection(raw, "the path contains a NUL byte")
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        return PathRejection(raw, "the path is not valid UTF-8")
+    if not raw.strip():
+        return PathRejection(raw, "the path is empty")
+    expanded = _expand(raw, context)
+    if isinstance(expanded, PathRejection):
+        return expanded
+    anchored = expanded if os.path.isabs(expanded) else os.path.join(context.cwd, expanded)
+    # normpath keeps a leading "//" (POSIX allows it a special meaning); treat it as "/".
+    requested = os.path.normpath(anchored)
+    if requested.startswith("//"):
+        requested = "/" + requested.lstrip("/")
+    # realpath works on the unnormalised form so that "link/.." follows the link like the kernel.
+    resolved = os.path.realpath(anchored)
+    return ResolvedPath(raw=raw, requested=requested, resolved=resolved)
+
+
+def _expand(raw: str, context: PathContext) -> str | PathRejection:
+    text = raw
+    if text == "~" or text.startswith("~/"):
+        text = context.home + text[1:]
+    elif text.startswith("~"):
+        return PathRejection(raw, "another user's home directory (~user) is not resolved")
+    variables = context.variables()
+    unknown: list[str] = []
+
+    def substitute(match: re.Match[str]) -> str:
+        name = match.group("braced") or match.group("bare")
+        if name in variables:
+            return variables[name]
+        unknown.append(name)
+        return match.group(0)
+
+    text = _VARIABLE.sub(substitute, text)
+    if unknown or "$" in text or "`" in text:
+        return PathRejection(
+            raw, "the path depends on a variable or substitution the guard cannot see"
+        )
+    return text
+
+
+def is_within(path: str, root: str, *, case_insensitive: bool = False) -> bool:
+    """Whether `path` is `root` or below it (both absolute and clean)."""
+    if case_insensitive:
+        path, root = path.casefold(), root.casefold()
+    if path == root:
+        return True
+    prefix = root if root.endswith("/") else root + "/"
+    return path.startswith(prefix)
+
+
+def root_forms(root: str) -> tuple[str, ...]:
+    """A configured root both as written (cleaned) and with its symlinks resolved."""
+    cleaned = os.path.normpath(os.path.expanduser(root))
+    resolved = os.path.realpath(cleaned)
+    return (cleaned,) if cleaned == resolved else (cleaned, resolved)

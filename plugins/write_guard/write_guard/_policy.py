@@ -1,0 +1,190 @@
+"""Decide one resolved path against the protected paths and the agent's preset."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from write_guard._paths import ResolvedPath, is_within, root_forms
+
+Preset = Literal["workspace", "orchestrator", "read-only"]
+
+# Patterns below match anywhere in the tree, on the case-folded absolute path.
+BUILTIN_PROTECTED_PATTERNS: tuple[str, ...] = (
+    "*/.git/hooks",
+    "*/.git/hooks/*",
+    "*/.git/config",
+    "*/.claude/settings*.json",
+    "*/hookchain.toml",
+    "*/.hookchain",
+    "*/.hookchain/*",
+)
+# Removing or replacing these directories takes the protected files inside with them.
+_PROTECTED_PARENTS = frozenset({".git", ".claude"})
+# Words in a command line that hint at a protected file (used when the line cannot be parsed).
+PROTECTED_MARKERS: tuple[str, ...] = (
+    ".git/hooks", ".git/config", ".claude/settings", "hookchain.toml", ".hookchain", ".git",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class OrchestratorLists:
+    """Path-root lists of the orchestrator preset (first matching root segment decides)."""
+
+    artifact_roots: tuple[str, ...] = ("reports",)
+    planning_root: tuple[str, ...] = ("docs", "planning")
+    audit_glob: str = "audit-*"
+    source_roots: tuple[str, ...] = (
+        "src", "lib", "test", "tests", "agents", "tools", "schemas", "eval", ".github",
+    )  # fmt: skip
+    root_artifact_files: tuple[str, ...] = (
+        "case-*",
+        "risks-*",
+        "handoff-*",
+        "decisions-*",
+        "state.md",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """Everything needed to judge a path: roots, sinks, protections and the preset."""
+
+    preset: Preset
+    workspace_root: str
+    extra_roots: tuple[str, ...] = ()
+    sinks: tuple[str, ...] = ("/dev/null", "/dev/stdout", "/dev/stderr")
+    protected_paths: tuple[str, ...] = ()
+    protected_patterns: tuple[str, ...] = BUILTIN_PROTECTED_PATTERNS
+    orchestrator: OrchestratorLists = OrchestratorLists()
+    case_insensitive: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PathVerdict:
+    """Why a path may not be written; `rule` is stable, `instead` is advice for the agent."""
+
+    rule: str
+    path: ResolvedPath
+    explanation: str
+    instead: str
+
+
+def protected_verdict(path: ResolvedPath, policy: Policy) -> PathVerdict | None:
+    """A denial when the requested or the resolved path is (or contains) a protected location."""
+    for candidate in _distinct(path.requested, path.resolved):
+        folded = candidate.casefold()
+        hit = next((p for p in policy.protected_patterns if fnmatch.fnmatchcase(folded, p)), None)
+        if hit is None and os.path.basename(folded) in _PROTECTED_PARENTS:
+            hit = f"*/{os.path.basename(folded)}"
+        if hit is None:
+            hit = next((p for p in policy.protected_paths if _touches(candidate, p)), None)
+        if hit is not None:
+            return PathVerdict(
+                rule="protected-path",
+                path=path,
+                explanation=f"{candidate} is protected ({hit})",
+                instead="leave this file alone; if it must change, ask the person to change it",
+            )
+    return None
+
+
+def _touches(candidate: str, protected: str) -> bool:
+    return is_within(candidate, protected, case_insensitive=True) or is_within(
+        protected, candidate, case_insensitive=True
+    )
+
+
+def preset_verdict(path: ResolvedPath, policy: Policy) -> PathVerdict | None:
+    """A denial when the preset does not let this agent write the path."""
+    if path.requested in policy.sinks:
+        return None
+    if policy.preset == "read-only":
+        return PathVerdict(
+            rule="read-only",
+            path=path,
+            explanation="this agent's preset is read-only",
+            instead="describe the change in your answer, or hand it to an agent that may write",
+        )
+    roots = root_forms(policy.workspace_root)
+    inside = all(
+        _within_any(form, roots, policy) for form in _distinct(path.requested, path.resolved)
+    )
+    if policy.preset == "workspace":
+        if inside:
+            return None
+        extra = tuple(form for root in policy.extra_roots for form in root_forms(root))
+        forms = _distinct(path.requested, path.resolved)
+        if all(_within_any(form, (*roots, *extra), policy) for form in forms):
+            return None
+        return PathVerdict(
+            rule="outside-roots",
+            path=path,
+            explanation=f"{path.resolved} is outside the workspace {policy.workspace_root}"
+            + (
+                f" and the extra roots {', '.join(policy.extra_roots)}"
+                if policy.extra_roots
+                else ""
+            ),
+            instead="write inside the workspace (or the temp dir); if the person wants this path "
+            "writable, they add it to write-guard's extra_writable_roots",
+        )
+    if not inside:
+        return PathVerdict(
+            rule="outside-roots",
+            path=path,
+            explanation=f"{path.resolved} is outside the session directory {policy.workspace_root}",
+            instead="write artifacts inside the session directory",
+        )
+    for form in _distinct(path.requested, path.resolved):
+        root = next(
+            r for r in roots if is_within(form, r, case_insensitive=policy.case_insensitive)
+        )
+        relative = os.path.relpath(form, root)
+        reason = _orchestrator_refusal(relative, policy.orchestrator)
+        if reason is not None:
+            return PathVerdict(
+                rule="orchestrator-roots",
+                path=path,
+                explanation=f"{relative} {reason}",
+                instead="write only artifacts (reports/**, docs/planning/**/*.md, audit-*/…, or "
+                "case-*/risks-*/handoff-*/decisions-*/state.md at an artifact root) and delegate "
+                "source changes to a subagent",
+            )
+    return None
+
+
+def _distinct(*paths: str) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(paths))
+
+
+def _within_any(path: str, roots: Sequence[str], policy: Policy) -> bool:
+    return any(is_within(path, root, case_insensitive=policy.case_insensitive) for root in roots)
+
+
+def _orchestrator_refusal(relative: str, lists: OrchestratorLists) -> str | None:
+    """None when the orchestrator may write `relative`; otherwise why not."""
+    if relative in {".", ""} or relative.startswith(".."):
+        return "is not a file inside the session directory"
+    parts = relative.split("/")
+    directories, name = parts[:-1], parts[-1]
+    in_audit = False
+    for index, segment in enumerate(directories):
+        if segment in lists.source_roots:
+            return f"is under the source root {segment}/"
+        if segment in lists.artifact_roots:
+            return None
+        if tuple(directories[index : index + len(lists.planning_root)]) == lists.planning_root:
+            return None if name.endswith(".md") else "is under docs/planning/ but is not Markdown"
+        in_audit = in_audit or fnmatch.fnmatchcase(segment, lists.audit_glob)
+    if in_audit:
+        return None
+    is_root_file = any(fnmatch.fnmatchcase(name, pattern) for pattern in lists.root_artifact_files)
+    if is_root_file and not directories:
+        return None
+    if is_root_file:
+        return "is a root artifact file outside the root, reports/, docs/planning/ or audit-*"
+    return "is not an artifact path"

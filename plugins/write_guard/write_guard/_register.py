@@ -1,0 +1,219 @@
+"""Wire write-guard to `tool.call`: protected paths (fail closed), presets and the git gate."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import uuid
+from typing import Any
+
+import anyio
+from framework import ENGINE_ORIGIN, CallNext, Engine, ToolCall, ToolResult, data_dir, hookimpl
+
+from write_guard._approvals import (
+    approval_key,
+    approved_commands,
+    consumer,
+    new_approval,
+    why_unusable,
+    won,
+)
+from write_guard._decide import (
+    GitHold,
+    git_hold,
+    git_hold_denial,
+    preset_denial,
+    protected_denial,
+)
+from write_guard._options import Options
+from write_guard._paths import PathContext
+from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, Policy
+from write_guard._surface import extract_surface
+
+PLUGIN = "write-guard"
+WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "notebookedit", "bash", "apply_patch",
+                         "applypatch", "patch"})  # fmt: skip
+CWD_LIMIT_S = 0.25
+HELD_PREFIX = "held:"
+RECORD_TTL_S = 24 * 3600.0
+
+
+def is_write_tool(tool: str) -> bool:
+    return tool.casefold() in WRITE_TOOLS
+
+
+def store_file_paths(env: dict[str, str]) -> list[str]:
+    """The hookchain data dir, config override and SQLite store file: where approvals live."""
+    paths = [str(data_dir())]
+    config = env.get("HOOKCHAIN_CONFIG")
+    if config:
+        paths.append(config)
+    store = env.get("HOOKCHAIN_STORE", "")
+    if store.startswith("sqlite://"):
+        paths.append(store.removeprefix("sqlite://"))
+    return [os.path.abspath(os.path.expanduser(path)) for path in paths if path]
+
+
+class Guard:
+    """Per-host state: options, the setup directory and the one-time cwd warning."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.setup_dir = os.getcwd()
+        self.cwd_warned = False
+        self.host_paths = store_file_paths(dict(os.environ))
+        self.default_home = os.path.expanduser("~")
+
+    async def session_cwd(self, engine: Engine) -> str:
+        """The session's cwd, read per event within 250 ms; else the setup dir (one warning)."""
+        try:
+            with anyio.fail_after(CWD_LIMIT_S):
+                value: Any = engine.session.cwd
+                if inspect.isawaitable(value):
+                    value = await value
+            if isinstance(value, str) and value:
+                return value
+            problem = "the session has no cwd"
+        except Exception as error:  # any failure falls back to the setup dir
+            problem = f"reading the session cwd failed ({type(error).__name__})"
+        if not self.cwd_warned:
+            self.cwd_warned = True
+            engine.ui.log(f"{problem}; using the setup directory", level="warning")
+        return self.setup_dir
+
+    async def context_and_policy(
+        self, engine: Engine, event: ToolCall
+    ) -> tuple[PathContext, Policy]:
+        cwd = await self.session_cwd(engine)
+        agent_type = await self.agent_type(engine, event)
+        return self.build(
+            cwd, engine.env.get("CLAUDE_PROJECT_DIR"), engine.env.get("HOME"), agent_type
+        )
+
+    def build(
+        self, cwd: str, project: str | None, home: str | None, agent_type: str | None
+    ) -> tuple[PathContext, Policy]:
+        """The path context and policy for one event (pure apart from the options)."""
+        options = self.options
+        root = options.workspace_root or project or cwd
+        context = PathContext(
+            cwd=cwd,
+            home=home or self.default_home,
+            project_dir=project or None,
+            case_insensitive=options.case_insensitive,
+        )
+        patterns = list(BUILTIN_PROTECTED_PATTERNS)
+        protected = list(self.host_paths)
+        for entry in options.protected_paths:
+            anchored = os.path.join(root, os.path.expanduser(entry))
+            if "*" in entry:
+                patterns.append(anchored.casefold())
+            else:
+                protected.append(os.path.normpath(anchored))
+        policy = Policy(
+            preset=options.preset_for(agent_type),
+            workspace_root=root,
+            extra_roots=tuple(options.extra_writable_roots),
+            protected_paths=tuple(protected),
+            protected_patterns=tuple(patterns),
+            orchestrator=options.orchestrator_lists(),
+            case_insensitive=options.case_insensitive,
+        )
+        return context, policy
+
+    async def agent_type(self, engine: Engine, event: ToolCall) -> str | None:
+        if event.agent_id is None:
+            return None
+        for agent in await engine.agents.list():
+            if agent.id == event.agent_id:
+                return agent.type or agent.name or ""
+        return ""
+
+    async def protect(self, engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
+        """Protected paths and malformed input; registered fail-closed."""
+        surface = extract_surface(event.tool, event.input)
+        if surface.writes or surface.uncertain:
+            context, policy = await self.context_and_policy(engine, event)
+            denial = protected_denial(surface, context, policy)
+            if denial is not None:
+                return ToolResult.denied(denial.reason, by=PLUGIN)
+        result: ToolResult = await call_next(event)
+        return result
+
+    async def enforce(self, engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
+        """The agent's preset and the git gate; registered fail-open."""
+        refusal = await self.refusal(engine, event)
+        if refusal is not None:
+            return refusal
+        result: ToolResult = await call_next(event)
+        return result
+
+    async def refusal(self, engine: Engine, event: ToolCall) -> ToolResult | None:
+        surface = extract_surface(event.tool, event.input)
+        if surface.uncertain and surface.command is not None:
+            engine.ui.log(f"could not fully analyse a Bash command: {surface.uncertain[0]}")
+        if not surface.writes:
+            return None
+        context, policy = await self.context_and_policy(engine, event)
+        denial = preset_denial(surface, context, policy)
+        if denial is not None:
+            return ToolResult.denied(denial.reason, by=PLUGIN)
+        hold = git_hold(surface) if self.options.git_gate else None
+        if hold is None:
+            return None
+        return await self.consume_or_refuse(engine, event, hold)
+
+    async def consume_or_refuse(
+        self, engine: Engine, event: ToolCall, hold: GitHold
+    ) -> ToolResult | None:
+        key = approval_key(hold.command)
+        now = await engine.clock.now()
+        stored = await engine.store.get(key)
+        if stored is not None:
+            claim = uuid.uuid4().hex
+            after = await engine.store.update(
+                key, consumer(hold.command, now, event.tool_use_id, claim)
+            )
+            if won(after, claim):
+                engine.transcript.line(
+                    f"write-guard: used the one-shot approval for {hold.operation}"
+                )
+                return None
+            stored = after
+        await engine.state.set(HELD_PREFIX + key, hold.command)
+        reason = git_hold_denial(hold).reason
+        if stored is not None:
+            reason += f" (Not allowed now: {why_unusable(stored, now)}.)"
+        return ToolResult.denied(reason, by=PLUGIN)
+
+    async def learn(self, engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
+        """Record approvals from the person's AskUserQuestion answers, never from model text."""
+        result: ToolResult = await call_next(event)
+        if call_next.origin != ENGINE_ORIGIN or result.is_error or result.denial is not None:
+            return result
+        held_keys = await engine.state.keys(HELD_PREFIX)
+        pending = [str(await engine.state.get(k)) for k in held_keys]
+        commands = approved_commands(event.input, result.output, _gated, pending)
+        if commands:
+            now = await engine.clock.now()
+            for command in commands:
+                record = new_approval(command, now, "ask-user")
+                await engine.store.set(approval_key(command), record.model_dump(), ttl=RECORD_TTL_S)
+                await engine.state.delete(HELD_PREFIX + approval_key(command))
+            engine.transcript.line(
+                f"write-guard: {len(commands)} git command(s) approved once, for 5 minutes"
+            )
+        return result
+
+
+def _gated(command: str) -> bool:
+    return git_hold(extract_surface("Bash", {"command": command})) is not None
+
+
+@hookimpl
+def register(on: Any, options: Options | None) -> None:
+    guard = Guard(options if options is not None else Options())
+    match = {"tool": is_write_tool}
+    on("tool.call", guard.protect, match=match, order=-100, fail="closed")
+    on("tool.call", guard.enforce, match=match, order=-90)
+    on("tool.call", guard.learn, match={"tool": "AskUserQuestion"}, order=-90)

@@ -1,0 +1,177 @@
+"""Split a shell command line into simple commands with their redirections, like bash would."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+_PUNCTUATION = ";&|<>()\n"
+_OPERATORS = (
+    "&>>", "<<<", "<<-", "&&", "||", ";;", "|&", ">>", ">|", ">&", "&>", "<<", "<&", "<>",
+    ";", "&", "|", "(", ")", "\n", ">", "<",
+)  # fmt: skip
+_SEPARATORS = frozenset({";", ";;", "&", "&&", "||", "|", "|&", "\n"})
+_WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
+_READ_REDIRECTS = frozenset({"<", "<<<", "<&", "<<", "<<-"})
+_KEYWORDS = frozenset(
+    {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "esac"}
+)
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
+_SUBSTITUTION = re.compile(r"\$\(((?:[^()]|\([^()]*\))*)\)|`([^`]*)`")
+
+
+class ShellParseError(ValueError):
+    """The command line cannot be split with confidence (unbalanced quotes or parentheses)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleCommand:
+    """One command: its words, the files it redirects output to, and the cwd it runs in."""
+
+    argv: tuple[str, ...]
+    redirects: tuple[tuple[str, str], ...] = ()
+    cwd_prefix: str | None = None
+
+
+@dataclass(slots=True)
+class ParsedLine:
+    """Every simple command found, including those inside substitutions, plus heredoc bodies."""
+
+    commands: list[SimpleCommand] = field(default_factory=list)
+    heredocs: list[str] = field(default_factory=list)
+    substitutions: list[str] = field(default_factory=list)
+
+
+def parse_line(command: str) -> ParsedLine:
+    """Parse a command line; raises `ShellParseError` when it cannot be split with confidence."""
+    text = command.replace("\\\r\n", "").replace("\\\n", "")
+    text, heredocs = _cut_heredocs(text)
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=_PUNCTUATION)
+    lexer.whitespace = " \t\r"
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    try:
+        raw_tokens = list(lexer)
+    except ValueError as error:
+        raise ShellParseError(str(error)) from None
+    parsed = ParsedLine(heredocs=heredocs)
+    _collect(_split_operators(raw_tokens), parsed)
+    return parsed
+
+
+def _cut_heredocs(text: str) -> tuple[str, list[str]]:
+    """Drop heredoc bodies from the line (their text is data, not commands) and keep them."""
+    if "<<" not in text:
+        return text, []
+    kept: list[str] = []
+    bodies: list[str] = []
+    lines = text.split("\n")
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        kept.append(line)
+        index += 1
+        for match in _HEREDOC.finditer(line):
+            if line[match.start() : match.start() + 3] == "<<<":
+                continue
+            delimiter = match.group(2)
+            body: list[str] = []
+            while index < len(lines) and lines[index].strip() != delimiter:
+                body.append(lines[index])
+                index += 1
+            index += 1
+            bodies.append("\n".join(body))
+    return "\n".join(kept), bodies
+
+
+def _split_operators(tokens: list[str]) -> list[tuple[str, bool]]:
+    """Break punctuation runs (`)\\n`, `>&`) into operators; flag which tokens are operators."""
+    out: list[tuple[str, bool]] = []
+    for token in tokens:
+        if not token or any(char not in _PUNCTUATION for char in token):
+            out.append((token, False))
+            continue
+        rest = token
+        while rest:
+            for operator in _OPERATORS:
+                if rest.startswith(operator):
+                    out.append((operator, True))
+                    rest = rest[len(operator) :]
+                    break
+    return out
+
+
+def _collect(tokens: list[tuple[str, bool]], parsed: ParsedLine) -> None:
+    argv: list[str] = []
+    redirects: list[tuple[str, str]] = []
+    cwd_stack: list[str | None] = [None]
+    depth = 0
+
+    def flush() -> None:
+        words = list(argv)
+        while words and words[0] in _KEYWORDS:
+            words.pop(0)
+        if words or redirects:
+            parsed.commands.append(SimpleCommand(tuple(words), tuple(redirects), cwd_stack[-1]))
+            if words and words[0] in {"cd", "pushd"}:
+                cwd_stack[-1] = _next_cwd(cwd_stack[-1], words[1:])
+        argv.clear()
+        redirects.clear()
+
+    index = 0
+    while index < len(tokens):
+        token, is_operator = tokens[index]
+        index += 1
+        if not is_operator:
+            if token == "$" and index < len(tokens) and tokens[index] == ("(", True):
+                continue
+            _note_substitutions(token, parsed)
+            argv.append(token)
+            continue
+        if token in _SEPARATORS:
+            flush()
+        elif token == "(":
+            flush()
+            depth += 1
+            cwd_stack.append(cwd_stack[-1])
+        elif token == ")":
+            flush()
+            depth -= 1
+            if depth < 0:
+                raise ShellParseError("unbalanced parenthesis")
+            cwd_stack.pop()
+        elif token in _WRITE_REDIRECTS or token in _READ_REDIRECTS:
+            if index >= len(tokens) or tokens[index][1]:
+                raise ShellParseError(f"redirection {token!r} without a target")
+            target = tokens[index][0]
+            index += 1
+            if argv and argv[-1].isdigit() and token != "&>":
+                argv.pop()  # the fd number belongs to the redirection, not to the command
+            if token == ">&" and (target.isdigit() or target == "-"):
+                continue  # duplicating a file descriptor writes no file
+            if token in _WRITE_REDIRECTS:
+                redirects.append((token, target))
+            elif token == "<&" and not target.isdigit() and target != "-":
+                raise ShellParseError("unusual descriptor redirection")
+    flush()
+    if depth != 0:
+        raise ShellParseError("unbalanced parenthesis")
+
+
+def _note_substitutions(word: str, parsed: ParsedLine) -> None:
+    if "`" in word or "$(" in word:
+        for match in _SUBSTITUTION.finditer(word):
+            parsed.substitutions.append(match.group(1) or match.group(2) or "")
+
+
+def _next_cwd(current: str | None, arguments: list[str]) -> str | None:
+    words = [word for word in arguments if not word.startswith("-") or word == "-"]
+    if not words:
+        return "~"
+    target = words[0]
+    if target == "-":
+        return "$OLDPWD"  # unknowable: anything relative to it is rejected later
+    if target.startswith(("/", "~", "$")) or current is None:
+        return target
+    return current.rstrip("/") + "/" + target

@@ -1,0 +1,103 @@
+"""Extract what a tool call would write: paths, git invocations, and what stayed unclear."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from write_guard._bash import WriteTarget, analyse_bash
+
+_PATH_FIELDS: dict[str, tuple[str, ...]] = {
+    "write": ("file_path",),
+    "edit": ("file_path",),
+    "multiedit": ("file_path",),
+    "notebookedit": ("notebook_path",),
+}
+_PATCH_TOOLS = frozenset({"apply_patch", "applypatch", "patch"})
+_PATCH_FIELDS = ("patch", "input", "diff", "content")
+_PATCH_HEADER = re.compile(r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$", re.M)
+_DIFF_HEADER = re.compile(r"^(?:---|\+\+\+) (?:\"(.+?)\"|(\S+))", re.M)
+
+
+@dataclass(frozen=True, slots=True)
+class Surface:
+    """The write surface of one tool call."""
+
+    targets: tuple[WriteTarget, ...] = ()
+    git_commands: tuple[tuple[str, ...], ...] = ()
+    uncertain: tuple[str, ...] = ()
+    malformed: str | None = None
+    command: str | None = None
+
+    @property
+    def writes(self) -> bool:
+        return bool(self.targets or self.git_commands or self.malformed)
+
+
+NOTHING = Surface()
+
+
+def extract_surface(tool: str, tool_input: Mapping[str, Any]) -> Surface:
+    """The write surface of `tool` called with `tool_input` (NOTHING for reads and other tools)."""
+    kind = tool.casefold()
+    fields = _PATH_FIELDS.get(kind)
+    if fields is not None:
+        paths = [tool_input.get(name) for name in fields]
+        if not all(isinstance(path, str) and path for path in paths):
+            return Surface(malformed=f"{tool} without a usable {' / '.join(fields)}")
+        return Surface(targets=tuple(WriteTarget(str(path), tool) for path in paths))
+    if kind in _PATCH_TOOLS:
+        text = next(
+            (tool_input[f] for f in _PATCH_FIELDS if isinstance(tool_input.get(f), str)), None
+        )
+        if text is None:
+            return Surface(malformed=f"{tool} without patch text")
+        return _patch_surface(str(text), tool)
+    if kind == "bash":
+        command = tool_input.get("command")
+        if not isinstance(command, str):
+            return Surface(malformed="Bash without a command string")
+        return _bash_surface(command)
+    return NOTHING
+
+
+def patch_paths(text: str) -> list[str]:
+    """Every path an apply_patch-style or unified diff patch touches."""
+    paths = [match.group(1) for match in _PATCH_HEADER.finditer(text)]
+    for match in _DIFF_HEADER.finditer(text):
+        path = match.group(1) or match.group(2)
+        if path == "/dev/null":
+            continue
+        paths.append(path[2:] if path.startswith(("a/", "b/")) else path)
+    return list(dict.fromkeys(paths))
+
+
+def _patch_surface(text: str, how: str) -> Surface:
+    paths = patch_paths(text)
+    if not paths:
+        return Surface(malformed=f"{how} with no file headers")
+    return Surface(targets=tuple(WriteTarget(path, how) for path in paths))
+
+
+def _bash_surface(command: str) -> Surface:
+    analysis = analyse_bash(command)
+    targets = list(analysis.targets)
+    applies_patch = re.search(
+        r"(?:^|[\s;&|(])(?:apply_patch|applypatch|patch|git\s+apply)\b", command
+    )
+    if applies_patch:
+        for body in analysis.heredocs:
+            targets.extend(WriteTarget(path, "patch") for path in patch_paths(body))
+        if not analysis.heredocs:
+            found = patch_paths(command)
+            targets.extend(WriteTarget(path, "patch") for path in found)
+            if not found:
+                analysis.uncertain.append("a patch whose paths are not visible")
+    return Surface(
+        targets=tuple(targets),
+        git_commands=tuple(analysis.git_commands),
+        uncertain=tuple(analysis.uncertain),
+        command=command,
+    )
