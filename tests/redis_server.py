@@ -8,7 +8,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from types import TracebackType
+from types import ModuleType, TracebackType
 from typing import NoReturn
 
 SERVER_PACKAGE = "redis-server"  # the Debian package .ci/run installs
@@ -141,12 +141,18 @@ class RedisServer:
         self.stop()
 
 
-def start_or_explain(workdir: Path, *, password: str | None = None) -> RedisServer:
-    """A running server; without one, a failure in CI and a skip elsewhere (pytest only)."""
+def redis_client_module() -> ModuleType:
+    """The `redis` package; without it, a failure in CI and a skip elsewhere (pytest only)."""
     try:
-        import redis  # noqa: F401
+        import redis
     except ImportError:
         _missing("the 'redis' Python package is not installed (pip install 'hookchain[redis]')")
+    return redis
+
+
+def start_or_explain(workdir: Path, *, password: str | None = None) -> RedisServer:
+    """A running server; without one, a failure in CI and a skip elsewhere (pytest only)."""
+    redis_client_module()
     try:
         server = RedisServer(workdir, password=password)
     except RedisServerMissing as error:
@@ -160,4 +166,4 @@ def _missing(reason: str) -> NoReturn:
 
     if os.environ.get("CI"):
         pytest.fail(f"{reason}; CI must provide it", pytrace=False)
-    pytest.skip(reason)
+    pytest.skip(reason, allow_module_level=True)

@@ -14,10 +14,10 @@ from framework import Host, ToolCall, ToolResult
 from framework._store import StoreError, open_backend
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from redis_server import RedisServer, start_or_explain
+from redis_server import RedisServer, redis_client_module, start_or_explain
 from store_worker import COUNTER_PLUGIN, counter_plugin, run_workers
 
-redis = pytest.importorskip("redis")
+redis = redis_client_module()
 
 PASSWORD = "shared-team-secret"
 

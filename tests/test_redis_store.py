@@ -11,9 +11,9 @@ import pytest
 from framework._store import Store, StoreError, open_backend
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from redis_server import RedisServer, start_or_explain
+from redis_server import RedisServer, redis_client_module, start_or_explain
 
-redis = pytest.importorskip("redis")
+redis = redis_client_module()
 from framework._redis_store import PASSWORD_ENV, RedisBackend, redact  # noqa: E402
 
 PASSWORD = "correct-horse-battery"

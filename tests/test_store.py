@@ -25,7 +25,7 @@ from framework._store import (
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from redis_server import RedisServer, start_or_explain
+from redis_server import RedisServer, redis_client_module, start_or_explain
 from store_worker import run_workers
 
 BACKENDS = ["memory", "sqlite", "redis"]
@@ -257,7 +257,7 @@ def _closed_port() -> int:
 
 
 def test_unreachable_redis_names_the_url_without_the_password() -> None:
-    pytest.importorskip("redis")
+    redis_client_module()
     port = _closed_port()
     with pytest.raises(StoreError) as caught:
         open_backend(f"redis://admin:hunter2-secret@127.0.0.1:{port}/3")
@@ -269,7 +269,7 @@ def test_unreachable_redis_names_the_url_without_the_password() -> None:
 
 
 def test_a_redis_that_never_answers_fails_within_the_timeout() -> None:
-    pytest.importorskip("redis")
+    redis_client_module()
     # A listener that accepts connections and never replies: the worst case for a client.
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
