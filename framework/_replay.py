@@ -1,0 +1,373 @@
+"""Runs rebuilt transcript sessions through a `Host` and collects what each plugin did."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio.lowlevel
+
+from framework._contract import (
+    Continue,
+    Event,
+    StreamChunk,
+    ToolCall,
+    TurnComplete,
+    TurnResult,
+    TurnStep,
+    neutral_result,
+)
+from framework._engine import Action, current_dispatch
+from framework._host import Host
+from framework._settings import HostSettings
+from framework._transcript import (
+    RECORDED_BY_PREFIX,
+    Session,
+    Step,
+    Transcripts,
+    read_transcripts,
+)
+
+REPORT_KINDS: Mapping[str, str] = {
+    "note": "note",
+    "append": "note",
+    "deny": "deny",
+    "drop": "drop",
+    "context": "context",
+    "continue": "continue",
+    "toast": "toast",
+    "transcript": "transcript",
+}
+"""Host action kinds shown in a replay report, and the report kind each becomes."""
+
+_LABEL_FIELDS = ("command", "file_path", "notebook_path", "path", "pattern", "url", "query")
+_LABEL_WIDTH = 60
+
+Progress = Callable[[int, int], None]
+
+
+class ReplayClock:
+    """A fake clock that follows the record timestamps; a plugin's sleep passes at once."""
+
+    def __init__(self, start_ms: int = 0) -> None:
+        self.ms = start_ms
+
+    async def now(self) -> int:
+        return self.ms
+
+    async def sleep(self, ms: float) -> None:
+        self.ms += max(0, int(ms))
+        await anyio.lowlevel.checkpoint()
+
+    def follow(self, at_ms: int) -> None:
+        """Move to a record's time; never backwards, since sessions may overlap."""
+        if at_ms > self.ms:
+            self.ms = at_ms
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayAction:
+    """One thing a plugin did during the replay, with where in the session it happened."""
+
+    session_id: str
+    by: str
+    event: str
+    kind: str
+    tool_use_id: str | None
+    index: int
+    text: str
+    tool: str | None = None
+    label: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "by": self.by,
+            "event": self.event,
+            "kind": self.kind,
+            "tool_use_id": self.tool_use_id,
+            "index": self.index,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSummary:
+    """Counts of one replayed session."""
+
+    session_id: str
+    path: str
+    first_ms: int
+    last_ms: int
+    events: int
+    prompts: int
+    turns: int
+    tool_calls: int
+    tool_calls_main: int
+    actions: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "path": self.path,
+            "first_ms": self.first_ms,
+            "last_ms": self.last_ms,
+            "events": self.events,
+            "prompts": self.prompts,
+            "turns": self.turns,
+            "tool_calls": self.tool_calls,
+            "tool_calls_main": self.tool_calls_main,
+            "actions": self.actions,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class PluginStatus:
+    """A plugin the replay host tried to load."""
+
+    name: str
+    status: str
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayReport:
+    """The whole replay: sessions, actions in order, and the input's reading counts."""
+
+    sessions: tuple[SessionSummary, ...]
+    actions: tuple[ReplayAction, ...]
+    plugins: tuple[PluginStatus, ...]
+    files: int
+    skipped_lines: int
+    duplicate_records: int
+    failures: Mapping[str, int] = field(default_factory=dict)
+
+    @property
+    def events(self) -> int:
+        return sum(s.events for s in self.sessions)
+
+    def summary(self) -> dict[str, Any]:
+        per_plugin: dict[str, dict[str, int]] = {
+            p.name: {} for p in self.plugins if p.status == "loaded"
+        }
+        for action in self.actions:
+            counts = per_plugin.setdefault(action.by, {})
+            counts[action.kind] = counts.get(action.kind, 0) + 1
+        return {
+            "sessions": len(self.sessions),
+            "events": self.events,
+            "tool_calls": sum(s.tool_calls for s in self.sessions),
+            "tool_calls_main": sum(s.tool_calls_main for s in self.sessions),
+            "files": self.files,
+            "skipped_lines": self.skipped_lines,
+            "duplicate_records": self.duplicate_records,
+            "plugins": per_plugin,
+            "handler_failures": dict(self.failures),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "sessions": [s.to_json() for s in self.sessions],
+            "actions": [a.to_json() for a in self.actions],
+            "summary": self.summary(),
+        }
+
+
+def tool_label(tool: str, tool_input: Mapping[str, Any]) -> str:
+    """A short, one-line label of a tool call: its command, path, pattern or description."""
+    value: Any = next((tool_input[k] for k in _LABEL_FIELDS if k in tool_input), None)
+    if value is None:
+        value = tool_input.get("description") or next(
+            (v for v in tool_input.values() if isinstance(v, str)), ""
+        )
+    text = " ".join(str(value).split())
+    return text if len(text) <= _LABEL_WIDTH else text[: _LABEL_WIDTH - 1] + "…"
+
+
+async def replay_sessions(
+    host: Host,
+    clock: ReplayClock,
+    transcripts: Transcripts,
+    *,
+    since_ms: int | None = None,
+    progress: Progress | None = None,
+) -> ReplayReport:
+    """Replay every session (oldest first) through an open host whose clock is `clock`."""
+    chosen = [s for s in transcripts.sessions if since_ms is None or s.last_ms >= since_ms]
+    chosen.sort(key=lambda s: (s.first_ms, s.session_id))
+    total = sum(1 for s in chosen for _ in s.walk())
+    done = 0
+    summaries: list[SessionSummary] = []
+    actions: list[ReplayAction] = []
+    for session in chosen:
+        run = _SessionRun(host, clock, session)
+        await run.run()
+        actions.extend(run.actions)
+        summaries.append(run.summary())
+        done += run.index
+        if progress is not None:
+            progress(done, total)
+    return ReplayReport(
+        sessions=tuple(summaries),
+        actions=tuple(actions),
+        plugins=tuple(PluginStatus(p.name, p.status, p.error) for p in host.plugins),
+        files=transcripts.files,
+        skipped_lines=transcripts.skipped_lines,
+        duplicate_records=transcripts.duplicate_records,
+        failures={f"{plugin}/{event}": n for (plugin, event), n in host.failures.items()},
+    )
+
+
+async def replay_paths(
+    paths: Sequence[Path],
+    *,
+    plugins: Sequence[Any] | None = None,
+    entry_points: bool = True,
+    only: Iterable[str] | None = None,
+    store: str = "memory://",
+    settings: HostSettings | None = None,
+    since_ms: int | None = None,
+    progress: Progress | None = None,
+) -> ReplayReport:
+    """Read the transcripts under `paths` and replay them through a fresh host."""
+    transcripts = read_transcripts(paths)
+    clock = ReplayClock()
+    if only:
+        base = settings if settings is not None else HostSettings()
+        settings = base.model_copy(update={"plugins": list(only)})
+    host = Host(
+        plugins=plugins, entry_points=entry_points, settings=settings, store=store, clock=clock
+    )
+    async with host:
+        return await replay_sessions(host, clock, transcripts, since_ms=since_ms, progress=progress)
+
+
+class _SessionRun:
+    """Dispatches one session's steps in order with scripted terminals."""
+
+    def __init__(self, host: Host, clock: ReplayClock, session: Session) -> None:
+        self.host = host
+        self.clock = clock
+        self.session = session
+        self.index = 0
+        self.actions: list[ReplayAction] = []
+        self.prompts = self.turns = self.tool_calls = self.tool_calls_main = 0
+
+    async def run(self) -> None:
+        for step in self.session.steps:
+            await self.step(step)
+        self.collect(self.host.take_pending(self.session.session_id), None, self.index - 1)
+
+    async def step(self, step: Step) -> None:
+        index = self.index
+        self.index += 1
+        self.clock.follow(step.at_ms)
+        event = step.event
+        self.count(event)
+        outcome = await self.host.dispatch(event, self.terminal(step))
+        self.collect(outcome.actions, event, index)
+        if isinstance(event, TurnStep):
+            await _drain(outcome.result)
+            self.collect(self.host.take_pending(event.session_id), event, index)
+
+    def count(self, event: Event) -> None:
+        if isinstance(event, ToolCall):
+            self.tool_calls += 1
+            self.tool_calls_main += event.agent_id is None
+        elif event.kind == "prompt.submit":
+            self.prompts += 1
+        elif event.kind == "turn.start":
+            self.turns += 1
+
+    def terminal(self, step: Step) -> Callable[[Any], Any]:
+        event = step.event
+        if isinstance(event, ToolCall):
+
+            async def run_tool(_: Event) -> Any:
+                if step.subagent:
+                    await self.subagent(step.subagent)
+                return step.recorded.to_tool_result()
+
+            return run_tool
+        if isinstance(event, TurnStep):
+
+            async def run_step(_: Event) -> Any:
+                return _stream(step.chunks)
+
+            return run_step
+        if isinstance(event, TurnComplete) and step.continuation is not None:
+            recorded = TurnResult(
+                continuation=Continue(reason=step.continuation, by=RECORDED_BY_PREFIX + "stop-hook")
+            )
+
+            async def blocked(_: Event) -> Any:
+                return recorded
+
+            return blocked
+
+        async def neutral(seen: Event) -> Any:
+            return neutral_result(seen)
+
+        return neutral
+
+    async def subagent(self, steps: tuple[Step, ...]) -> None:
+        # The subagent's events come from the harness, not from inside the Task's dispatch.
+        token = current_dispatch.set(None)
+        try:
+            for step in steps:
+                await self.step(step)
+        finally:
+            current_dispatch.reset(token)
+
+    def collect(self, actions: Iterable[Action], event: Event | None, index: int) -> None:
+        call = event if isinstance(event, ToolCall) else None
+        for action in actions:
+            kind = REPORT_KINDS.get(action.kind)
+            if kind is None or action.by.startswith(RECORDED_BY_PREFIX):
+                continue
+            self.actions.append(
+                ReplayAction(
+                    session_id=self.session.session_id,
+                    by=action.by,
+                    event=action.event or (event.name if event is not None else ""),
+                    kind=kind,
+                    tool_use_id=call.tool_use_id if call else None,
+                    index=index,
+                    text=action.text,
+                    tool=call.tool if call else None,
+                    label=tool_label(call.tool, call.input) if call else "",
+                )
+            )
+
+    def summary(self) -> SessionSummary:
+        session = self.session
+        return SessionSummary(
+            session_id=session.session_id,
+            path=session.path,
+            first_ms=session.first_ms,
+            last_ms=session.last_ms,
+            events=self.index,
+            prompts=self.prompts,
+            turns=self.turns,
+            tool_calls=self.tool_calls,
+            tool_calls_main=self.tool_calls_main,
+            actions=len(self.actions),
+        )
+
+
+async def _stream(chunks: tuple[StreamChunk, ...]) -> AsyncIterator[StreamChunk]:
+    for chunk in chunks:
+        yield chunk
+
+
+async def _drain(stream: Any) -> None:
+    """Read a step's stream to its end, as the harness would, then close it."""
+    try:
+        async for _ in stream:
+            pass
+    finally:
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
