@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION: Final = 2
 
 Provenance = Literal["user_directed_method", "autonomous"]
 OutcomeValue = Literal["success", "failure", "abandoned"]

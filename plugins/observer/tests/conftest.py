@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from observer._log_file import append_record
 from observer._records import (
     DecisionProvenance,
@@ -68,7 +67,7 @@ def sample_records() -> list[tuple[dict[str, Any], int]]:
         ("ep-000", "success"),
         ("ep-001", "abandoned"),
     ):
-        line = OutcomeLine(episode_id=episode_id, outcome=outcome, ts=iso_timestamp(later))  # type: ignore[arg-type]
+        line = OutcomeLine(episode_id=episode_id, outcome=outcome, ts=iso_timestamp(later))
         pairs.append((line.model_dump(mode="json"), later))
     marker = ObserverErrorMarker(
         ts=iso_timestamp(START_MS + DAY_MS), stage="episode", error_type="KeyError"

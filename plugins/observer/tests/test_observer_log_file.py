@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from observer._log_file import (
     UnsafeLogPath,
     append_line,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from observer._pii import scrub, scrub_value
 
 # (text, secret part that must disappear, placeholder that must appear)

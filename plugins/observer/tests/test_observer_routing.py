@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from observer._routing import (
     RoutingTag,
     dictated_method,
@@ -108,8 +107,8 @@ def test_gate_passes_when_the_tag_is_present() -> None:
 
 def test_gate_never_asks_twice_or_while_continuing() -> None:
     common = {"dictated": "discovery-interview", "last_message": "done"}
-    assert gate_decision(**common, stop_hook_active=True, already_fired=False) is None  # type: ignore[arg-type]
-    assert gate_decision(**common, stop_hook_active=False, already_fired=True) is None  # type: ignore[arg-type]
+    assert gate_decision(**common, stop_hook_active=True, already_fired=False) is None
+    assert gate_decision(**common, stop_hook_active=False, already_fired=True) is None
 
 
 def test_gate_is_silent_without_a_dictated_method() -> None:

@@ -1,0 +1,215 @@
+"""Wire events to the observer: gather turn facts, gate routing tags, write one episode per turn."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+from framework import (
+    ENGINE_ORIGIN,
+    PERSON_ORIGIN_KINDS,
+    CallNext,
+    Engine,
+    PromptResult,
+    PromptSubmit,
+    Registration,
+    SessionStart,
+    ToolCall,
+    ToolResult,
+    TurnComplete,
+    TurnResult,
+    hookimpl,
+)
+
+from observer._log_file import append_record
+from observer._options import Options, resolve_data_dir
+from observer._read_counter import load_counter, reminder_due, reminder_text, save_counter
+from observer._records import ObserverErrorMarker, iso_timestamp
+from observer._routing import gate_decision, parse_routing_tag
+from observer._turn_facts import (
+    EpisodeContext,
+    PromptRules,
+    SessionFacts,
+    ToolRules,
+    TurnFacts,
+    build_episode,
+    count_tool_call,
+    other_live_sessions,
+    read_prompt,
+)
+
+PLUGIN_NAME = "observer"
+_TURN_KEY = "turn"
+_SESSION_KEY = "session"
+_LIVE_PREFIX = "live:"
+
+
+class Observer:
+    """The observer's handlers, bound to one set of options."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.prompt_rules = PromptRules(
+            methods=options.methods,
+            method_patterns=options.method_patterns,
+            correction_cues=options.correction_cues,
+            task_ref_pattern=options.task_ref_pattern,
+        )
+        self.tool_rules = ToolRules(edit_tools=options.edit_tools, node_fields=options.node_fields)
+
+    def data_dir(self, engine: Engine) -> Path:
+        return resolve_data_dir(self.options, engine.session.cwd)
+
+    async def session_start(self, engine: Engine, event: SessionStart, call_next: CallNext) -> None:
+        await call_next(event)
+        try:
+            await self._start(engine, event)
+        except Exception as error:
+            await self._write_error(engine, event.session_id, None, "session.start", error)
+
+    async def prompt_submit(
+        self, engine: Engine, event: PromptSubmit, call_next: CallNext
+    ) -> PromptResult:
+        result: PromptResult = await call_next(event)
+        if result.drop is not None or event.origin_kind not in PERSON_ORIGIN_KINDS:
+            return result
+        try:
+            # Only derived, content-free facts are kept: the prompt text never reaches the store.
+            facts = TurnFacts(prompt=read_prompt(event.text, self.prompt_rules))
+            await engine.state.set(_TURN_KEY, facts.model_dump(mode="json"))
+        except Exception as error:
+            await self._write_error(engine, event.session_id, None, "prompt.submit", error)
+        return result
+
+    async def tool_call(self, engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
+        result: ToolResult = await call_next(event)
+        if call_next.origin != ENGINE_ORIGIN:
+            return result
+        try:
+
+            def count(stored: Any) -> Any:
+                facts = TurnFacts.model_validate(stored or {})
+                counted = count_tool_call(facts, event.tool, event.input, self.tool_rules)
+                return counted.model_dump(mode="json")
+
+            await engine.state.update(_TURN_KEY, count, default={})
+        except Exception as error:
+            await self._write_error(engine, event.session_id, None, "tool.call", error)
+        return result
+
+    async def turn_complete(
+        self, engine: Engine, event: TurnComplete, call_next: CallNext
+    ) -> TurnResult:
+        result: TurnResult = await call_next(event)
+        if event.agent_id is not None or result.continuation is not None:
+            return result
+        try:
+            return await self._finish_turn(engine, event, result)
+        except Exception as error:
+            await self._write_error(engine, event.session_id, event.turn_id, "turn.complete", error)
+            return result
+
+    async def _start(self, engine: Engine, event: SessionStart) -> None:
+        now = await engine.clock.now()
+
+        def begin(stored: Any) -> Any:
+            session = SessionFacts.model_validate(stored or {})
+            compacted = event.source == "compact" or (
+                session.post_compaction and event.source != "clear"
+            )
+            updated = session.model_copy(
+                update={"model": event.model or session.model, "post_compaction": compacted}
+            )
+            return updated.model_dump(mode="json")
+
+        await engine.state.update(_SESSION_KEY, begin, default={})
+        await self._heartbeat(engine, now)
+        data_dir = self.data_dir(engine)
+        counter = await anyio.to_thread.run_sync(load_counter, data_dir, now)
+        if reminder_due(counter, now, self.options.unread_weeks):
+            engine.ui.toast(reminder_text(counter, now))
+            counter = counter.model_copy(update={"last_reminded_ms": now})
+            await anyio.to_thread.run_sync(save_counter, data_dir, counter)
+        elif not (data_dir / ".read-counter.json").exists():
+            # Start the clock for "unread" the first time the observer sees this workspace.
+            await anyio.to_thread.run_sync(save_counter, data_dir, counter)
+
+    async def _heartbeat(self, engine: Engine, now: int) -> bool:
+        """Mark this session live; whether another session was live within the window."""
+        window_ms = self.options.parallel_window_minutes * 60_000
+        await engine.store.set(f"{_LIVE_PREFIX}{engine.session.id}", now, ttl=window_ms / 1000)
+        beats: dict[str, int] = {}
+        for key in await engine.store.keys(_LIVE_PREFIX):
+            seen = await engine.store.get(key)
+            if isinstance(seen, int):
+                beats[key.removeprefix(_LIVE_PREFIX)] = seen
+        return other_live_sessions(beats, engine.session.id, now, window_ms)
+
+    async def _finish_turn(
+        self, engine: Engine, event: TurnComplete, result: TurnResult
+    ) -> TurnResult:
+        facts = TurnFacts.model_validate(await engine.state.get(_TURN_KEY) or {})
+        if self.options.routing_gate:
+            instruction = gate_decision(
+                dictated=facts.prompt.dictated,
+                last_message=event.last_message,
+                stop_hook_active=event.stop_hook_active,
+                already_fired=facts.gate_fired_for == event.turn_id,
+            )
+            if instruction is not None:
+                fired = facts.model_copy(update={"gate_fired_for": event.turn_id})
+                await engine.state.set(_TURN_KEY, fired.model_dump(mode="json"))
+                return result.continued(instruction, by=PLUGIN_NAME)
+        now = await engine.clock.now()
+
+        def next_turn(stored: Any) -> Any:
+            session = SessionFacts.model_validate(stored or {})
+            return session.model_copy(update={"turns": session.turns + 1}).model_dump(mode="json")
+
+        session = SessionFacts.model_validate(
+            await engine.state.update(_SESSION_KEY, next_turn, default={})
+        )
+        economy_env = self.options.economy_level_env
+        context = EpisodeContext(
+            episode_id=str(uuid.uuid4()),
+            ms=now,
+            session_id=event.session_id,
+            turn_id=event.turn_id,
+            session_turn=session.turns,
+            parallel_session=await self._heartbeat(engine, now),
+            economy_level=engine.env.get(economy_env) if economy_env else None,
+        )
+        episode = build_episode(facts, session, parse_routing_tag(event.last_message), context)
+        record = episode.model_dump(mode="json")
+        await anyio.to_thread.run_sync(append_record, self.data_dir(engine), record, now)
+        await engine.state.delete(_TURN_KEY)
+        return result
+
+    async def _write_error(
+        self, engine: Engine, session_id: str, turn_id: str | None, stage: str, error: Exception
+    ) -> None:
+        """Leave a marker instead of a silent gap; only the error's type is recorded."""
+        now = await engine.clock.now()
+        marker = ObserverErrorMarker(
+            ts=iso_timestamp(now),
+            session_id=session_id,
+            turn_id=turn_id,
+            stage=stage,
+            error_type=type(error).__name__,
+        )
+        await anyio.to_thread.run_sync(
+            append_record, self.data_dir(engine), marker.model_dump(mode="json"), now
+        )
+
+
+@hookimpl
+def register(on: Callable[..., Registration], options: Options) -> None:
+    """Attach the observer's handlers."""
+    observer = Observer(options)
+    on("session.start", observer.session_start)
+    on("prompt.submit", observer.prompt_submit)
+    on("tool.call", observer.tool_call)
+    on("turn.complete", observer.turn_complete)

@@ -1,0 +1,238 @@
+"""The observer inside a real host: episodes per main turn, the routing gate, markers, the toast."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from framework import (
+    FakeClock,
+    Host,
+    PromptResult,
+    PromptSubmit,
+    SessionStart,
+    ToolCall,
+    TurnComplete,
+    TurnResult,
+)
+from observer._read_counter import WEEK_MS, ReadCounter, save_counter
+
+import observer
+
+START_MS = 1_767_225_600_000
+TAG = (
+    "<!-- routing: provenance=user_directed_method node=discovery-interview counterfactual=plan -->"
+)
+
+
+def _lines(data_dir: Path) -> list[dict[str, Any]]:
+    lines: list[dict[str, Any]] = []
+    for path in sorted(data_dir.glob("episodes-*.jsonl")):
+        lines += [json.loads(line) for line in path.read_text().splitlines()]
+    return lines
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    return tmp_path / "log"
+
+
+@pytest.fixture
+async def host(tmp_path: Path, data_dir: Path) -> AsyncIterator[Host]:
+    options = {"observer": {"data_dir": str(data_dir), "methods": ["discovery-interview"]}}
+    async with Host(
+        plugins=[observer],
+        entry_points=False,
+        store="memory://",
+        clock=FakeClock(start_ms=START_MS),
+        env={"ECONOMY": "high"},
+        options=options,
+        config={},
+    ) as running:
+        yield running
+
+
+async def _turn(
+    host: Host, prompt: str, *, session: str = "s1", turn: str = "t1", last: str = "done"
+) -> TurnResult:
+    await host.dispatch(PromptSubmit(session_id=session, text=prompt))
+    result: TurnResult = (
+        await host.dispatch(TurnComplete(session_id=session, turn_id=turn, last_message=last))
+    ).result
+    return result
+
+
+@pytest.mark.anyio
+async def test_a_main_turn_writes_one_scrubbed_episode(host: Host, data_dir: Path) -> None:
+    await host.dispatch(SessionStart(session_id="s1", cwd="/w", model="model-x"))
+    prompt = "fix ABC-7, wrong again; mail jane@example.com key AKIAIOSFODNN7EXAMPLE"
+    await host.dispatch(PromptSubmit(session_id="s1", text=prompt))
+    for index, (tool, tool_input) in enumerate(
+        [
+            ("Read", {"file_path": "/w/a.py"}),
+            ("Edit", {"file_path": "/w/a.py", "old_string": "jane@example.com"}),
+            ("Bash", {"command": "pytest"}),
+        ]
+    ):
+        await host.dispatch(
+            ToolCall(session_id="s1", tool_use_id=f"u{index}", tool=tool, input=tool_input)
+        )
+    await host.dispatch(TurnComplete(session_id="s1", turn_id="sub", agent_id="a1"))
+    outcome = await host.dispatch(TurnComplete(session_id="s1", turn_id="t1", last_message="ok"))
+    assert outcome.result == TurnResult()
+    [episode] = _lines(data_dir)
+    assert episode["record"] == "episode"
+    assert episode["schema_version"] == 2
+    assert (episode["session_id"], episode["turn_id"], episode["node"]) == ("s1", "t1", "none")
+    assert episode["task_size"] == {
+        "tool_calls": 3,
+        "edits": 1,
+        "files_touched": 1,
+        "bucket": "small",
+    }
+    assert episode["task_ref"] == "ABC-7"
+    assert episode["prompt_signal"]["correction_cues"] == ["wrong"]
+    assert episode["environment"]["model"] == "model-x"
+    assert episode["environment"]["session_turn"] == 1
+    assert episode["decision_provenance"]["provenance"] == "autonomous"
+    assert episode["outcome"] == "unknown"
+    raw = "".join(path.read_text() for path in data_dir.glob("*.jsonl"))
+    assert "jane@example.com" not in raw and "AKIAIOSFODNN7EXAMPLE" not in raw
+    assert "/w/a.py" not in raw and "pytest" not in raw
+
+
+@pytest.mark.anyio
+async def test_gate_asks_once_when_the_tag_is_missing(host: Host, data_dir: Path) -> None:
+    first = await _turn(host, "please run discovery-interview")
+    assert first.continuation is not None
+    assert first.continuation.by == "observer"
+    assert "node=discovery-interview" in first.continuation.reason
+    assert _lines(data_dir) == []
+    # The same turn stops again without the tag: the gate does not ask a second time.
+    second = await host.dispatch(TurnComplete(session_id="s1", turn_id="t1", last_message="done"))
+    assert second.result.continuation is None
+    [episode] = _lines(data_dir)
+    assert episode["decision_provenance"] == {
+        "provenance": "user_directed_method",
+        "counterfactual": None,
+        "source": "prompt",
+    }
+    assert episode["node"] == "discovery-interview"
+
+
+@pytest.mark.anyio
+async def test_gate_respects_stop_hook_active(host: Host, data_dir: Path) -> None:
+    await host.dispatch(PromptSubmit(session_id="s1", text="run discovery-interview"))
+    event = TurnComplete(session_id="s1", turn_id="t1", stop_hook_active=True, last_message="x")
+    assert (await host.dispatch(event)).result.continuation is None
+    assert len(_lines(data_dir)) == 1
+
+
+@pytest.mark.anyio
+async def test_gate_passes_a_tagged_message_and_uses_the_tag(host: Host, data_dir: Path) -> None:
+    result = await _turn(host, "run discovery-interview", last=f"done\n{TAG}")
+    assert result.continuation is None
+    [episode] = _lines(data_dir)
+    assert episode["decision_provenance"] == {
+        "provenance": "user_directed_method",
+        "counterfactual": "plan",
+        "source": "routing_tag",
+    }
+
+
+@pytest.mark.anyio
+async def test_gate_is_silent_without_a_dictated_method(host: Host, data_dir: Path) -> None:
+    assert (await _turn(host, "just fix the test")).continuation is None
+    assert len(_lines(data_dir)) == 1
+
+
+@pytest.mark.anyio
+async def test_a_continuation_from_elsewhere_postpones_the_episode(
+    host: Host, data_dir: Path
+) -> None:
+    async def keep_going(event: TurnComplete) -> TurnResult:
+        return TurnResult().continued("more", by="someone")
+
+    await host.dispatch(PromptSubmit(session_id="s1", text="hello"))
+    outcome = await host.dispatch(TurnComplete(session_id="s1", turn_id="t1"), terminal=keep_going)
+    assert outcome.result.continuation is not None
+    assert outcome.result.continuation.by == "someone"
+    assert _lines(data_dir) == []
+
+
+@pytest.mark.anyio
+async def test_turns_are_numbered_and_compaction_is_remembered(host: Host, data_dir: Path) -> None:
+    await _turn(host, "one", turn="t1")
+    await host.dispatch(SessionStart(session_id="s1", source="compact"))
+    await _turn(host, "two", turn="t2")
+    episodes = _lines(data_dir)
+    assert [e["environment"]["session_turn"] for e in episodes] == [1, 2]
+    assert [e["environment"]["post_compaction"] for e in episodes] == [False, True]
+
+
+@pytest.mark.anyio
+async def test_parallel_sessions_are_flagged(host: Host, data_dir: Path) -> None:
+    await _turn(host, "alone", session="s1")
+    await _turn(host, "together", session="s2")
+    assert [e["environment"]["parallel_session"] for e in _lines(data_dir)] == [False, True]
+
+
+@pytest.mark.anyio
+async def test_an_internal_failure_writes_a_marker_and_leaves_the_prompt(data_dir: Path) -> None:
+    options = {"observer": {"data_dir": str(data_dir), "task_ref_pattern": "(unclosed"}}
+    async with Host(
+        plugins=[observer], entry_points=False, store="memory://", options=options, config={}
+    ) as host:
+        outcome = await host.dispatch(PromptSubmit(session_id="s1", text="hello"))
+        assert outcome.result == PromptResult(text="hello")
+    [marker] = _lines(data_dir)
+    assert marker["record"] == "observer_error"
+    assert marker["stage"] == "prompt.submit"
+    assert marker["error_type"] in {"error", "PatternError"}  # re.error was renamed in 3.13
+    assert "hello" not in json.dumps(marker)
+
+
+@pytest.mark.anyio
+async def test_an_unwritable_log_never_affects_the_turn(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    options = {"observer": {"data_dir": str(blocked / "log")}}
+    async with Host(
+        plugins=[observer], entry_points=False, store="memory://", options=options, config={}
+    ) as host:
+        await host.dispatch(PromptSubmit(session_id="s1", text="hi"))
+        outcome = await host.dispatch(TurnComplete(session_id="s1", turn_id="t1"))
+        assert outcome.result == TurnResult()
+
+
+@pytest.mark.anyio
+async def test_session_start_toasts_when_the_log_went_unread(host: Host, data_dir: Path) -> None:
+    save_counter(data_dir, ReadCounter(first_seen_ms=START_MS - 54 * WEEK_MS))
+    outcome = await host.dispatch(SessionStart(session_id="s1"))
+    toasts = [action for action in outcome.actions if action.kind == "toast"]
+    assert len(toasts) == 1
+    assert toasts[0].by == "observer"
+    assert "54 weeks" in toasts[0].text
+    # Reminded once; the next session start the same day stays quiet.
+    again = await host.dispatch(SessionStart(session_id="s2"))
+    assert not [action for action in again.actions if action.kind == "toast"]
+
+
+@pytest.mark.anyio
+async def test_session_start_on_a_fresh_workspace_starts_the_counter(
+    host: Host, data_dir: Path
+) -> None:
+    outcome = await host.dispatch(SessionStart(session_id="s1"))
+    assert not [action for action in outcome.actions if action.kind == "toast"]
+    counter = json.loads((data_dir / ".read-counter.json").read_text())
+    assert counter["first_seen_ms"] == START_MS
+    assert counter["reads"] == 0
+
+
+@pytest.mark.anyio
+async def test_the_plugin_loads_with_its_declared_name(host: Host) -> None:
+    [loaded] = host.plugins
+    assert (loaded.name, loaded.status) == ("observer", "loaded")
