@@ -1,0 +1,185 @@
+"""`hookchain install` / `uninstall`: merge, backup, idempotence, dry-run diff, http entries."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from framework import _client
+from framework import _install as inst
+
+OTHER_HOOK = {"type": "command", "command": "echo keep-me", "timeout": 5}
+EXISTING: dict[str, Any] = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(ls)"]},
+    "hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [OTHER_HOOK]}],
+        "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}],
+    },
+}
+
+
+def handlers(settings: dict[str, Any], event: str) -> list[dict[str, Any]]:
+    return [h for group in settings["hooks"].get(event, []) for h in group["hooks"]]
+
+
+def test_merge_adds_one_command_per_event_with_timeout_and_empty_matcher() -> None:
+    merged = inst.merge(EXISTING, python="/opt/py/bin/python3", client="/x/_client.py")
+    for event in inst.DEFAULT_EVENTS:
+        ours = [h for h in handlers(merged, event) if inst.is_ours(h)]
+        assert len(ours) == 1, event
+        assert ours[0]["command"] == f"/opt/py/bin/python3 -S /x/_client.py {event} # hookchain"
+        assert ours[0]["timeout"] == inst.TIMEOUTS_S.get(event, inst.DEFAULT_TIMEOUT_S)
+        group = next(g for g in merged["hooks"][event] if ours[0] in g["hooks"])
+        assert group["matcher"] == ""
+    assert handlers(merged, "SessionEnd")[0]["timeout"] <= 2
+
+
+def test_merge_keeps_every_other_key_and_hook() -> None:
+    merged = inst.merge(EXISTING)
+    assert merged["model"] == "opus"
+    assert merged["permissions"] == EXISTING["permissions"]
+    assert merged["hooks"]["PreToolUse"][0] == {"matcher": "Bash", "hooks": [OTHER_HOOK]}
+    assert merged["hooks"]["Notification"] == EXISTING["hooks"]["Notification"]
+    assert EXISTING["hooks"]["PreToolUse"] == [{"matcher": "Bash", "hooks": [OTHER_HOOK]}]
+
+
+def test_merge_is_idempotent_and_remove_restores_the_original() -> None:
+    once = inst.merge(EXISTING, ["PreToolUse", "Stop"])
+    twice = inst.merge(once, ["PreToolUse", "Stop"])
+    assert once == twice
+    assert inst.remove(twice) == EXISTING
+
+
+def test_a_handler_sharing_a_group_with_ours_survives_uninstall() -> None:
+    shared = {"hooks": {"Stop": [{"hooks": [OTHER_HOOK, inst.command_handler("Stop")]}]}}
+    assert inst.remove(shared) == {"hooks": {"Stop": [{"hooks": [OTHER_HOOK]}]}}
+
+
+def test_the_command_runs_the_client_with_the_absolute_interpreter_and_minus_s() -> None:
+    command = inst.client_command("PreToolUse")
+    words = shlex.split(command, comments=True)
+    assert words == [sys.executable, "-S", str(Path(_client.__file__).resolve()), "PreToolUse"]
+    assert Path(words[0]).is_absolute()
+
+
+def test_bad_event_names_and_bad_settings_are_refused() -> None:
+    with pytest.raises(inst.InstallError, match="not a Claude Code hook event"):
+        inst.merge({}, ["PreToolUse; rm -rf /"])
+    with pytest.raises(inst.InstallError, match="not an object"):
+        inst.merge({"hooks": []})
+    with pytest.raises(inst.InstallError, match="not a list"):
+        inst.merge({"hooks": {"Stop": {}}})
+
+
+def test_http_entries_take_the_token_from_the_environment_and_keep_command_only_events() -> None:
+    merged = inst.merge({}, transport="http", port=4567)
+    pre = handlers(merged, "PreToolUse")[0]
+    assert pre == {
+        "type": "http",
+        "url": "http://127.0.0.1:4567/hook",
+        "headers": {"Authorization": "Bearer $HOOKCHAIN_TOKEN"},
+        "allowedEnvVars": ["HOOKCHAIN_TOKEN"],
+        "timeout": inst.DEFAULT_TIMEOUT_S,
+    }
+    assert handlers(merged, "SessionStart")[0]["type"] == "command"
+    assert inst.remove(merged) == {"hooks": {}}
+
+
+def test_fail_closed_keeps_pre_tool_use_on_the_command_client() -> None:
+    merged = inst.merge({}, transport="http", port=1, keep_pre_tool_use_on_command=True)
+    assert handlers(merged, "PreToolUse")[0]["type"] == "command"
+    assert handlers(merged, "PostToolUse")[0]["type"] == "http"
+
+
+def test_http_is_refused_below_2_1_63_and_warned_when_unknown() -> None:
+    assert inst.parse_version("2.1.41 (Claude Code)") == (2, 1, 41)
+    with pytest.raises(inst.InstallError, match=r"2\.1\.63"):
+        inst.check_http_support((2, 1, 41))
+    assert inst.check_http_support((2, 1, 63)) is None
+    assert inst.check_http_support((3, 0, 0)) is None
+    warning = inst.check_http_support(None)
+    assert warning is not None
+    assert "2.1.63" in warning
+
+
+def test_apply_writes_atomically_and_keeps_a_backup(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    original = json.dumps(EXISTING)
+    path.write_text(original)
+    plan = inst.plan_install(path)
+    assert plan.changed
+    backup = inst.apply(plan)
+    assert backup is not None
+    assert backup.read_text() == original
+    assert backup.stat().st_mode & 0o077 == 0
+    installed = json.loads(path.read_text())
+    assert inst.remove(installed) == EXISTING
+    again = inst.plan_install(path)
+    assert not again.changed
+    assert inst.apply(again) is None
+    assert list(path.parent.glob(".settings-*")) == []
+
+
+def test_invalid_json_is_never_overwritten(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text("{ not json")
+    with pytest.raises(inst.InstallError, match="not valid JSON"):
+        inst.plan_install(path)
+    assert path.read_text() == "{ not json"
+
+
+def test_uninstall_of_a_file_without_our_hooks_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    assert not inst.plan_uninstall(path).changed
+    path.write_text(json.dumps(EXISTING, indent=4))
+    assert not inst.plan_uninstall(path).changed
+
+
+def test_cli_dry_run_prints_a_diff_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import typer
+
+    from framework import _cli_claude
+
+    app = typer.Typer()
+    _cli_claude.register(app)
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    shown = runner.invoke(app, ["install", "--dry-run", "--events", "Stop"])
+    assert shown.exit_code == 0, shown.output
+    assert "+++" in shown.output
+    assert '"Stop"' in shown.output
+    settings = tmp_path / ".claude" / "settings.json"
+    assert not settings.exists()
+    done = runner.invoke(app, ["install", "--events", "Stop", "--events", "PreToolUse"])
+    assert done.exit_code == 0, done.output
+    assert set(json.loads(settings.read_text())["hooks"]) == {"Stop", "PreToolUse"}
+    assert (
+        "already up to date"
+        in runner.invoke(app, ["install", "--events", "Stop", "--events", "PreToolUse"]).output
+    )
+    removed = runner.invoke(app, ["uninstall"])
+    assert removed.exit_code == 0, removed.output
+    assert json.loads(settings.read_text()) == {"hooks": {}}
+
+
+def test_the_installed_command_runs_in_a_shell(tmp_path: Path) -> None:
+    """The marker is a shell comment: the command Claude Code runs is exactly the client."""
+    env = {"HOOKCHAIN_RUNTIME_DIR": str(tmp_path / "rt"), "HOOKCHAIN_CONNECT_DEADLINE": "0"}
+    fake_client = tmp_path / "client.py"
+    fake_client.write_text("import sys; print(sys.argv[1:], sys.flags.no_site)")
+    command = inst.client_command("Stop", client=str(fake_client))
+    done = subprocess.run(
+        ["sh", "-c", command], capture_output=True, text=True, env=env, check=True
+    )
+    assert done.stdout.strip() == "['Stop'] 1"
