@@ -1,0 +1,312 @@
+"""Wires host events to the pure core: observe calls, reset on prompts, flush counts, command."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from framework import (
+    ENGINE_ORIGIN,
+    PERSON_ORIGIN_KINDS,
+    CallNext,
+    CommandReply,
+    CommandRun,
+    Engine,
+    PromptResult,
+    PromptSubmit,
+    SessionEnd,
+    SessionStart,
+    ToolCall,
+    ToolResult,
+    TurnComplete,
+    TurnResult,
+    hookimpl,
+)
+
+from ._options import IGNORE_ENTRY_MAX_COUNT, IGNORE_ENTRY_MAX_LENGTH, Options, core_config
+from .core import MAIN_LOOP, CoreConfig, Decision, LoopBreakerCore, Observation
+from .core.codec import dump, load
+from .core.normalize import classify_outcome, output_text
+from .core.policy import Stats, merge_stats
+from .core.report import render
+
+PLUGIN_NAME = "loop-breaker"
+COMMAND = "loop-breaker"
+COMMAND_DESCRIPTION = "loop-breaker: show detected loops, the timeline and counts; off, on, ignore"
+STATE_KEY = "core"
+STATS_KEY = "stats.v1"
+IGNORE_KEY = "ignore.v1"
+TOAST_MS = 8000
+TIMING_EVERY = 100
+ERROR_TEXT_CAP = 120
+
+T = TypeVar("T")
+
+
+class _Runtime:
+    """What one host keeps for the plugin: config, failures already logged, debug timings."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.config: CoreConfig
+        self.config, self.refused_ignores = core_config(options)
+        self.logged: set[str] = set()
+        self.primed: set[str] = set()
+        self.timings_ns: list[int] = []
+
+    def log_once(self, engine: Engine, site: str, error: BaseException) -> None:
+        """A failure of our own work, logged once per site, never with call content."""
+        if site in self.logged:
+            return
+        self.logged.add(site)
+        engine.ui.log(
+            f"{PLUGIN_NAME}: {site} failed and was skipped (fail-open): {type(error).__name__}",
+            level="warning",
+        )
+
+    def timing_on(self, engine: Engine) -> bool:
+        return self.options.debug or engine.env.get("LOOP_BREAKER_DEBUG") == "1"
+
+    def record_overhead(self, engine: Engine, elapsed_ns: int) -> None:
+        self.timings_ns.append(elapsed_ns)
+        if len(self.timings_ns) >= TIMING_EVERY:
+            self.report_overhead(engine)
+
+    def report_overhead(self, engine: Engine) -> None:
+        if not self.timings_ns:
+            return
+        ordered = sorted(self.timings_ns)
+        p50 = ordered[len(ordered) // 2] / 1000
+        p95 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.95))] / 1000
+        engine.ui.log(
+            f"{PLUGIN_NAME}: observer overhead over {len(ordered)} calls: "
+            f"p50 {p50:.1f} us, p95 {p95:.1f} us"
+        )
+        self.timings_ns.clear()
+
+    async def with_core(self, engine: Engine, change: Callable[[LoopBreakerCore], T]) -> T:
+        """Runs `change` on this session's core inside one atomic update of `engine.state`."""
+        stored_ignores: list[str] | None = None
+        if engine.session.id not in self.primed:
+            stored_ignores = _ignore_list(await engine.store.get(IGNORE_KEY))
+            self.primed.add(engine.session.id)
+        outcome: list[T] = []
+        discarded: list[bool] = []
+
+        def apply(current: Any) -> Any:
+            outcome.clear()
+            discarded.clear()
+            core = LoopBreakerCore(self.config)
+            if current is not None:
+                try:
+                    core = load(current, self.config)
+                except ValueError:
+                    discarded.append(True)
+            if stored_ignores is not None:
+                core.policy.set_ignores(stored_ignores)
+            outcome.append(change(core))
+            return dump(core)
+
+        await engine.state.update(STATE_KEY, apply)
+        if discarded:
+            engine.ui.log(f"{PLUGIN_NAME}: stored session state was unreadable and started over")
+        return outcome[0]
+
+    async def flush(self, engine: Engine) -> None:
+        """Adds this session's new counts to the store's totals in one atomic update."""
+        taken: Stats = await self.with_core(engine, lambda core: core.policy.take_pending())
+        if taken.is_empty():
+            return
+        try:
+            await engine.store.update(STATS_KEY, lambda stored: merge_stats(stored, taken))
+        except Exception:
+            # Counts not written go back to the session, for the next flush.
+            await self.with_core(engine, lambda core: core.policy.pending.add(taken))
+            raise
+
+
+def _ignore_list(value: object) -> list[str]:
+    """The store's ignore entries, whatever the store held: only sane strings count."""
+    if not isinstance(value, list):
+        return []
+    entries = [
+        entry
+        for entry in value
+        if isinstance(entry, str) and 0 < len(entry) <= IGNORE_ENTRY_MAX_LENGTH
+    ]
+    return entries[:IGNORE_ENTRY_MAX_COUNT]
+
+
+def _carry_out(engine: Engine, result: ToolResult, decisions: list[Decision]) -> ToolResult:
+    for decision in decisions:
+        if decision.kind == "nudge":
+            result = result.with_note(decision.text, by=PLUGIN_NAME)
+        elif decision.kind == "escalate":
+            engine.ui.toast(decision.text, timeout_ms=TOAST_MS)
+            engine.transcript.line(decision.text)
+    return result
+
+
+def _valid_ignore(entry: str) -> bool:
+    return 0 < len(entry) <= IGNORE_ENTRY_MAX_LENGTH and entry.isprintable()
+
+
+@hookimpl
+def register(on: Any, options: Options) -> None:
+    runtime = _Runtime(options)
+
+    async def on_session_start(engine: Engine, event: SessionStart, call_next: CallNext) -> Any:
+        try:
+            engine.commands.register(COMMAND, COMMAND_DESCRIPTION)
+            if runtime.refused_ignores and "refused ignores" not in runtime.logged:
+                runtime.logged.add("refused ignores")
+                engine.ui.log(
+                    f"{PLUGIN_NAME}: {runtime.refused_ignores} ignore entries refused (empty, "
+                    f"longer than {IGNORE_ENTRY_MAX_LENGTH} or beyond {IGNORE_ENTRY_MAX_COUNT})",
+                    level="warning",
+                )
+        except Exception as error:
+            runtime.log_once(engine, "session.start", error)
+        return await call_next(event)
+
+    async def on_tool_call(engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
+        if call_next.origin != ENGINE_ORIGIN or not options.enabled:
+            result: ToolResult = await call_next(event)
+            return result
+        loop_id = event.agent_id or MAIN_LOOP
+        if runtime.config.auto_stop:
+            stop: Decision | None = None
+            try:
+                now = await engine.clock.now()
+                stop = await runtime.with_core(
+                    engine, lambda core: core.check_stop(loop_id, event.tool, event.input, now)
+                )
+            except Exception as error:
+                runtime.log_once(engine, "auto-stop check", error)
+            if stop is not None:
+                engine.transcript.line(stop.text)
+                return ToolResult.denied(stop.text, by=PLUGIN_NAME)
+        result = await call_next(event)
+        try:
+            started = time.perf_counter_ns()
+            now = await engine.clock.now()
+            denial = result.denial
+            text = denial.reason if denial is not None else output_text(result.output)
+            observation = Observation(
+                call_id=event.tool_use_id,
+                loop_id=loop_id,
+                tool=event.tool,
+                input=event.input,
+                outcome=classify_outcome(result.is_error, denial is not None, text),
+                text=text,
+                at_ms=now,
+            )
+            decisions = await runtime.with_core(engine, lambda core: core.observe(observation))
+            answered = _carry_out(engine, result, decisions)
+            if runtime.timing_on(engine):
+                runtime.record_overhead(engine, time.perf_counter_ns() - started)
+            return answered
+        except Exception as error:
+            runtime.log_once(engine, "tool.call observer", error)
+            return result
+
+    async def on_prompt(engine: Engine, event: PromptSubmit, call_next: CallNext) -> PromptResult:
+        entered: PromptResult = await call_next(event)
+        # A dropped prompt never reached the model, and a notification is not the person speaking.
+        if entered.drop is None and event.origin_kind in PERSON_ORIGIN_KINDS:
+            try:
+                now = await engine.clock.now()
+                await runtime.with_core(engine, lambda core: core.person_prompt(now))
+            except Exception as error:
+                runtime.log_once(engine, "prompt.submit", error)
+        return entered
+
+    async def on_turn_complete(
+        engine: Engine, event: TurnComplete, call_next: CallNext
+    ) -> TurnResult:
+        completed: TurnResult = await call_next(event)
+        try:
+            loop_id = event.agent_id or MAIN_LOOP
+            continuation = completed.continuation
+            blocked = continuation is not None
+            feedback = continuation.reason if continuation is not None else ""
+            now = await engine.clock.now()
+
+            def finish(core: LoopBreakerCore) -> list[Decision]:
+                decisions = core.turn_complete(loop_id, event.turn_id, blocked, feedback, now)
+                if event.agent_id is None and not blocked:
+                    core.turn_end()
+                return decisions
+
+            for decision in await runtime.with_core(engine, finish):
+                if decision.kind == "nudge":
+                    await engine.session.append(decision.text)
+                elif decision.kind == "escalate":
+                    engine.ui.toast(decision.text, timeout_ms=TOAST_MS)
+                    engine.transcript.line(decision.text)
+            if event.agent_id is None:
+                await runtime.flush(engine)
+        except Exception as error:
+            runtime.log_once(engine, "turn.complete", error)
+        return completed
+
+    async def on_session_end(engine: Engine, event: SessionEnd, call_next: CallNext) -> Any:
+        try:
+            if runtime.timing_on(engine):
+                runtime.report_overhead(engine)
+            await runtime.flush(engine)
+        except Exception as error:
+            runtime.log_once(engine, "session.end", error)
+        return await call_next(event)
+
+    async def on_command(engine: Engine, event: CommandRun, call_next: CallNext) -> CommandReply:
+        try:
+            text = await _command(engine, runtime, event.arguments.strip())
+            return CommandReply(text=text, by=PLUGIN_NAME)
+        except Exception as error:
+            runtime.log_once(engine, "command.run", error)
+            reply: CommandReply = await call_next(event)
+            return reply
+
+    on("session.start", on_session_start)
+    on("tool.call", on_tool_call)
+    on("prompt.submit", on_prompt)
+    on("turn.complete", on_turn_complete)
+    on("session.end", on_session_end)
+    on("command.run", on_command, match={"command": COMMAND})
+
+
+async def _command(engine: Engine, runtime: _Runtime, arguments: str) -> str:
+    verb, _, rest = arguments.partition(" ")
+    if verb == "":
+        stored = await engine.store.get(STATS_KEY)
+        return await runtime.with_core(engine, lambda core: render(core, stored))
+    if verb in ("off", "on"):
+        paused = verb == "off"
+
+        def pause(core: LoopBreakerCore) -> None:
+            core.policy.paused = paused
+
+        await runtime.with_core(engine, pause)
+        return f"{PLUGIN_NAME} is {'paused for this session' if paused else 'on'}."
+    if verb == "ignore":
+        entry = rest.strip()
+        if not _valid_ignore(entry):
+            return (
+                f"{PLUGIN_NAME}: refused: an ignore entry is 1 to {IGNORE_ENTRY_MAX_LENGTH} "
+                "printable characters (a signature or text of a label)."
+            )
+
+        def added(stored: object) -> list[str]:
+            entries = _ignore_list(stored)
+            if entry not in entries:
+                entries.append(entry)
+            return entries[-IGNORE_ENTRY_MAX_COUNT:]
+
+        entries = await engine.store.update(IGNORE_KEY, added)
+        await runtime.with_core(engine, lambda core: core.policy.set_ignores(list(entries)))
+        return f"{PLUGIN_NAME}: will ignore loops matching {entry!r} from now on."
+    return (
+        f"{PLUGIN_NAME}: unknown argument {verb!r}. Use: /loop-breaker [off | on | ignore <text>]"
+    )

@@ -1,0 +1,275 @@
+"""The tool-call detectors, in precedence order: each looks at one loop's window after a call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from .normalize import digest
+from .types import CallRecord, CoreConfig, DetectorId, ResolveWhen, Signal
+
+Detector = Callable[[Sequence[CallRecord], str, CoreConfig], "Signal | None"]
+
+CYCLE_PERIODS = (2, 3, 4)
+
+
+def _signal(
+    detector: DetectorId,
+    key: str,
+    loop_id: str,
+    evidence: list[CallRecord],
+    config: CoreConfig,
+    resolve: ResolveWhen,
+    label: str,
+    snippet: str = "",
+) -> Signal | None:
+    limits = config.limits(detector)
+    if len(evidence) < limits.nudge_at:
+        return None
+    return Signal(
+        detector=detector,
+        signature=f"{detector}:{key}",
+        loop_id=loop_id,
+        count=len(evidence),
+        nudge_at=limits.nudge_at,
+        escalate_at=limits.escalate_at,
+        evidence=tuple(record.call_id for record in evidence),
+        label=label,
+        resolve=resolve,
+        snippet=snippet,
+        action_keys=frozenset(record.action_key for record in evidence),
+    )
+
+
+def env_blocker(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
+    """The same class of error the model cannot fix itself, recurring within a few calls."""
+    last = records[-1]
+    if last.outcome != "error" or not last.error_class:
+        return None
+    recent = records[-config.env_blocker_span :]
+    matches = [
+        record
+        for record in recent
+        if record.error_class == last.error_class
+        and (
+            record.error_token == last.error_token or not record.error_token or not last.error_token
+        )
+    ]
+    subject = last.error_token or last.error_class
+    return _signal(
+        "env-blocker",
+        f"{last.error_class}:{last.error_token}",
+        loop_id,
+        matches,
+        config,
+        ResolveWhen("tool-ok", value=last.tool),
+        f"{last.error_class} ({subject})",
+        last.snippet,
+    )
+
+
+def denied_retry(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
+    """A call retried after it was refused (by the person, a permission rule or a hook)."""
+    last = records[-1]
+    if last.outcome != "denied":
+        return None
+    denials = [
+        record
+        for record in records
+        if record.outcome == "denied" and record.action_key == last.action_key
+    ]
+    return _signal(
+        "denied-retry",
+        last.action_key,
+        loop_id,
+        denials,
+        config,
+        ResolveWhen("moves-on", value=last.action_key),
+        last.label,
+        last.snippet,
+    )
+
+
+def repeat_failure(
+    records: Sequence[CallRecord], loop_id: str, config: CoreConfig
+) -> Signal | None:
+    """The same action failing again since it last worked."""
+    last = records[-1]
+    if last.outcome != "error":
+        return None
+    streak: list[CallRecord] = []
+    for record in reversed(records):
+        if record.action_key != last.action_key:
+            continue
+        if record.outcome != "error":
+            break
+        streak.append(record)
+    streak.reverse()
+    return _signal(
+        "repeat-failure",
+        last.action_key,
+        loop_id,
+        streak,
+        config,
+        ResolveWhen("action-ok", keys=frozenset({last.action_key})),
+        last.label,
+        last.snippet,
+    )
+
+
+def same_error(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
+    """Different actions ending in the same error signature (volatile parts stripped)."""
+    last = records[-1]
+    if last.outcome != "error":
+        return None
+    actions: set[str] = set()
+    streak: list[CallRecord] = []
+    for record in reversed(records):
+        if record.outcome == "error" and record.error_sig == last.error_sig:
+            actions.add(record.action_key)
+            streak.append(record)
+        elif record.action_key in actions:
+            break
+    if len(actions) < 2:
+        return None
+    streak.reverse()
+    return _signal(
+        "same-error",
+        last.error_sig,
+        loop_id,
+        streak,
+        config,
+        ResolveWhen("action-changes", keys=frozenset(actions), value=last.error_sig),
+        last.snippet or last.label,
+        last.snippet,
+    )
+
+
+def edit_thrash(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
+    """A file's content returning to an earlier state: an edit undoing an earlier one."""
+    last = records[-1]
+    if not last.reverted:
+        return None
+    reversions = [record for record in records if record.reverted and record.file == last.file]
+    return _signal(
+        "edit-thrash",
+        digest(last.file),
+        loop_id,
+        reversions,
+        config,
+        ResolveWhen("file-new-state", value=last.file),
+        last.label,
+    )
+
+
+def cycle(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
+    """A period-2..4 pattern of the same calls with the same outcomes."""
+    size = len(records)
+    for period in CYCLE_PERIODS:
+        if size < 2 * period:
+            return None
+        matched = 0
+        while matched + period < size:
+            if records[-1 - matched].cycle_key != records[-1 - matched - period].cycle_key:
+                break
+            matched += 1
+        if matched < period:
+            continue
+        tail = records[size - matched - period :]
+        unit = records[-period:]
+        keys = {record.cycle_key for record in unit}
+        # A period whose calls are all one call is a plain repeat (other detectors), and polls
+        # taking turns are left to the poll detector.
+        if len(keys) < 2 or all(record.is_poll for record in unit):
+            continue
+        periods = (matched + period) // period
+        limits = config.limits("cycle")
+        if periods < limits.nudge_at:
+            continue
+        signature_key = digest("|".join(sorted(f"{a}:{b}" for a, b in keys)))
+        return Signal(
+            detector="cycle",
+            signature=f"cycle:{signature_key}",
+            loop_id=loop_id,
+            count=periods,
+            nudge_at=limits.nudge_at,
+            escalate_at=limits.escalate_at,
+            evidence=tuple(record.call_id for record in tail),
+            label=" → ".join(record.label for record in unit),
+            resolve=ResolveWhen("cycle-breaks", keys=frozenset(f"{a}:{b}" for a, b in keys)),
+            action_keys=frozenset(record.action_key for record in unit),
+        )
+    return None
+
+
+def _same_output_streak(
+    records: Sequence[CallRecord], last: CallRecord, same_epoch: bool
+) -> list[CallRecord]:
+    streak: list[CallRecord] = []
+    for record in reversed(records):
+        if record.action_key != last.action_key:
+            continue
+        if record.outcome != "ok" or record.outcome_fp != last.outcome_fp:
+            break
+        if same_epoch and record.epoch != last.epoch:
+            break
+        streak.append(record)
+    streak.reverse()
+    return streak
+
+
+def idle_repeat(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
+    """The same successful call with the same output and no edit in between."""
+    last = records[-1]
+    if last.outcome != "ok" or last.is_poll:
+        return None
+    return _signal(
+        "idle-repeat",
+        last.action_key,
+        loop_id,
+        _same_output_streak(records, last, same_epoch=True),
+        config,
+        ResolveWhen(
+            "output-changes",
+            value=last.action_key,
+            keys=frozenset({last.outcome_fp}),
+            epoch=last.epoch,
+        ),
+        last.label,
+    )
+
+
+def poll(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
+    """Polling whose output does not change (polling with new output is never flagged)."""
+    last = records[-1]
+    if last.outcome != "ok" or not last.is_poll:
+        return None
+    return _signal(
+        "poll",
+        last.action_key,
+        loop_id,
+        _same_output_streak(records, last, same_epoch=False),
+        config,
+        ResolveWhen("output-changes", value=last.action_key, keys=frozenset({last.outcome_fp})),
+        last.label,
+    )
+
+
+DETECTORS: tuple[Detector, ...] = (
+    env_blocker,
+    denied_retry,
+    repeat_failure,
+    same_error,
+    edit_thrash,
+    cycle,
+    idle_repeat,
+    poll,
+)
+"""Precedence order: the first detector that fires on a call speaks for it."""
+
+
+def detect(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
+    for detector in DETECTORS:
+        found = detector(records, loop_id, config)
+        if found is not None:
+            return found
+    return None

@@ -1,0 +1,344 @@
+"""Normalisation and fingerprints: action keys, output and error signatures, error classes."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from hashlib import blake2b
+from typing import Any
+
+from .types import Outcome
+
+OUTPUT_TAIL_CHARS = 4096
+"""Only the tail of an output is looked at: errors surface at the end, and the cost stays flat."""
+
+LABEL_CAP = 60
+SNIPPET_CAP = 160
+MAX_ERROR_LINES = 12
+
+# Fields that describe a call for people without changing what it does.
+COSMETIC_FIELDS = frozenset({"description", "explanation", "brief", "reason", "thought", "timeout"})
+
+NEVER_COUNTED_TOOLS = frozenset(
+    {
+        "TodoWrite",
+        "TodoRead",
+        "ToolSearch",
+        "AskUserQuestion",
+        "EnterPlanMode",
+        "ExitPlanMode",
+        "TaskCreate",
+        "TaskUpdate",
+        "ScheduleWakeup",
+    }
+)
+POLL_TOOLS = frozenset(
+    {"BashOutput", "TaskOutput", "Monitor", "TaskGet", "TaskList", "GetTask", "Poll"}
+)
+EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+
+_POLL_COMMAND = re.compile(r"^\s*(sleep\s+\d|watch\s|tail\s+-f|gh\s+run\s+watch)")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+# Plain substring search: Python's regex alternations cost ~70 ns a character on 4 KiB tails.
+_ERROR_WORDS = (
+    "error",
+    "fail",
+    "exception",
+    "traceback",
+    "not found",
+    "denied",
+    "cannot",
+    "unable",
+    "refused",
+    "invalid",
+    "fatal",
+    "panic",
+    "no such",
+    "could not",
+    "timed out",
+    "too many",
+    "no space",
+    "rate limit",
+    "unauthori",
+    "forbidden",
+    "not permitted",
+    "not recognized",
+    "exit code",
+    "✕",
+    "●",
+)
+_ERROR_LINE_SCAN_CAP = 40
+_CLASS_LINE_CAP = 160
+# Volatile parts that differ between two runs of the same failure. Separate small patterns,
+# each tried only when a cheap substring test says it can match: one big alternation is slow.
+_LINE_COL = re.compile(r"(?<=[:(])\d+(?:[:,]\d+)*")
+_DURATION = re.compile(r"\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds)\b")
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?Z?")
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+_LINE_WORD = re.compile(r"line \d+")
+_GUTTER = re.compile(r"\s*>?\s*\d+\s*\|")
+_TMP_PATH = re.compile(r"/tmp/[\w.\-/]+")
+_DIGITS = frozenset("0123456789")
+
+_ERROR_CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (
+        "command-not-found",
+        (
+            "command not found",
+            "is not recognized as an internal or external command",
+            "failed to spawn",
+            "executable file not found",
+        ),
+    ),
+    (
+        "missing-module",
+        (
+            "modulenotfounderror",
+            "no module named",
+            "cannot find module",
+            "cannot find package",
+            "err_module_not_found",
+        ),
+    ),
+    ("permission", ("permission denied", "eacces", "eperm", "operation not permitted")),
+    (
+        "network",
+        (
+            "could not resolve host",
+            "enotfound",
+            "econnrefused",
+            "econnreset",
+            "network is unreachable",
+            "connection refused",
+            "name resolution",
+        ),
+    ),
+    ("rate-limit", (" 429", "rate limit", "too many requests")),
+    ("auth", (" 401", "unauthorized", "unauthorised", "authentication failed", "invalid api key")),
+    ("disk", ("no space left on device", "enospc", "disk quota exceeded")),
+    ("timeout", ("timed out", "etimedout", "deadline exceeded")),
+)
+_COMMAND_TOKEN = re.compile(
+    r"command not found:\s*([\w.\-/]{1,60})|(?:^|\s)([\w.\-/]{1,60}): command not found"
+    r"|'([\w.\-/]{1,60})' is not recognized|no module named '?([\w.]{1,60})"
+    r"|cannot find module '([^']{1,60})'"
+)
+
+_PERSON_DENIAL = ("doesn't want to proceed", "tool use was rejected", "user rejected")
+_RULE_DENIAL = ("has been denied", "permission to use", "denied by")
+_HOOK_DENIAL = ("hook error:", "blocked by hook", "prompt hook condition was not met")
+
+
+def digest(text: str) -> str:
+    """A short stable fingerprint (the same across processes, unlike `hash`)."""
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+def is_counted(tool: str, text: str) -> bool:
+    """Whether a call takes part in detection (bookkeeping tools and interrupts do not)."""
+    return tool not in NEVER_COUNTED_TOOLS and not text.startswith("[Request interrupted")
+
+
+def output_text(output: Any) -> str:
+    """The output as the model read it, as text."""
+    if isinstance(output, str):
+        return output
+    if output is None:
+        return ""
+    try:
+        return json.dumps(output, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return str(output)
+
+
+def tail(text: str) -> str:
+    return text[-OUTPUT_TAIL_CHARS:] if len(text) > OUTPUT_TAIL_CHARS else text
+
+
+def classify_outcome(is_error: bool, denied: bool, text: str) -> Outcome:
+    """`denied` for refusals (person, permission rule, hook), `error` for failures, else `ok`."""
+    if denied:
+        return "denied"
+    if not is_error:
+        return "ok"
+    head = text[:300].lower()
+    if any(marker in head for marker in _PERSON_DENIAL + _RULE_DENIAL + _HOOK_DENIAL):
+        return "denied"
+    return "error"
+
+
+def action_key(tool: str, tool_input: Mapping[str, Any]) -> str:
+    """Tool plus its canonical input: sorted keys, cosmetic fields dropped, whitespace collapsed."""
+    parts = [tool]
+    nested: dict[str, Any] = {}
+    for name in sorted(tool_input):
+        if name in COSMETIC_FIELDS:
+            continue
+        value = tool_input[name]
+        if isinstance(value, str):
+            parts.append(f"{name}={' '.join(value.split())}")
+        elif value is None or isinstance(value, (bool, int, float)):
+            parts.append(f"{name}={value!r}")
+        else:
+            nested[name] = value
+    if nested:
+        try:
+            parts.append(json.dumps(nested, sort_keys=True, separators=(",", ":"), default=str))
+        except (TypeError, ValueError):
+            parts.append(repr(nested))
+    return digest("\x00".join(parts))
+
+
+def file_of(tool: str, tool_input: Mapping[str, Any]) -> str:
+    """The file an edit tool changes, or ""."""
+    if tool not in EDIT_TOOLS:
+        return ""
+    for name in ("file_path", "notebook_path", "path"):
+        value = tool_input.get(name)
+        if isinstance(value, str):
+            return value
+    return ""
+
+
+def short_path(path: str) -> str:
+    parts = [part for part in path.replace("\\", "/").split("/") if part]
+    return "/".join(parts[-2:]) if parts else path
+
+
+def label_of(tool: str, tool_input: Mapping[str, Any]) -> str:
+    """A short human label: `npm test`, `Edit src/users.py`, `WebFetch`."""
+    command = tool_input.get("command")
+    if isinstance(command, str) and command.strip():
+        text = " ".join(command[: LABEL_CAP * 2].split())
+    else:
+        path = next(
+            (
+                value
+                for name in ("file_path", "notebook_path", "path", "url", "pattern")
+                if isinstance(value := tool_input.get(name), str)
+            ),
+            "",
+        )
+        text = f"{tool} {short_path(path)}" if path else tool
+    return text if len(text) <= LABEL_CAP else text[: LABEL_CAP - 1] + "…"
+
+
+def is_poll(tool: str, tool_input: Mapping[str, Any]) -> bool:
+    if tool in POLL_TOOLS:
+        return True
+    command = tool_input.get("command")
+    return tool == "Bash" and isinstance(command, str) and bool(_POLL_COMMAND.match(command))
+
+
+def edit_transition(tool: str, tool_input: Mapping[str, Any]) -> tuple[str, str, str]:
+    """What an edit does to its file: ("write", content hash, "") or ("edit", old, new) hashes."""
+    if tool == "Write":
+        content = tool_input.get("content")
+        return ("write", digest(content) if isinstance(content, str) else "", "")
+    if tool == "MultiEdit":
+        edits = tool_input.get("edits")
+        pairs = (
+            [edit for edit in edits if isinstance(edit, Mapping)] if isinstance(edits, list) else []
+        )
+        old = "\x00".join(str(edit.get("old_string", "")) for edit in pairs)
+        new = "\x00".join(str(edit.get("new_string", "")) for edit in pairs)
+        return ("edit", digest(old), digest(new))
+    old_value = tool_input.get("old_string", tool_input.get("old_source", ""))
+    new_value = tool_input.get("new_string", tool_input.get("new_source", ""))
+    return ("edit", digest(str(old_value)), digest(str(new_value)))
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """What a failed call's output says, without its content: signature, class, snippet."""
+
+    signature: str
+    error_class: str
+    token: str
+    snippet: str
+
+
+def _clean_line(line: str) -> str:
+    if "/tmp/" in line:
+        line = _TMP_PATH.sub("#", line)
+    if _DIGITS.isdisjoint(line):
+        return " ".join(line.split())
+    gutter = _GUTTER.match(line)
+    if gutter is not None:
+        line = line[gutter.end() :]
+    if "0x" in line:
+        line = _HEX.sub("#", line)
+    if "-" in line:
+        line = _TIMESTAMP.sub("#", line)
+    if "line " in line:
+        line = _LINE_WORD.sub("line #", line)
+    if ":" in line or "(" in line:
+        line = _LINE_COL.sub("#", line)
+    if "s" in line:
+        line = _DURATION.sub("#", line)
+    return " ".join(line.split())
+
+
+def error_lines(text: str) -> list[str]:
+    """The last error-looking lines of `text` (found by substring search, not a regex scan)."""
+    lowered = text.lower()
+    starts: set[int] = set()
+    for word in _ERROR_WORDS:
+        position = lowered.rfind(word)
+        found = 0
+        while position >= 0 and found < _ERROR_LINE_SCAN_CAP:
+            line_start = lowered.rfind("\n", 0, position) + 1
+            starts.add(line_start)
+            found += 1
+            position = lowered.rfind(word, 0, line_start)
+    lines = []
+    for line_start in sorted(starts)[-MAX_ERROR_LINES:]:
+        line_end = text.find("\n", line_start)
+        line = text[line_start : line_end if line_end >= 0 else len(text)].strip()
+        if line:
+            lines.append(line)
+    return lines
+
+
+def error_class_of(lines: list[str]) -> tuple[str, str]:
+    """The environment class the error lines name (command-not-found, network…) and its token."""
+    lowered = "\n".join(line[-_CLASS_LINE_CAP:] for line in lines).lower()
+    for error_class, markers in _ERROR_CLASSES:
+        if any(marker in lowered for marker in markers):
+            named = _COMMAND_TOKEN.search(lowered)
+            token = next((group for group in named.groups() if group), "") if named else ""
+            return error_class, token
+    return "", ""
+
+
+def failure_of(text: str) -> Failure:
+    """The failure identity of an error output: error lines with volatile parts stripped."""
+    plain = tail(text)
+    if "\x1b" in plain:
+        plain = _ANSI.sub("", plain)
+    lines = error_lines(plain) or [line for line in plain.splitlines() if line.strip()][-3:]
+    cleaned = [_clean_line(line) for line in lines]
+    snippet = next(
+        (line for line in cleaned if "error" in line.lower() or "exception" in line.lower()),
+        cleaned[0] if cleaned else "",
+    )
+    error_class, token = error_class_of(lines)
+    return Failure(
+        signature=digest("\n".join(cleaned)),
+        error_class=error_class,
+        token=token,
+        snippet=snippet[:SNIPPET_CAP],
+    )
+
+
+def redact(text: str) -> str:
+    """A snippet safe to show: anything that looks like a secret is masked."""
+    return _SECRET.sub("[redacted]", text)
+
+
+_SECRET = re.compile(
+    r"(?i)(?:api[_-]?key|token|secret|password|passwd|authorization)\s*[:=]\s*\S+"
+    r"|\b(?:sk|ghp|gho|xox[abp])[-_][A-Za-z0-9_\-]{8,}"
+)

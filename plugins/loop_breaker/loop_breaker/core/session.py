@@ -1,0 +1,165 @@
+"""The detection core of one session: tool calls, prompts and turn ends in, decisions out."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .detectors import detect
+from .normalize import (
+    EDIT_TOOLS,
+    action_key,
+    digest,
+    edit_transition,
+    failure_of,
+    file_of,
+    is_counted,
+    is_poll,
+    label_of,
+    redact,
+    tail,
+)
+from .policy import Policy
+from .types import CallRecord, CoreConfig, Decision, Observation, ResolveWhen, Signal
+from .window import Windows
+
+FEEDBACK_SNIPPET_CAP = 120
+
+
+@dataclass(slots=True)
+class StopStreak:
+    """Consecutive blocked stops of one loop with the same feedback."""
+
+    feedback_fp: str = ""
+    evidence: list[str] = field(default_factory=list)
+    snippet: str = ""
+
+
+class LoopBreakerCore:
+    """Everything loop-breaker remembers about one session; pure, no engine calls."""
+
+    def __init__(self, config: CoreConfig | None = None) -> None:
+        self.config = config or CoreConfig()
+        self.windows = Windows()
+        self.policy = Policy(self.config)
+        self.stop_streaks: dict[str, StopStreak] = {}
+        self.observed = 0
+
+    def observe(self, observation: Observation) -> list[Decision]:
+        """Records one finished call of the model's and returns what to do about it."""
+        record = self._record(observation)
+        if record is None:
+            return []
+        self.observed += 1
+        decisions = self.policy.on_record(observation.loop_id, record)
+        window = self.windows.loops[observation.loop_id]
+        signal = detect(window.records, observation.loop_id, self.config)
+        if signal is not None:
+            decisions.extend(self.policy.on_signal(signal, observation.at_ms))
+        return decisions
+
+    def check_stop(
+        self, loop_id: str, tool: str, tool_input: Mapping[str, Any], now_ms: int
+    ) -> Decision | None:
+        """A refusal for a call that repeats a loop armed for auto-stop, before it runs."""
+        if not self.config.auto_stop or not self.policy.signatures:
+            return None
+        return self.policy.stop_for(loop_id, action_key(tool, tool_input), now_ms)
+
+    def person_prompt(self, now_ms: int) -> list[Decision]:
+        """The person spoke: every window and streak starts over."""
+        self.windows.reset_all(now_ms)
+        self.stop_streaks.clear()
+        return self.policy.on_person_prompt(now_ms)
+
+    def turn_end(self) -> None:
+        """The main loop's turn ended: the nudge budget is fresh again."""
+        self.policy.on_turn_end()
+
+    def turn_complete(
+        self, loop_id: str, turn_id: str, blocked: bool, feedback: str, now_ms: int
+    ) -> list[Decision]:
+        """A turn ended; `blocked` when the harness's Stop was refused and the turn goes on."""
+        if not blocked:
+            self.stop_streaks.pop(loop_id, None)
+            return self.policy.resolve_where(loop_id, "stop-released", now_ms)
+        feedback_tail = tail(feedback)
+        fingerprint = failure_of(feedback_tail).signature if feedback_tail else ""
+        streak = self.stop_streaks.get(loop_id)
+        decisions: list[Decision] = []
+        if streak is None or streak.feedback_fp != fingerprint:
+            if streak is not None:
+                decisions.extend(self.policy.resolve_where(loop_id, "stop-released", now_ms))
+            first_line = next((line for line in feedback_tail.splitlines() if line.strip()), "")
+            streak = self.stop_streaks[loop_id] = StopStreak(
+                fingerprint, [], redact(first_line.strip())[:FEEDBACK_SNIPPET_CAP]
+            )
+        streak.evidence.append(f"stop:{turn_id}:{len(streak.evidence)}")
+        limits = self.config.limits("stop-block")
+        if len(streak.evidence) >= limits.nudge_at:
+            signal = Signal(
+                detector="stop-block",
+                signature=f"stop-block:{digest(loop_id + fingerprint)}",
+                loop_id=loop_id,
+                count=len(streak.evidence),
+                nudge_at=limits.nudge_at,
+                escalate_at=limits.escalate_at,
+                evidence=tuple(streak.evidence[-30:]),
+                label="Stop blocked",
+                resolve=ResolveWhen("stop-released"),
+                snippet=streak.snippet,
+            )
+            decisions.extend(self.policy.on_signal(signal, now_ms))
+        return decisions
+
+    def _record(self, observation: Observation) -> CallRecord | None:
+        tool = observation.tool
+        if not is_counted(tool, observation.text):
+            return None
+        tool_input = observation.input
+        window, evicted = self.windows.get(observation.loop_id, observation.at_ms)
+        if evicted:
+            self.policy.drop_loops(evicted)
+        outcome = observation.outcome
+        file = file_of(tool, tool_input)
+        changed = reverted = False
+        error_sig = error_class = token = snippet = ""
+        if outcome == "ok":
+            if tool in EDIT_TOOLS:
+                # An edit's reply says nothing new; its effect is the file state it leaves.
+                outcome_fp = "edited"
+                if file:
+                    changed, reverted = window.apply_edit(file, edit_transition(tool, tool_input))
+            else:
+                outcome_fp = digest(tail(observation.text))
+        else:
+            failure = failure_of(observation.text)
+            outcome_fp = error_sig = failure.signature
+            error_class, token, snippet = (
+                failure.error_class,
+                failure.token,
+                redact(failure.snippet),
+            )
+        window.seq += 1
+        record = CallRecord(
+            call_id=observation.call_id,
+            seq=window.seq,
+            tool=tool,
+            action_key=action_key(tool, tool_input),
+            label=label_of(tool, tool_input),
+            outcome=outcome,
+            outcome_fp=outcome_fp,
+            error_sig=error_sig,
+            error_class=error_class if outcome == "error" else "",
+            error_token=token,
+            snippet=snippet,
+            file=file,
+            changed=changed,
+            reverted=reverted,
+            is_poll=is_poll(tool, tool_input),
+            epoch=window.epoch,
+            at_ms=observation.at_ms,
+        )
+        window.append(record)
+        return record

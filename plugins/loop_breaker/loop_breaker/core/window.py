@@ -1,0 +1,115 @@
+"""Per-loop windows: the calls since the person's last prompt and each edited file's states."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .normalize import digest
+from .types import MAIN_LOOP, CallRecord
+
+WINDOW_CAP = 30
+"""Calls kept per loop; older ones fall out."""
+
+MAX_LOOPS = 8
+"""Loops tracked at once: the main loop plus up to seven subagents."""
+
+FILE_HISTORY_CAP = 20
+MAX_TRACKED_FILES = 20
+
+
+@dataclass(slots=True)
+class LoopWindow:
+    """One loop's recent calls plus the content states each edited file went through."""
+
+    records: list[CallRecord] = field(default_factory=list)
+    file_states: dict[str, FileHistory] = field(default_factory=dict)
+    epoch: int = 0
+    seq: int = 0
+    touched_ms: int = 0
+
+    def append(self, record: CallRecord) -> None:
+        self.records.append(record)
+        if len(self.records) > WINDOW_CAP:
+            del self.records[0]
+        self.touched_ms = record.at_ms
+
+    def has_trouble(self) -> bool:
+        return any(record.outcome != "ok" for record in self.records)
+
+    def apply_edit(self, file: str, transition: tuple[str, str, str]) -> tuple[bool, bool]:
+        """Moves `file` to its next state; returns (changed, reverted to an earlier state)."""
+        kind, first, second = transition
+        history = self.file_states.get(file)
+        if history is None:
+            history = self.file_states[file] = FileHistory()
+            if len(self.file_states) > MAX_TRACKED_FILES:
+                del self.file_states[next(iter(self.file_states))]
+        current = history.states[-1] if history.states else ""
+        if kind == "write":
+            state = first
+        elif first == second:
+            return (False, False)
+        else:
+            state = history.after_edit(current, first, second)
+        if state and state == current:
+            return (False, False)
+        reverted = state in history.states
+        history.states.append(state)
+        if len(history.states) > FILE_HISTORY_CAP:
+            del history.states[0]
+        self.epoch += 1
+        return (True, reverted)
+
+
+@dataclass(slots=True)
+class FileHistory:
+    """The abstract content states of one file and the edits that moved between them."""
+
+    states: list[str] = field(default_factory=list)
+    moves: list[tuple[str, str, str, str]] = field(default_factory=list)
+
+    def after_edit(self, current: str, old: str, new: str) -> str:
+        # Edit content is not known, so states are abstract: `x→y` then `y→x` lands on the start.
+        for before, moved_old, moved_new, after in reversed(self.moves):
+            if after == current and moved_old == new and moved_new == old:
+                return before
+        state = digest(f"{current}|{old}>{new}")
+        self.moves.append((current, old, new, state))
+        if len(self.moves) > FILE_HISTORY_CAP:
+            del self.moves[0]
+        return state
+
+
+class Windows:
+    """The tracked loops: the main loop is never evicted, healthy subagent loops go first."""
+
+    def __init__(self) -> None:
+        self.loops: dict[str, LoopWindow] = {}
+
+    def get(self, loop_id: str, now_ms: int) -> tuple[LoopWindow, list[str]]:
+        """The loop's window (created if new) and the loop ids evicted to make room."""
+        window = self.loops.get(loop_id)
+        if window is not None:
+            return window, []
+        evicted: list[str] = []
+        while len(self.loops) >= MAX_LOOPS:
+            victim = self._victim()
+            if victim is None:
+                break
+            del self.loops[victim]
+            evicted.append(victim)
+        window = self.loops[loop_id] = LoopWindow(touched_ms=now_ms)
+        return window, evicted
+
+    def _victim(self) -> str | None:
+        candidates = [
+            (window.has_trouble(), window.touched_ms, loop_id)
+            for loop_id, window in self.loops.items()
+            if loop_id != MAIN_LOOP
+        ]
+        return min(candidates)[2] if candidates else None
+
+    def reset_all(self, now_ms: int) -> None:
+        """The person spoke: every loop starts a fresh window."""
+        for loop_id in list(self.loops):
+            self.loops[loop_id] = LoopWindow(touched_ms=now_ms)
