@@ -18,6 +18,7 @@ from framework.testing._checks import CHECKS, CheckResult, DownstreamError
 from framework.testing._fakes import FakeEngine, MemoryStore, StalledClock, StalledStore
 from framework.testing._host_kit import (
     assert_conformant,
+    conformance_tests,
     dispatch,
     make_host,
     provenance,
@@ -35,7 +36,6 @@ from framework.testing._scripts import (
 )
 from framework.testing._suite import PluginReport, run_suite
 from framework.testing._vectors import Vector, load_vectors, vector_versions
-from framework.testing.pytest_plugin import conformance_tests
 
 __all__ = [
     "CHECKS",

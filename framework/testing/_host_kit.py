@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -11,7 +11,14 @@ from framework import Action, Event, FakeClock, Host, Outcome, load_settings
 from framework.testing._scripts import Script, ScriptedTerminal
 from framework.testing._suite import PluginReport, run_suite
 
-__all__ = ["assert_conformant", "dispatch", "make_host", "provenance", "suite_report"]
+__all__ = [
+    "assert_conformant",
+    "conformance_tests",
+    "dispatch",
+    "make_host",
+    "provenance",
+    "suite_report",
+]
 
 
 def make_host(
@@ -71,3 +78,25 @@ def assert_conformant(plugin: Any, *, contract: str | None = None) -> PluginRepo
         lines = "\n".join(f"  {check}: {reason}" for check, reason in failures.items())
         raise AssertionError(f"plugin {report.name!r} fails the conformance suite:\n{lines}")
     return report
+
+
+def conformance_tests(plugin: Any) -> Callable[[str], None]:
+    """A test function running every conformance check for `plugin`, one test per check.
+
+    In a plugin's tests: `test_conformance = conformance_tests(my_plugin)`.
+    """
+    import pytest  # only here: the kit itself must import without pytest (hookchain check)
+
+    from framework.testing._checks import CHECKS
+
+    reports: dict[str, PluginReport] = {}
+
+    @pytest.mark.parametrize("check", list(CHECKS))
+    def test_conformance(check: str) -> None:
+        if "report" not in reports:
+            reports["report"] = suite_report(plugin)
+        result = reports["report"].checks[check]
+        if result.status == "fail":
+            raise AssertionError(f"{check} ({CHECKS[check]}): {result.reason}")
+
+    return test_conformance

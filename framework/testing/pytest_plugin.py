@@ -16,7 +16,7 @@ from framework.testing._host_kit import make_host, suite_report
 from framework.testing._loader import installed_plugins
 from framework.testing._suite import PluginReport
 
-__all__ = ["conformance_tests"]
+__all__ = ["ConformanceItem"]
 
 _REPORTS = pytest.StashKey[dict[str, PluginReport]]()
 
@@ -83,24 +83,6 @@ def pytest_collection_modifyitems(
                     check=check,
                 )
             )
-
-
-def conformance_tests(plugin: Any) -> Callable[[str], None]:
-    """A test function running every conformance check for `plugin`, one test per check.
-
-    In a plugin's tests: `test_conformance = conformance_tests(my_plugin)`.
-    """
-    reports: dict[str, PluginReport] = {}
-
-    @pytest.mark.parametrize("check", list(CHECKS))
-    def test_conformance(check: str) -> None:
-        if "report" not in reports:
-            reports["report"] = suite_report(plugin)
-        result = reports["report"].checks[check]
-        if result.status == "fail":
-            raise AssertionError(f"{check} ({CHECKS[check]}): {result.reason}")
-
-    return test_conformance
 
 
 @pytest.fixture

@@ -1,0 +1,150 @@
+"""`hookchain check` (the conformance matrix of installed plugins) and `hookchain new-plugin`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+import typer
+
+from framework import KNOWN_CONTRACT_VERSIONS
+
+__all__ = ["check_plugins", "register"]
+
+_KNOWN = ", ".join(KNOWN_CONTRACT_VERSIONS)
+_MARKS = {"pass": "[green]pass[/green]", "n/a": "[dim]n/a[/dim]", "fail": "[red]FAIL[/red]"}
+
+
+# The kit is imported inside the commands: every hook starts this CLI, and only these need it.
+
+
+def check_plugins(names: list[str], contract: str | None) -> dict[str, Any]:
+    """Run the suite for every installed plugin (or the named ones): what `--json` prints."""
+    from framework.testing._checks import CHECKS
+    from framework.testing._loader import installed_plugins
+    from framework.testing._suite import PluginReport, run_suite
+
+    found = installed_plugins(names)
+    missing = sorted(set(names) - {p.name for p in found} - {p.distribution for p in found})
+    if missing:
+        raise LookupError(f"no installed plugin named {', '.join(missing)} (see hookchain plugins)")
+
+    async def run() -> list[dict[str, Any]]:
+        reports: list[dict[str, Any]] = []
+        for installed in found:
+            try:
+                obj = installed.load()
+            except Exception as error:
+                report = PluginReport(installed.name, installed.distribution, installed.version, [])
+                for check in CHECKS:
+                    report.checks[check] = _failed(f"cannot import {installed.value}: "
+                                                   f"{type(error).__name__}: {error}")
+                reports.append(report.as_json())
+                continue
+            report = await run_suite(
+                obj,
+                contract=contract,
+                distribution=installed.distribution,
+                version=installed.version,
+            )
+            reports.append(report.as_json())
+        return reports
+
+    plugins = anyio.run(run)
+    return {"ok": all(plugin["ok"] for plugin in plugins), "plugins": plugins}
+
+
+def _failed(reason: str) -> Any:
+    from framework.testing._checks import CheckResult
+
+    return CheckResult(status="fail", reason=reason)
+
+
+def _print_matrix(report: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from framework.testing._checks import CHECKS
+
+    console = Console()
+    if not report["plugins"]:
+        console.print("No plugins installed (entry-point group hookchain.plugins).")
+        return
+    table = Table(title="hookchain conformance")
+    table.add_column("plugin", no_wrap=True)
+    table.add_column("contract", no_wrap=True)
+    for number in range(1, len(CHECKS) + 1):
+        table.add_column(str(number), justify="center", no_wrap=True)
+    reasons: list[str] = []
+    for plugin in report["plugins"]:
+        cells = []
+        for check in CHECKS:
+            verdict = plugin["checks"][check]
+            cells.append(_MARKS["fail" if verdict.startswith("fail") else verdict])
+            if verdict.startswith("fail"):
+                reasons.append(f"{plugin['name']} · {check}: {verdict.removeprefix('fail: ')}")
+        label = " ".join(filter(None, (plugin["name"], plugin["version"])))
+        table.add_row(label, ", ".join(plugin["contract_versions"]) or "-", *cells)
+    console.print(table)
+    legend = "  ".join(f"{number} {check}" for number, check in enumerate(CHECKS, start=1))
+    console.print(legend, style="dim", highlight=False)
+    for reason in reasons:
+        console.print(reason, markup=False, highlight=False)
+    console.print("all plugins pass" if report["ok"] else "[red]some checks fail[/red]")
+
+
+def register(app: typer.Typer) -> None:
+    """Add `check` and `new-plugin` to the `hookchain` command line."""
+
+    @app.command("check")
+    def check(
+        plugins: Annotated[
+            list[str] | None,
+            typer.Argument(help="Plugin or distribution names; default: every installed plugin."),
+        ] = None,
+        contract: Annotated[
+            str | None,
+            typer.Option(help=f"Only this contract version (known: {_KNOWN})."),
+        ] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    ) -> None:
+        """Run the conformance suite against installed plugins; exit 1 if any check fails."""
+        from framework.testing._vectors import vector_versions
+
+        if contract is not None and contract not in set(KNOWN_CONTRACT_VERSIONS) & set(
+            vector_versions()
+        ):
+            message = f"unknown contract version {contract!r}; known: {_KNOWN}"
+            typer.echo(f"hookchain: {message}", err=True)
+            raise typer.Exit(2)
+        try:
+            report = check_plugins(list(plugins or ()), contract)
+        except LookupError as error:
+            typer.echo(f"hookchain: {error}", err=True)
+            raise typer.Exit(2) from None
+        if as_json:
+            typer.echo(json.dumps(report, indent=2))
+        else:
+            _print_matrix(report)
+        if not report["ok"]:
+            raise typer.Exit(1)
+
+    @app.command("new-plugin")
+    def new_plugin(
+        name: Annotated[str, typer.Argument(help="Kebab-case plugin name, e.g. tool-reminder.")],
+        directory: Annotated[
+            Path, typer.Option("--dir", help="Folder to create the plugin's folder in.")
+        ] = Path("."),
+    ) -> None:
+        """Create an installable plugin package with tests that include the conformance suite."""
+        from framework._scaffold import ScaffoldError, scaffold
+
+        try:
+            target = scaffold(name, directory)
+        except ScaffoldError as error:
+            typer.echo(f"hookchain: {error}", err=True)
+            raise typer.Exit(2) from None
+        typer.echo(f"created {target}")
+        typer.echo(f"next: pip install -e '{target}[test]' && pytest {target}")
