@@ -55,7 +55,9 @@ def parse_line(command: str) -> ParsedLine:
         raw_tokens = list(lexer)
     except ValueError as error:
         raise ShellParseError(str(error)) from None
-    parsed = ParsedLine(heredocs=heredocs)
+    # Substitutions are read from the raw text: a word split by spaces would hide them.
+    substitutions = [m.group(1) or m.group(2) or "" for m in _SUBSTITUTION.finditer(text)]
+    parsed = ParsedLine(heredocs=heredocs, substitutions=substitutions)
     _collect(_split_operators(raw_tokens), parsed)
     return parsed
 
@@ -126,7 +128,6 @@ def _collect(tokens: list[tuple[str, bool]], parsed: ParsedLine) -> None:
         if not is_operator:
             if token == "$" and index < len(tokens) and tokens[index] == ("(", True):
                 continue
-            _note_substitutions(token, parsed)
             argv.append(token)
             continue
         if token in _SEPARATORS:
@@ -157,12 +158,6 @@ def _collect(tokens: list[tuple[str, bool]], parsed: ParsedLine) -> None:
     flush()
     if depth != 0:
         raise ShellParseError("unbalanced parenthesis")
-
-
-def _note_substitutions(word: str, parsed: ParsedLine) -> None:
-    if "`" in word or "$(" in word:
-        for match in _SUBSTITUTION.finditer(word):
-            parsed.substitutions.append(match.group(1) or match.group(2) or "")
 
 
 def _next_cwd(current: str | None, arguments: list[str]) -> str | None:
