@@ -143,11 +143,19 @@ class RedisServer:
 
 def redis_client_module() -> ModuleType:
     """The `redis` package; without it, a failure in CI and a skip elsewhere (pytest only)."""
+    return require_module(
+        "redis", "the 'redis' Python package is not installed (pip install 'hookchain[redis]')"
+    )
+
+
+def require_module(name: str, reason: str) -> ModuleType:
+    """An importable module; without it, a failure in CI and a skip elsewhere (pytest only)."""
+    import importlib
+
     try:
-        import redis
+        return importlib.import_module(name)
     except ImportError:
-        _missing("the 'redis' Python package is not installed (pip install 'hookchain[redis]')")
-    return redis
+        _missing(reason)
 
 
 def start_or_explain(workdir: Path, *, password: str | None = None) -> RedisServer:

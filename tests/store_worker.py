@@ -1,9 +1,11 @@
-"""A separate process that hammers one store counter: `store_worker.py KEY COUNT TASKS GO [host]`.
+"""A separate process that hammers one store counter: `store_worker.py KEY COUNT TASKS GO [MODE]`.
 
 The store comes from `HOOKCHAIN_STORE`; the worker waits for the file GO to exist so that all
 workers start together, then runs COUNT atomic increments of KEY spread over TASKS tasks and
 prints how many it made. With `host`, each increment is a plugin handler's `engine.store.update`
-inside a `tool.call` dispatched through a real `Host`, as a hook process would run it.
+inside a `tool.call` dispatched through a real `Host`, as a hook process would run it. With
+`approval`, the process is a host with write-guard that, in each of COUNT rounds, waits for the
+file GO-<round>, tries the gated command KEY once and writes what happened to GO-<round>.<pid>.
 """
 
 from __future__ import annotations
@@ -95,6 +97,33 @@ async def through_host(key: str, count: int, tasks: int) -> int:
     return made
 
 
+async def approval_rounds(command: str, rounds: int, go: Path) -> int:
+    import write_guard
+
+    async def terminal(event: Any) -> ToolResult:
+        return ToolResult(output="ran")
+
+    async with Host(
+        plugins=[write_guard], entry_points=False, store=os.environ["HOOKCHAIN_STORE"]
+    ) as host:
+        for index in range(rounds):
+            signal = go.with_name(f"{go.name}-{index}")
+            for _ in range(60_000):
+                if signal.exists():
+                    break
+                await anyio.sleep(0.001)
+            event = ToolCall(
+                session_id=f"s{os.getpid()}",
+                tool_use_id=f"t{index}",
+                tool="Bash",
+                input={"command": command},
+            )
+            outcome = await host.dispatch(event, terminal=terminal)
+            verdict = "ran" if outcome.result.output == "ran" else "denied"
+            signal.with_name(f"{signal.name}.{os.getpid()}").write_text(verdict)
+    return rounds
+
+
 def run_workers(
     hosts: Sequence[Mapping[str, str]],
     *,
@@ -105,8 +134,29 @@ def run_workers(
     through: str = "store",
 ) -> list[int]:
     """Start one worker per environment in `hosts`, release them together, return their counts."""
-    repo = Path(__file__).resolve().parent.parent
     go = workdir / f"go-{key}"
+    procs = start_workers(hosts, key=key, count=count, tasks=tasks, go=go, through=through)
+    go.touch()
+    made = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        if proc.returncode != 0:
+            raise AssertionError(f"worker failed ({proc.returncode}):\n{err[-3000:]}")
+        made.append(int(out.strip()))
+    return made
+
+
+def start_workers(
+    hosts: Sequence[Mapping[str, str]],
+    *,
+    key: str,
+    count: int,
+    tasks: int,
+    go: Path,
+    through: str,
+) -> list[subprocess.Popen[str]]:
+    """Start one worker per environment in `hosts`; they wait for the file `go`."""
+    repo = Path(__file__).resolve().parent.parent
     procs = []
     for host_env in hosts:
         env = {**os.environ, **host_env}
@@ -120,19 +170,16 @@ def run_workers(
                 text=True,
             )
         )
-    go.touch()
-    made = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=300)
-        if proc.returncode != 0:
-            raise AssertionError(f"worker failed ({proc.returncode}):\n{err[-3000:]}")
-        made.append(int(out.strip()))
-    return made
+    return procs
 
 
 def main() -> None:
     key, count, tasks, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
-    work = through_host if sys.argv[5:] == ["host"] else hammer
+    mode = sys.argv[5] if len(sys.argv) > 5 else "store"
+    if mode == "approval":
+        print(anyio.run(approval_rounds, key, count, go), flush=True)
+        return
+    work = through_host if mode == "host" else hammer
     deadline = time.monotonic() + 60
     while not go.exists():
         if time.monotonic() > deadline:

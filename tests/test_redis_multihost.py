@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,12 +12,12 @@ from typing import Any
 import anyio
 import pytest
 
-from framework import Host, ToolCall, ToolResult
+from framework import Host, Store, ToolCall, ToolResult
 from framework._store import StoreError, open_backend
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from redis_server import RedisServer, redis_client_module, start_or_explain
-from store_worker import COUNTER_PLUGIN, counter_plugin, run_workers
+from redis_server import RedisServer, redis_client_module, require_module, start_or_explain
+from store_worker import COUNTER_PLUGIN, counter_plugin, run_workers, start_workers
 
 redis = redis_client_module()
 
@@ -36,9 +38,9 @@ def server(tmp_path: Path) -> Iterator[RedisServer]:
     running.stop()
 
 
-def test_two_hosts_four_processes_count_exactly(server: RedisServer, tmp_path: Path) -> None:
-    # Each "machine" has its own home and data dir; only the Redis URL and password are shared,
-    # and the password travels by environment, not in the URL.
+def _machines(server: RedisServer, tmp_path: Path) -> list[dict[str, str]]:
+    """Each "machine" has its own home and data dir; only the Redis URL and password are shared,
+    and the password travels by environment, not in the URL."""
     machines = []
     for name in ("machine-a", "machine-b"):
         home = tmp_path / name
@@ -51,6 +53,11 @@ def test_two_hosts_four_processes_count_exactly(server: RedisServer, tmp_path: P
                 "XDG_DATA_HOME": str(home / "data"),
             }
         )
+    return machines
+
+
+def test_two_hosts_four_processes_count_exactly(server: RedisServer, tmp_path: Path) -> None:
+    machines = _machines(server, tmp_path)
     made = run_workers(
         [machines[0], machines[0], machines[1], machines[1]],
         key="tool-calls",
@@ -148,3 +155,60 @@ async def test_a_redis_restart_mid_run_fails_open_then_recovers(server: RedisSer
         assert isinstance(direct_value, int)
         assert direct["ok"] <= direct_value <= direct["tried"]
         await backend.aclose()
+
+
+GATED = "git push --force origin main"
+
+
+def test_an_approval_is_consumed_through_one_host_only(server: RedisServer, tmp_path: Path) -> None:
+    require_module("write_guard", "the write-guard plugin (plugins/write_guard) is not installed")
+    from write_guard._cli import approve_in
+
+    rounds = 4
+    go = tmp_path / "approval-go"
+    machine_a, machine_b = _machines(server, tmp_path)
+    workers = start_workers(
+        [machine_a, machine_b], key=GATED, count=rounds, tasks=1, go=go, through="approval"
+    )
+
+    async def approve() -> None:
+        backend = open_backend(server.url)
+        try:
+            # What `hookchain approve` does, from a third machine.
+            await approve_in(Store(backend), GATED, int(time.time() * 1000))
+        finally:
+            await backend.aclose()
+
+    try:
+        for index in range(rounds):
+            signal = tmp_path / f"approval-go-{index}"
+            if index % 2 == 0:  # odd rounds: no approval at all, both hosts must refuse
+                anyio.run(approve)
+            signal.touch()
+            verdicts = _collect(tmp_path, signal.name, workers)
+            expected = ["denied", "ran"] if index % 2 == 0 else ["denied", "denied"]
+            assert sorted(verdicts) == expected, f"round {index}: {verdicts}"
+        for worker in workers:
+            _out, err = worker.communicate(timeout=60)
+            assert worker.returncode == 0, err[-3000:]
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.wait()
+
+
+def _collect(folder: Path, name: str, workers: list[subprocess.Popen[str]]) -> list[str]:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        found = sorted(folder.glob(f"{name}.*"))
+        if len(found) == len(workers):
+            # The writer may not have finished: wait for every verdict to be complete.
+            verdicts = [path.read_text() for path in found]
+            if all(verdict in {"ran", "denied"} for verdict in verdicts):
+                return verdicts
+        crashed = [worker for worker in workers if worker.poll() not in (None, 0)]
+        if crashed:
+            raise AssertionError(crashed[0].communicate()[1][-3000:])
+        time.sleep(0.01)
+    raise AssertionError(f"no verdicts for {name} within 60 s")
