@@ -99,7 +99,7 @@ async def test_a_main_turn_writes_one_scrubbed_episode(host: Host, data_dir: Pat
     assert episode["environment"]["session_turn"] == 1
     assert episode["decision_provenance"]["provenance"] == "autonomous"
     assert episode["outcome"] == "unknown"
-    raw = "".join(path.read_text() for path in data_dir.glob("*.jsonl"))
+    raw = json.dumps(_lines(data_dir))
     assert "jane@example.com" not in raw and "AKIAIOSFODNN7EXAMPLE" not in raw
     assert "/w/a.py" not in raw and "pytest" not in raw
 
