@@ -262,7 +262,7 @@ def test_read_only_denies_every_write_but_not_sinks(layout: Any) -> None:
 
 def test_protected_paths_win_in_every_preset(layout: Any) -> None:
     for preset in ("workspace", "orchestrator", "read-only"):
-        outcome = _decide(layout, W, "reports/../.claude/settings.json", preset)  # type: ignore[arg-type]
+        outcome = _decide(layout, W, "reports/../.claude/settings.json", preset)
         assert isinstance(outcome, GuardDenial)
         assert outcome.rule == PROT
 
