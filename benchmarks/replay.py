@@ -6,12 +6,13 @@ import resource
 import sys
 import time
 from pathlib import Path
+from tempfile import TemporaryDirectory
 
 import anyio
 
 from framework._host import Host
 from framework._logging import configure_logging
-from framework._replay import ReplayClock, replay_sessions
+from framework._replay import ReplayClock, replay_sessions, scratch_options
 from framework._transcript import Transcripts, read_transcripts
 
 ROUNDS = 5
@@ -25,11 +26,18 @@ async def rounds(transcripts: Transcripts, *, entry_points: bool) -> tuple[int, 
     plugins: list[str] = []
     for _ in range(ROUNDS):
         clock = ReplayClock()
-        async with Host(store="memory://", clock=clock, entry_points=entry_points) as host:
-            plugins = [p.name for p in host.loaded()]
-            started = time.perf_counter()
-            report = await replay_sessions(host, clock, transcripts)
-            replay_s += time.perf_counter() - started
+        with TemporaryDirectory() as scratch:
+            host = Host(
+                store="memory://",
+                clock=clock,
+                entry_points=entry_points,
+                options=scratch_options(Path(scratch)),
+            )
+            async with host:
+                plugins = [p.name for p in host.loaded()]
+                started = time.perf_counter()
+                report = await replay_sessions(host, clock, transcripts)
+                replay_s += time.perf_counter() - started
         events += report.events
     return events, replay_s, plugins
 

@@ -156,6 +156,9 @@ def print_report(report: ReplayReport) -> None:
     )
     for plugin, counts in summary["plugins"].items():
         shown = ", ".join(f"{n} {kind}" for kind, n in Counter(counts).most_common()) or "nothing"
+        logged = summary["logged_records"].get(plugin)
+        if logged:
+            shown += f"; {logged} records logged (to a throwaway folder)"
         console.print(f"  {plugin}: {shown}")
     for site, count in summary["handler_failures"].items():
         console.print(f"  [red]handler failures[/red] {site}: {count}")

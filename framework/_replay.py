@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from tempfile import TemporaryDirectory
 from typing import Any
 
 import anyio.lowlevel
@@ -46,6 +47,26 @@ _LABEL_FIELDS = ("command", "file_path", "notebook_path", "path", "pattern", "ur
 _LABEL_WIDTH = 60
 
 Progress = Callable[[int, int], None]
+
+SCRATCH_DIR_OPTIONS: Mapping[str, str] = {"observer": "data_dir"}
+"""Plugins that write files of their own, and the option that moves them to a scratch folder."""
+
+
+def scratch_options(scratch: Path) -> dict[str, dict[str, Any]]:
+    """Options that keep plugins' own files in `scratch`, so a replay leaves no trace behind."""
+    return {name: {option: str(scratch / name)} for name, option in SCRATCH_DIR_OPTIONS.items()}
+
+
+def scratch_records(scratch: Path) -> dict[str, int]:
+    """How many JSON lines each plugin wrote into its scratch folder during the replay."""
+    counts: dict[str, int] = {}
+    for name in SCRATCH_DIR_OPTIONS:
+        folder = scratch / name
+        files = sorted(folder.rglob("*.jsonl")) if folder.is_dir() else []
+        lines = sum(1 for f in files for line in f.open(encoding="utf-8") if line.strip())
+        if lines:
+            counts[name] = lines
+    return counts
 
 
 class ReplayClock:
@@ -143,6 +164,7 @@ class ReplayReport:
     skipped_lines: int
     duplicate_records: int
     failures: Mapping[str, int] = field(default_factory=dict)
+    logged: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def events(self) -> int:
@@ -165,6 +187,7 @@ class ReplayReport:
             "duplicate_records": self.duplicate_records,
             "plugins": per_plugin,
             "handler_failures": dict(self.failures),
+            "logged_records": dict(self.logged),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -237,11 +260,21 @@ async def replay_paths(
     if only:
         base = settings if settings is not None else HostSettings()
         settings = base.model_copy(update={"plugins": list(only)})
-    host = Host(
-        plugins=plugins, entry_points=entry_points, settings=settings, store=store, clock=clock
-    )
-    async with host:
-        return await replay_sessions(host, clock, transcripts, since_ms=since_ms, progress=progress)
+    with TemporaryDirectory(prefix="hookchain-replay-") as folder:
+        scratch = Path(folder)
+        host = Host(
+            plugins=plugins,
+            entry_points=entry_points,
+            settings=settings,
+            store=store,
+            clock=clock,
+            options=scratch_options(scratch),
+        )
+        async with host:
+            report = await replay_sessions(
+                host, clock, transcripts, since_ms=since_ms, progress=progress
+            )
+        return replace(report, logged=scratch_records(scratch))
 
 
 class _SessionRun:
