@@ -14,7 +14,7 @@ from framework import KNOWN_CONTRACT_VERSIONS
 __all__ = ["check_plugins", "register"]
 
 _KNOWN = ", ".join(KNOWN_CONTRACT_VERSIONS)
-_MARKS = {"pass": "[green]pass[/green]", "n/a": "[dim]n/a[/dim]", "fail": "[red]FAIL[/red]"}
+_MARKS = {"pass": "[green]✓[/green]", "n/a": "[dim]–[/dim]", "fail": "[red]✗[/red]"}
 
 
 # The kit is imported inside the commands: every hook starts this CLI, and only these need it.
@@ -89,7 +89,7 @@ def _print_matrix(report: dict[str, Any]) -> None:
         table.add_row(label, ", ".join(plugin["contract_versions"]) or "-", *cells)
     console.print(table)
     legend = "  ".join(f"{number} {check}" for number, check in enumerate(CHECKS, start=1))
-    console.print(legend, style="dim", highlight=False)
+    console.print(f"✓ pass  ✗ fail  – n/a   {legend}", style="dim", highlight=False)
     for reason in reasons:
         console.print(reason, markup=False, highlight=False)
     console.print("all plugins pass" if report["ok"] else "[red]some checks fail[/red]")

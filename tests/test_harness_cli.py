@@ -1,0 +1,107 @@
+"""`hookchain check` and `hookchain new-plugin` through their command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from framework import _cli_check
+from framework.testing import _loader
+from framework.testing._checks import CHECKS
+from framework.testing._loader import InstalledPlugin
+
+# tests/conftest.py puts this folder on sys.path, so broken_plugins.* imports by name.
+WELL = InstalledPlugin("well-behaved", "broken_plugins.well_behaved", "hookchain-well", "1.2")
+TWICE = InstalledPlugin("calls-next-twice", "broken_plugins.calls_next_twice", None, None)
+MISSING = InstalledPlugin("gone", "broken_plugins.not_there", "hookchain-gone", "0.1")
+
+
+@pytest.fixture
+def app() -> typer.Typer:
+    application = typer.Typer()
+    _cli_check.register(application)
+    return application
+
+
+@pytest.fixture
+def installed(monkeypatch: pytest.MonkeyPatch) -> list[InstalledPlugin]:
+    plugins = [WELL, TWICE, MISSING]
+
+    def fake(names: list[str] = []) -> list[InstalledPlugin]:  # noqa: B006
+        return [p for p in plugins if not names or p.name in names or p.distribution in names]
+
+    monkeypatch.setattr(_loader, "installed_plugins", fake)
+    return plugins
+
+
+def test_check_json_reports_each_plugin_and_fails_overall(
+    app: typer.Typer, installed: list[InstalledPlugin]
+) -> None:
+    result = CliRunner().invoke(app, ["check", "--json"])
+    assert result.exit_code == 1, result.output
+    report = json.loads(result.output)
+    assert report["ok"] is False
+    by_name = {plugin["name"]: plugin for plugin in report["plugins"]}
+    assert set(by_name) == {"well-behaved", "calls-next-twice", "gone"}
+    well = by_name["well-behaved"]
+    assert well["ok"] is True
+    assert (well["distribution"], well["version"], well["contract_versions"]) == (
+        "hookchain-well",
+        "1.2",
+        ["1.0"],
+    )
+    assert set(well["checks"]) == set(CHECKS)
+    twice = by_name["calls-next-twice"]["checks"]
+    assert twice["call-next-once"].startswith("fail: ")
+    assert [check for check, verdict in twice.items() if verdict.startswith("fail")] == [
+        "call-next-once"
+    ]
+    gone = by_name["gone"]["checks"]
+    assert all(verdict.startswith("fail: cannot import") for verdict in gone.values())
+
+
+def test_check_named_plugin_passes_with_exit_zero_and_a_matrix(
+    app: typer.Typer, installed: list[InstalledPlugin]
+) -> None:
+    result = CliRunner().invoke(app, ["check", "hookchain-well", "--contract", "1.0"])
+    assert result.exit_code == 0, result.output
+    assert "well-behaved" in result.output
+    assert "all plugins pass" in result.output
+
+
+def test_check_refuses_unknown_plugin_and_unknown_contract(
+    app: typer.Typer, installed: list[InstalledPlugin]
+) -> None:
+    unknown = CliRunner().invoke(app, ["check", "nope"])
+    assert unknown.exit_code == 2
+    assert "no installed plugin named nope" in unknown.output
+    version = CliRunner().invoke(app, ["check", "--contract", "9.9"])
+    assert version.exit_code == 2
+    assert "unknown contract version '9.9'" in version.output
+
+
+def test_new_plugin_scaffolds_a_package(app: typer.Typer, tmp_path: Path) -> None:
+    result = CliRunner().invoke(app, ["new-plugin", "tool-reminder", "--dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    root = tmp_path / "tool-reminder"
+    pyproject = (root / "pyproject.toml").read_text(encoding="utf-8")
+    assert 'name = "hookchain-tool-reminder"' in pyproject
+    assert 'tool-reminder = "tool_reminder"' in pyproject
+    init = (root / "tool_reminder" / "__init__.py").read_text(encoding="utf-8")
+    assert 'contract=">=1,<2"' in init
+    assert (root / "tests" / "test_tool_reminder_conformance.py").exists()
+    assert "$" not in "".join(p.read_text(encoding="utf-8") for p in root.rglob("*.py"))
+
+
+def test_new_plugin_refuses_bad_name_and_existing_folder(app: typer.Typer, tmp_path: Path) -> None:
+    bad = CliRunner().invoke(app, ["new-plugin", "Tool_Reminder", "--dir", str(tmp_path)])
+    assert bad.exit_code == 2
+    assert "kebab-case" in bad.output
+    (tmp_path / "taken").mkdir()
+    taken = CliRunner().invoke(app, ["new-plugin", "taken", "--dir", str(tmp_path)])
+    assert taken.exit_code == 2
+    assert "already exists" in taken.output
