@@ -217,10 +217,27 @@ def _same_output_streak(
     return streak
 
 
+def _is_periodic(records: Sequence[CallRecord]) -> bool:
+    """Whether the tail already repeats a period-2..4 pattern of different calls once."""
+    size = len(records)
+    for period in CYCLE_PERIODS:
+        if size < 2 * period:
+            return False
+        unit = records[-period:]
+        if len({record.cycle_key for record in unit}) < 2:
+            continue
+        if all(records[-1 - k].cycle_key == records[-1 - k - period].cycle_key for k in range(period)):
+            return True
+    return False
+
+
 def idle_repeat(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
     """The same successful call with the same output and no edit in between."""
     last = records[-1]
     if last.outcome != "ok" or last.is_poll:
+        return None
+    if _is_periodic(records):
+        # Part of a cycle: the cycle detector names it once it has enough rounds.
         return None
     return _signal(
         "idle-repeat",

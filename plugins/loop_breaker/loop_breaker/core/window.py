@@ -14,6 +14,7 @@ MAX_LOOPS = 8
 """Loops tracked at once: the main loop plus up to seven subagents."""
 
 FILE_HISTORY_CAP = 20
+UNKNOWN_ORIGIN = "origin"
 MAX_TRACKED_FILES = 20
 
 
@@ -41,10 +42,11 @@ class LoopWindow:
         kind, first, second = transition
         history = self.file_states.get(file)
         if history is None:
-            history = self.file_states[file] = FileHistory()
+            # The content before the first edit is unknown but real: an undo can return to it.
+            history = self.file_states[file] = FileHistory([UNKNOWN_ORIGIN])
             if len(self.file_states) > MAX_TRACKED_FILES:
                 del self.file_states[next(iter(self.file_states))]
-        current = history.states[-1] if history.states else ""
+        current = history.states[-1] if history.states else UNKNOWN_ORIGIN
         if kind == "write":
             state = first
         elif first == second:

@@ -1,0 +1,263 @@
+"""Scenario tests per detector: each fires on its loop and stays quiet on the near miss."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from loop_breaker.core import CoreConfig, Thresholds
+from loop_breaker.core.types import DETECTOR_IDS
+
+Factory = Callable[..., Any]
+
+TEST_FAIL = "FAIL tests/test_users.py::test_create\nAssertionError: expected 201, got 500"
+
+
+def test_env_blocker_nudges_at_two_and_escalates_at_four(session: Factory) -> None:
+    s = session()
+    s.bash("pnpm install", "error", "bash: pnpm: command not found")
+    assert s.kinds() == []
+    s.bash("pnpm test", "error", "bash: pnpm: command not found")
+    assert s.kinds() == ["env-blocker"]
+    assert "command-not-found" in s.decisions[-1].text and "pnpm" in s.decisions[-1].text
+    s.bash("pnpm run build", "error", "bash: pnpm: command not found")
+    s.bash("pnpm -v", "error", "bash: pnpm: command not found")
+    assert s.kinds("escalate") == ["env-blocker"]
+
+
+def test_env_blocker_near_miss_outside_the_span(session: Factory) -> None:
+    s = session()
+    s.bash("pnpm install", "error", "bash: pnpm: command not found")
+    for index in range(10):
+        s.call("Read", {"file_path": f"/src/f{index}.py"}, text=f"file {index}")
+    s.bash("pnpm test", "error", "bash: pnpm: command not found")
+    assert s.kinds() == []
+
+
+def test_env_blocker_needs_the_same_token(session: Factory) -> None:
+    s = session()
+    s.bash("pnpm install", "error", "bash: pnpm: command not found")
+    s.bash("yarn install", "error", "bash: yarn: command not found")
+    assert "env-blocker" not in s.kinds()
+
+
+def test_denied_retry_nudges_on_the_retry_and_escalates_at_three(session: Factory) -> None:
+    s = session()
+    refusal = "The user doesn't want to proceed with this tool use. The tool use was rejected."
+    s.bash("rm -rf build", "denied", refusal)
+    assert s.kinds() == []
+    s.bash("rm -rf build", "denied", refusal)
+    assert s.kinds() == ["denied-retry"]
+    s.bash("rm  -rf   build", "denied", refusal)
+    assert s.kinds("escalate") == ["denied-retry"]
+
+
+def test_denied_retry_near_miss_a_different_call_after_a_denial(session: Factory) -> None:
+    s = session()
+    s.bash("rm -rf build", "denied", "Permission to use Bash has been denied.")
+    s.bash("rm -rf dist", "denied", "Permission to use Bash has been denied.")
+    assert s.kinds() == []
+
+
+def test_repeat_failure_counts_the_same_action_until_it_works(session: Factory) -> None:
+    s = session()
+    for _ in range(2):
+        s.bash("pytest -q", "error", TEST_FAIL)
+    assert s.kinds() == []
+    s.bash("pytest -q", "error", TEST_FAIL)
+    assert s.kinds() == ["repeat-failure"]
+    assert "pytest -q" in s.decisions[-1].text
+
+
+def test_repeat_failure_near_miss_a_success_breaks_the_streak(session: Factory) -> None:
+    s = session()
+    s.bash("pytest -q", "error", TEST_FAIL)
+    s.bash("pytest -q", "error", TEST_FAIL)
+    s.bash("pytest -q", "ok", "3 passed")
+    s.bash("pytest -q", "error", TEST_FAIL)
+    s.bash("pytest -q", "error", TEST_FAIL)
+    assert s.kinds() == []
+
+
+def test_same_error_across_different_actions(session: Factory) -> None:
+    s = session()
+    error = "ImportError while loading conftest: circular import in app/models.py:12"
+    s.bash("pytest -q tests/a.py", "error", error)
+    s.bash("pytest -q tests/b.py", "error", error.replace(":12", ":48"))
+    assert s.kinds() == []
+    s.bash("python -m pytest", "error", error.replace(":12", ":7"))
+    assert s.kinds() == ["same-error"]
+
+
+def test_same_error_near_miss_the_error_changes(session: Factory) -> None:
+    s = session()
+    s.bash("pytest -q tests/a.py", "error", "NameError: name 'x' is not defined")
+    s.bash("pytest -q tests/b.py", "error", "TypeError: unsupported operand")
+    s.bash("python -m pytest", "error", "KeyError: 'id'")
+    assert s.kinds() == []
+
+
+def test_edit_thrash_an_edit_undoing_the_previous_one(session: Factory) -> None:
+    s = session()
+    s.edit("/src/app.py", "retries = 3", "retries = 5")
+    s.edit("/src/app.py", "retries = 5", "retries = 3")
+    assert s.kinds() == []
+    s.edit("/src/app.py", "retries = 3", "retries = 5")
+    assert s.kinds() == ["edit-thrash"]
+    s.edit("/src/app.py", "retries = 5", "retries = 3")
+    s.edit("/src/app.py", "retries = 3", "retries = 5")
+    assert s.kinds("escalate") == ["edit-thrash"]
+
+
+def test_edit_thrash_writes_returning_to_an_earlier_content(session: Factory) -> None:
+    s = session()
+    s.write("/src/conf.toml", "a = 1")
+    s.write("/src/conf.toml", "a = 2")
+    s.write("/src/conf.toml", "a = 1")
+    s.write("/src/conf.toml", "a = 2")
+    assert s.kinds() == ["edit-thrash"]
+
+
+def test_edit_thrash_near_miss_batch_edits_of_different_files(session: Factory) -> None:
+    s = session()
+    for index in range(12):
+        s.edit(f"/src/mod_{index}.py", "import os", "import os, sys")
+    assert s.kinds() == []
+    assert s.kinds("escalate") == []
+
+
+def test_edit_thrash_near_miss_progressive_edits_of_one_file(session: Factory) -> None:
+    s = session()
+    for step in range(6):
+        s.edit("/src/app.py", f"version = {step}", f"version = {step + 1}")
+    assert s.kinds() == []
+
+
+def test_cycle_of_period_two(session: Factory) -> None:
+    s = session()
+    for _ in range(2):
+        s.call("Read", {"file_path": "/src/a.py"}, text="A")
+        s.call("Grep", {"pattern": "def main"}, text="none")
+    assert s.kinds() == []
+    s.call("Read", {"file_path": "/src/a.py"}, text="A")
+    s.call("Grep", {"pattern": "def main"}, text="none")
+    assert s.kinds() == ["cycle"]
+
+
+def test_cycle_of_period_three_escalates_at_five_rounds(session: Factory) -> None:
+    s = session()
+    for _ in range(5):
+        s.call("Read", {"file_path": "/src/a.py"}, text="A")
+        s.call("Glob", {"pattern": "*.py"}, text="a.py")
+        s.bash("make check", text="nothing to be done")
+    assert s.kinds() == ["cycle"]
+    assert s.kinds("escalate") == ["cycle"]
+
+
+def test_cycle_near_miss_the_pattern_breaks(session: Factory) -> None:
+    s = session()
+    for index in range(3):
+        s.call("Read", {"file_path": "/src/a.py"}, text="A")
+        s.call("Grep", {"pattern": "def main"}, text=f"hit {index}")
+    assert "cycle" not in s.kinds()
+
+
+def test_idle_repeat_same_call_same_output_nothing_changed(session: Factory) -> None:
+    s = session()
+    for _ in range(3):
+        s.bash("git status", text="nothing to commit")
+    assert s.kinds() == ["idle-repeat"]
+
+
+def test_idle_repeat_identical_successful_writes(session: Factory) -> None:
+    s = session()
+    for _ in range(3):
+        s.write("/src/out.txt", "same content")
+    assert s.kinds() == ["idle-repeat"]
+
+
+def test_false_positive_a_rerun_after_an_edit_that_changed_the_file(session: Factory) -> None:
+    s = session()
+    for step in range(4):
+        s.bash("pytest -q", text="12 passed")
+        s.edit("/src/app.py", f"step = {step}", f"step = {step + 1}")
+    assert s.kinds() == []
+
+
+def test_false_positive_pagination(session: Factory) -> None:
+    s = session()
+    for page in range(8):
+        s.call("Read", {"file_path": "/logs/big.log", "offset": page * 200, "limit": 200},
+               text=f"page {page}")
+    s.call("WebFetch", {"url": "https://api.example/items?page=1"}, text="items 1")
+    s.call("WebFetch", {"url": "https://api.example/items?page=2"}, text="items 2")
+    assert s.kinds() == []
+
+
+def test_false_positive_polling_with_new_output(session: Factory) -> None:
+    s = session()
+    for index in range(20):
+        s.call("BashOutput", {"bash_id": "b1"}, text=f"building {index * 5}%")
+    assert s.kinds() == []
+
+
+def test_poll_unchanged_output_nudges_at_six_and_escalates_at_twelve(session: Factory) -> None:
+    s = session()
+    for _ in range(5):
+        s.call("BashOutput", {"bash_id": "b1"}, text="still running")
+    assert s.kinds() == []
+    s.call("BashOutput", {"bash_id": "b1"}, text="still running")
+    assert s.kinds() == ["poll"]
+    for _ in range(6):
+        s.call("BashOutput", {"bash_id": "b1"}, text="still running")
+    assert s.kinds("escalate") == ["poll"]
+
+
+def test_stop_block_alerts_at_three_identical_blocks(session: Factory) -> None:
+    s = session()
+    feedback = "[uv run .claude/hooks/run_tests.py]: error: Failed to spawn: No such file"
+    assert s.core.turn_complete("main", "t1", True, feedback, 1) == []
+    assert s.core.turn_complete("main", "t1", True, feedback, 2) == []
+    decisions = s.core.turn_complete("main", "t1", True, feedback, 3)
+    assert [(d.kind, d.detector) for d in decisions] == [
+        ("nudge", "stop-block"),
+        ("escalate", "stop-block"),
+    ]
+
+
+def test_stop_block_near_miss_different_feedback_or_a_released_stop(session: Factory) -> None:
+    s = session()
+    s.core.turn_complete("main", "t1", True, "tests failed: 3", 1)
+    s.core.turn_complete("main", "t1", True, "lint failed: 2 warnings", 2)
+    s.core.turn_complete("main", "t1", False, "", 3)
+    assert s.core.turn_complete("main", "t2", True, "tests failed: 3", 4) == []
+
+
+def test_precedence_env_blocker_speaks_before_repeat_failure(session: Factory) -> None:
+    s = session()
+    for _ in range(3):
+        s.bash("curl https://api.example", "error", "curl: (6) Could not resolve host: api")
+    assert s.kinds()[0] == "env-blocker"
+    assert "repeat-failure" not in s.kinds()
+
+
+def test_thresholds_are_options(session: Factory) -> None:
+    thresholds = {detector: Thresholds(9, 9) for detector in DETECTOR_IDS}
+    thresholds["idle-repeat"] = Thresholds(2, 3)
+    s = session(CoreConfig(thresholds=thresholds))
+    s.bash("git status", text="clean")
+    s.bash("git status", text="clean")
+    assert s.kinds() == ["idle-repeat"]
+    s.bash("git status", text="clean")
+    assert s.kinds("escalate") == ["idle-repeat"]
+
+
+def test_subagent_loops_have_their_own_windows(session: Factory) -> None:
+    s = session()
+    s.bash("pytest -q", "error", TEST_FAIL, loop="main")
+    s.bash("pytest -q", "error", TEST_FAIL, loop="agent-1")
+    s.bash("pytest -q", "error", TEST_FAIL, loop="main")
+    s.bash("pytest -q", "error", TEST_FAIL, loop="agent-2")
+    assert s.kinds() == []
+    s.bash("pytest -q", "error", TEST_FAIL, loop="main")
+    assert [(d.detector, d.loop_id) for d in s.decisions] == [("repeat-failure", "main")]
