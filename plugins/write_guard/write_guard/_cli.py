@@ -37,7 +37,8 @@ def approve(
         typer.echo("write-guard: refusing an empty command", err=True)
         raise typer.Exit(2)
     if not _gated(exact):
-        typer.echo("write-guard: note: this command is not held by the git gate", err=True)
+        typer.echo("write-guard: refusing: the git gate does not hold this command", err=True)
+        raise typer.Exit(2)
     record = anyio.run(_approve_configured, exact)
     typer.echo(
         f"approved once, until the approval expires in 5 minutes: {exact}  (id {record['id']})"

@@ -66,19 +66,28 @@ def mentions_protected(text: str, policy: Policy) -> bool:
     return any(marker in folded for marker in markers)
 
 
-def protected_denial(surface: Surface, context: PathContext, policy: Policy) -> GuardDenial | None:
+Resolved = list[tuple[WriteTarget, ResolvedPath | PathRejection]]
+
+
+def resolve_all(surface: Surface, context: PathContext) -> Resolved:
+    """Every target of the surface with its resolution (done once per decision)."""
+    return [(target, resolve_target(target, context)) for target in surface.targets]
+
+
+def protected_denial(
+    surface: Surface, context: PathContext, policy: Policy, resolved: Resolved | None = None
+) -> GuardDenial | None:
     """The fail-closed part: bad input and protected paths, in every preset."""
     if surface.malformed:
         return _deny("malformed-input", None, surface.malformed, "call the tool with a plain path")
     unclear = bool(surface.uncertain)
-    for target in surface.targets:
-        resolved = resolve_target(target, context)
-        if isinstance(resolved, PathRejection):
-            if any(word in resolved.why for word in _BAD_INPUT_WORDS):
-                return _deny("bad-path", repr(resolved.raw), resolved.why, "use a plain UTF-8 path")
+    for _target, path in resolved if resolved is not None else resolve_all(surface, context):
+        if isinstance(path, PathRejection):
+            if any(word in path.why for word in _BAD_INPUT_WORDS):
+                return _deny("bad-path", repr(path.raw), path.why, "use a plain UTF-8 path")
             unclear = True
             continue
-        verdict = protected_verdict(resolved, policy)
+        verdict = protected_verdict(path, policy)
         if verdict is not None:
             return _from_verdict(verdict)
     if unclear and surface.command is not None and mentions_protected(surface.command, policy):
@@ -91,15 +100,16 @@ def protected_denial(surface: Surface, context: PathContext, policy: Policy) -> 
     return None
 
 
-def preset_denial(surface: Surface, context: PathContext, policy: Policy) -> GuardDenial | None:
+def preset_denial(
+    surface: Surface, context: PathContext, policy: Policy, resolved: Resolved | None = None
+) -> GuardDenial | None:
     """The fail-open part: the agent's preset (workspace, orchestrator, read-only) per path."""
-    for target in surface.targets:
-        resolved = resolve_target(target, context)
-        if isinstance(resolved, PathRejection):
+    for _target, path in resolved if resolved is not None else resolve_all(surface, context):
+        if isinstance(path, PathRejection):
             if surface.command is None:
-                return _deny("unresolvable-path", resolved.raw, resolved.why, "use a literal path")
+                return _deny("unresolvable-path", path.raw, path.why, "use a literal path")
             continue  # Bash: not analysable with confidence, allowed unless protected (see above)
-        verdict = preset_verdict(resolved, policy)
+        verdict = preset_verdict(path, policy)
         if verdict is not None:
             return _from_verdict(verdict)
     if policy.preset == "read-only" and surface.git_commands:
@@ -143,8 +153,9 @@ def _shell_quote(text: str) -> str:
 
 def decide(surface: Surface, context: PathContext, policy: Policy) -> GuardDenial | GitHold | None:
     """Everything except approvals: a denial, a git operation to hold, or None (allowed)."""
+    resolved = resolve_all(surface, context)
     return (
-        protected_denial(surface, context, policy)
-        or preset_denial(surface, context, policy)
+        protected_denial(surface, context, policy, resolved)
+        or preset_denial(surface, context, policy, resolved)
         or git_hold(surface)
     )

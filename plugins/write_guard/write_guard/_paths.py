@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Mapping
@@ -71,6 +72,8 @@ def resolve_path(raw: str, context: PathContext) -> ResolvedPath | PathRejection
 
 def _expand(raw: str, context: PathContext) -> str | PathRejection:
     text = raw
+    if "$" not in text and "`" not in text and not text.startswith("~"):
+        return text
     if text == "~" or text.startswith("~/"):
         text = context.home + text[1:]
     elif text.startswith("~"):
@@ -103,6 +106,7 @@ def is_within(path: str, root: str, *, case_insensitive: bool = False) -> bool:
     return path.startswith(prefix)
 
 
+@functools.lru_cache(maxsize=256)
 def root_forms(root: str) -> tuple[str, ...]:
     """A configured root both as written (cleaned) and with its symlinks resolved."""
     cleaned = os.path.normpath(os.path.expanduser(root))

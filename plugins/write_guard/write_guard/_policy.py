@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -77,7 +79,7 @@ def protected_verdict(path: ResolvedPath, policy: Policy) -> PathVerdict | None:
     """A denial when the requested or the resolved path is (or contains) a protected location."""
     for candidate in _distinct(path.requested, path.resolved):
         folded = candidate.casefold()
-        hit = next((p for p in policy.protected_patterns if fnmatch.fnmatchcase(folded, p)), None)
+        hit = _matching_pattern(folded, policy.protected_patterns)
         if hit is None and os.path.basename(folded) in _PROTECTED_PARENTS:
             hit = f"*/{os.path.basename(folded)}"
         if hit is None:
@@ -90,6 +92,17 @@ def protected_verdict(path: ResolvedPath, policy: Policy) -> PathVerdict | None:
                 instead="leave this file alone; if it must change, ask the person to change it",
             )
     return None
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(patterns: tuple[str, ...]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{fnmatch.translate(pattern)})" for pattern in patterns))
+
+
+def _matching_pattern(path: str, patterns: tuple[str, ...]) -> str | None:
+    if not patterns or _compiled(patterns).match(path) is None:
+        return None
+    return next(p for p in patterns if fnmatch.fnmatchcase(path, p))
 
 
 def _touches(candidate: str, protected: str) -> bool:
