@@ -13,6 +13,8 @@ class _Rule:
     kind: str
     pattern: re.Pattern[str]
     replace: Callable[[re.Match[str]], str]
+    hints: tuple[str, ...] = ()
+    """Lower-case substrings, one of which every match contains; without any, the rule is skipped."""
 
 
 def _placeholder(kind: str) -> Callable[[re.Match[str]], str]:
@@ -48,16 +50,19 @@ _RULES: tuple[_Rule, ...] = (
             re.DOTALL,
         ),
         _placeholder("PRIVATE_KEY"),
+        hints=("private key",),
     ),
     _Rule(
         "URL_CREDENTIALS",
         re.compile(r"(?P<prefix>\b[a-zA-Z][a-zA-Z0-9+.-]*://)[^\s/?#@:]+:[^\s/?#@]+@"),
         lambda match: f"{match.group('prefix')}[URL_CREDENTIALS]@",
+        hints=("://",),
     ),
     _Rule(
         "SLACK_WEBHOOK",
         re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+"),
         _placeholder("SLACK_WEBHOOK"),
+        hints=("hooks.slack.com",),
     ),
     _Rule(
         "AUTH_HEADER",
@@ -67,16 +72,19 @@ _RULES: tuple[_Rule, ...] = (
             r"(?!(?:[Bb]earer|[Bb]asic|[Tt]oken|[Dd]igest)\b)[A-Za-z0-9._~+/=:-]{6,}"
         ),
         _keep_prefix("TOKEN"),
+        hints=("authorization",),
     ),
     _Rule(
         "BEARER",
         re.compile(r"(?P<prefix>\b[Bb]earer\s+)[A-Za-z0-9._~+/-]{8,}=*"),
         _keep_prefix("TOKEN"),
+        hints=("bearer",),
     ),
     _Rule(
         "JWT",
         re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}"),
         _placeholder("JWT"),
+        hints=("eyj",),
     ),
     _Rule(
         "AWS_KEY",
@@ -91,16 +99,19 @@ _RULES: tuple[_Rule, ...] = (
             r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})"
         ),
         _placeholder("GITHUB_TOKEN"),
+        hints=("gh", "github_pat_"),
     ),
     _Rule(
         "GITLAB_TOKEN",
         re.compile(r"(?<![A-Za-z0-9])glpat-[A-Za-z0-9_-]{20,}"),
         _placeholder("GITLAB_TOKEN"),
+        hints=("glpat-",),
     ),
     _Rule(
         "SLACK_TOKEN",
         re.compile(r"(?<![A-Za-z0-9])xox[abposre]-[A-Za-z0-9-]{10,}"),
         _placeholder("SLACK_TOKEN"),
+        hints=("xox",),
     ),
     _Rule(
         "API_KEY",
@@ -111,6 +122,7 @@ _RULES: tuple[_Rule, ...] = (
             r"|AIza[0-9A-Za-z_-]{35})"
         ),
         _placeholder("API_KEY"),
+        hints=("sk-", "k_live_", "k_test_", "aiza"),
     ),
     _Rule(
         "SECRET_ASSIGNMENT",
@@ -121,6 +133,7 @@ _RULES: tuple[_Rule, ...] = (
             re.IGNORECASE,
         ),
         _secret_value_or_keep,
+        hints=("key", "secret", "token", "passw", "pwd", "credential"),
     ),
     _Rule(
         "EMAIL",
@@ -128,6 +141,7 @@ _RULES: tuple[_Rule, ...] = (
             r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"
         ),
         _placeholder("EMAIL"),
+        hints=("@",),
     ),
     _Rule(
         "PHONE",
@@ -156,7 +170,10 @@ PLACEHOLDER_KINDS: frozenset[str] = frozenset(rule.kind for rule in _RULES) | {"
 
 def scrub(text: str) -> str:
     """`text` with emails, phone numbers, keys and tokens replaced by `[KIND]` placeholders."""
+    lowered = text.lower()
     for rule in _RULES:
+        if rule.hints and not any(hint in lowered for hint in rule.hints):
+            continue
         text = rule.pattern.sub(rule.replace, text)
     return text
 
