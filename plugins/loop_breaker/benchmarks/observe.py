@@ -5,6 +5,7 @@ from __future__ import annotations
 import resource
 import statistics
 import time
+from collections.abc import Mapping
 
 from loop_breaker.core import LoopBreakerCore, Observation
 
@@ -12,7 +13,7 @@ MEASURED = 2000
 REPEATS = 5
 
 
-def _workload(index: int) -> tuple[str, dict[str, object], str, str]:
+def _workload(index: int) -> tuple[str, Mapping[str, object], str, str]:
     """A mix like a real session: reads, edits of many files, passing and failing runs, polls."""
     step = index % 10
     if step in (0, 4):

@@ -6,7 +6,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
-
 from loop_breaker.core import CoreConfig, Decision, LoopBreakerCore, Observation
 from loop_breaker.core.types import Outcome
 
@@ -41,11 +40,15 @@ class Session:
         self.decisions.extend(found)
         return found
 
-    def bash(self, command: str, outcome: Outcome = "ok", text: str = "done", loop: str = "main") -> list[Decision]:
+    def bash(
+        self, command: str, outcome: Outcome = "ok", text: str = "done", loop: str = "main"
+    ) -> list[Decision]:
         return self.call("Bash", {"command": command}, outcome, text, loop)
 
     def edit(self, path: str, old: str, new: str, loop: str = "main") -> list[Decision]:
-        return self.call("Edit", {"file_path": path, "old_string": old, "new_string": new}, loop=loop)
+        return self.call(
+            "Edit", {"file_path": path, "old_string": old, "new_string": new}, loop=loop
+        )
 
     def write(self, path: str, content: str) -> list[Decision]:
         return self.call("Write", {"file_path": path, "content": content})

@@ -187,8 +187,11 @@ def test_false_positive_a_rerun_after_an_edit_that_changed_the_file(session: Fac
 def test_false_positive_pagination(session: Factory) -> None:
     s = session()
     for page in range(8):
-        s.call("Read", {"file_path": "/logs/big.log", "offset": page * 200, "limit": 200},
-               text=f"page {page}")
+        s.call(
+            "Read",
+            {"file_path": "/logs/big.log", "offset": page * 200, "limit": 200},
+            text=f"page {page}",
+        )
     s.call("WebFetch", {"url": "https://api.example/items?page=1"}, text="items 1")
     s.call("WebFetch", {"url": "https://api.example/items?page=2"}, text="items 2")
     assert s.kinds() == []
@@ -242,7 +245,7 @@ def test_precedence_env_blocker_speaks_before_repeat_failure(session: Factory) -
 
 
 def test_thresholds_are_options(session: Factory) -> None:
-    thresholds = {detector: Thresholds(9, 9) for detector in DETECTOR_IDS}
+    thresholds: dict[str, Thresholds] = {detector: Thresholds(9, 9) for detector in DETECTOR_IDS}
     thresholds["idle-repeat"] = Thresholds(2, 3)
     s = session(CoreConfig(thresholds=thresholds))
     s.bash("git status", text="clean")

@@ -1,4 +1,4 @@
-"""Policy tests: budget, overlap, one nudge per streak, resolution, pause, ignore, eviction, stop."""
+"""Policy tests: budget, overlap, one nudge per streak, resolution, pause, ignores, eviction."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
 from loop_breaker.core import MAIN_LOOP, CoreConfig, LoopBreakerCore
 from loop_breaker.core.codec import dump, load
 from loop_breaker.core.messages import NUDGE_CAP, TAG

@@ -226,7 +226,9 @@ def _is_periodic(records: Sequence[CallRecord]) -> bool:
         unit = records[-period:]
         if len({record.cycle_key for record in unit}) < 2:
             continue
-        if all(records[-1 - k].cycle_key == records[-1 - k - period].cycle_key for k in range(period)):
+        if all(
+            records[-1 - k].cycle_key == records[-1 - k - period].cycle_key for k in range(period)
+        ):
             return True
     return False
 

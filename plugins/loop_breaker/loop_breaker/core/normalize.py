@@ -120,10 +120,16 @@ _ERROR_CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("disk", ("no space left on device", "enospc", "disk quota exceeded")),
     ("timeout", ("timed out", "etimedout", "deadline exceeded")),
 )
-_COMMAND_TOKEN = re.compile(
-    r"command not found:\s*([\w.\-/]{1,60})|(?:^|\s)([\w.\-/]{1,60}): command not found"
-    r"|'([\w.\-/]{1,60})' is not recognized|no module named '?([\w.]{1,60})"
-    r"|cannot find module '([^']{1,60})'"
+# Tried in order: `zsh: command not found: rg` names `rg`, not the shell.
+_COMMAND_TOKENS = tuple(
+    re.compile(pattern)
+    for pattern in (
+        r"command not found:\s*([\w.\-/]{1,60})",
+        r"(?:^|\s)([\w.\-/]{1,60}): command not found",
+        r"'([\w.\-/]{1,60})' is not recognized",
+        r"no module named '?([\w.]{1,60})",
+        r"cannot find module '([^']{1,60})'",
+    )
 )
 
 _PERSON_DENIAL = ("doesn't want to proceed", "tool use was rejected", "user rejected")
@@ -307,9 +313,11 @@ def error_class_of(lines: list[str]) -> tuple[str, str]:
     lowered = "\n".join(line[-_CLASS_LINE_CAP:] for line in lines).lower()
     for error_class, markers in _ERROR_CLASSES:
         if any(marker in lowered for marker in markers):
-            named = _COMMAND_TOKEN.search(lowered)
-            token = next((group for group in named.groups() if group), "") if named else ""
-            return error_class, token
+            for pattern in _COMMAND_TOKENS:
+                named = pattern.search(lowered)
+                if named is not None:
+                    return error_class, named.group(1)
+            return error_class, ""
     return "", ""
 
 

@@ -1,0 +1,106 @@
+"""Normalisation and fingerprints: what counts as the same action, the same error, a refusal."""
+
+from __future__ import annotations
+
+import pytest
+from loop_breaker.core.normalize import (
+    OUTPUT_TAIL_CHARS,
+    action_key,
+    classify_outcome,
+    failure_of,
+    is_counted,
+    is_poll,
+    label_of,
+    output_text,
+    redact,
+)
+
+
+def test_action_key_ignores_key_order_whitespace_and_cosmetic_fields() -> None:
+    first = action_key("Bash", {"command": "npm  test\n", "description": "run the tests"})
+    second = action_key("Bash", {"description": "again", "command": "npm test"})
+    assert first == second
+    assert action_key("Bash", {"command": "npm test -- a"}) != first
+    assert action_key("Read", {"command": "npm test"}) != first
+
+
+def test_action_key_tells_nested_inputs_apart() -> None:
+    one = action_key("MultiEdit", {"file_path": "a", "edits": [{"old_string": "x"}]})
+    two = action_key("MultiEdit", {"file_path": "a", "edits": [{"old_string": "y"}]})
+    assert one != two
+
+
+def test_error_signature_strips_line_numbers_durations_and_colour() -> None:
+    one = failure_of("\x1b[31mError\x1b[0m: boom at src/a.py:12:5 (took 1.52 s)")
+    two = failure_of("Error: boom at src/a.py:80:1 (took 0.9 s)")
+    assert one.signature == two.signature
+    assert failure_of("Error: other at src/a.py:12:5").signature != one.signature
+
+
+def test_error_signature_keeps_counts_that_show_progress() -> None:
+    assert (
+        failure_of("Tests: 3 failed, 9 passed").signature
+        != failure_of("Tests: 2 failed, 10 passed").signature
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "error_class", "token"),
+    [
+        ("bash: pnpm: command not found", "command-not-found", "pnpm"),
+        ("zsh: command not found: rg", "command-not-found", "rg"),
+        ("ModuleNotFoundError: No module named 'yaml'", "missing-module", "yaml"),
+        ("open /etc/x: permission denied", "permission", ""),
+        ("curl: (6) Could not resolve host: example.org", "network", ""),
+        ("HTTP 429 Too Many Requests", "rate-limit", ""),
+        ("error: 401 Unauthorized", "auth", ""),
+        ("write failed: No space left on device", "disk", ""),
+        ("Error: Command timed out after 2m 0.0s", "timeout", ""),
+        ("AssertionError: 1 != 2", "", ""),
+    ],
+)
+def test_error_classes(text: str, error_class: str, token: str) -> None:
+    failure = failure_of(text)
+    assert (failure.error_class, failure.token) == (error_class, token)
+
+
+def test_only_the_tail_is_looked_at() -> None:
+    head = "ModuleNotFoundError: No module named 'yaml'\n"
+    failure = failure_of(head + "x" * OUTPUT_TAIL_CHARS + "\nError: late")
+    assert failure.error_class == ""
+    assert "late" in failure.snippet
+
+
+@pytest.mark.parametrize(
+    ("is_error", "denied", "text", "expected"),
+    [
+        (False, False, "ok", "ok"),
+        (True, False, "Exit code 1\nboom", "error"),
+        (True, True, "blocked by write-guard", "denied"),
+        (True, False, "The user doesn't want to proceed with this tool use.", "denied"),
+        (True, False, "Permission to use Bash has been denied.", "denied"),
+        (True, False, "PreToolUse:Bash hook error: [x]: Blocked", "denied"),
+    ],
+)
+def test_classify_outcome(is_error: bool, denied: bool, text: str, expected: str) -> None:
+    assert classify_outcome(is_error, denied, text) == expected
+
+
+def test_bookkeeping_tools_and_interrupts_are_not_counted() -> None:
+    assert not is_counted("TodoWrite", "")
+    assert not is_counted("Bash", "[Request interrupted by user for tool use]")
+    assert is_counted("Bash", "ok")
+
+
+def test_polls_and_labels() -> None:
+    assert is_poll("BashOutput", {"bash_id": "1"})
+    assert is_poll("Bash", {"command": "sleep 30 && gh run view 1"})
+    assert not is_poll("Bash", {"command": "npm test"})
+    assert label_of("Edit", {"file_path": "/home/u/proj/src/app.py"}) == "Edit src/app.py"
+    assert len(label_of("Bash", {"command": "x" * 500})) == 60
+
+
+def test_output_text_and_redaction() -> None:
+    assert output_text({"stdout": "hi"}) == '{"stdout": "hi"}'
+    assert output_text(None) == ""
+    assert "hunter2" not in redact("password=hunter2 and more")
