@@ -271,7 +271,7 @@ async def test_end_turn_is_silent(rig: Rig) -> None:
 
 
 async def test_counter_grows_on_other_turns_and_after_clean_steps(rig: Rig) -> None:
-    """T17: the count grows on another turn and after a clean step; a clock set back recounts none."""
+    """T17: the count grows on another turn and after a clean step; a clock set back adds none."""
     await rig.step("refusal", turn_id="t1")
     await rig.step("end_turn", turn_id="t1")
     await rig.step("refusal", turn_id="t2")

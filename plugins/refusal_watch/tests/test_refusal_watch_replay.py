@@ -1,0 +1,36 @@
+"""A recorded transcript ending in a refusal, replayed through the installed plugin."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+DATA = Path(__file__).parent / "data" / "refusal_stop.jsonl"
+
+
+def hookchain_command() -> Path:
+    script = Path(sys.executable).parent / "hookchain"
+    assert script.exists(), f"the hookchain command is not installed next to {sys.executable}"
+    return script
+
+
+def test_replay_reports_the_refusal(tmp_path: Path) -> None:
+    """T14: a replayed assistant message ending with stop_reason "refusal" shows the refusal."""
+    completed = subprocess.run(
+        [str(hookchain_command()), "replay", "--plugins", "refusal-watch", "--json", str(DATA)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout)
+    mine = [action for action in report["actions"] if action["by"] == "refusal-watch"]
+    step_kinds = [action["kind"] for action in mine if action["event"] == "turn.step"]
+    assert step_kinds == ["toast", "transcript"]
+    complete_kinds = [action["kind"] for action in mine if action["event"] == "turn.complete"]
+    assert complete_kinds == ["toast", "transcript"]
+    assert "Refusal" in mine[0]["text"]
