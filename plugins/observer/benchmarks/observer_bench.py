@@ -1,4 +1,4 @@
-"""Measure the PII filter, the episode write path and the dashboard fold; print numbers, peak RSS."""
+"""Time the PII filter, the episode write path and the dashboard fold; print them and peak RSS."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ class _Rule:
     pattern: re.Pattern[str]
     replace: Callable[[re.Match[str]], str]
     hints: tuple[str, ...] = ()
-    """Lower-case substrings, one of which every match contains; without any, the rule is skipped."""
+    """Lower-case substrings, one of which every match contains; else the rule is skipped."""
 
 
 def _placeholder(kind: str) -> Callable[[re.Match[str]], str]:
