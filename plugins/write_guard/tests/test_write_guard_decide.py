@@ -165,6 +165,9 @@ CONTROLS: list[tuple[str, str, Any]] = [
     ("heredoc-body-ignored", B, "cat <<'EOF' > notes.txt\nrm -rf / > /etc/x\nEOF"),
     ("tmp-scratch", B, "echo x > {scratch}/log && cat {scratch}/log"),
     ("subshell-restores-cwd", B, "(cd sub && touch a); touch b"),
+    ("github-not-git", B, "for f in .github/*.yml; do python3 -c \"print('$f')\"; done"),
+    ("bsd-sed-empty-suffix", B, "sed -i '' '1,2s/a/b/' src/x.py"),
+    ("plan-file-home", W, "{home}/.claude/plans/plan.md"),
 ]
 
 ORCHESTRATOR: list[tuple[str, bool]] = [
@@ -192,7 +195,8 @@ def _context(layout: Any) -> PathContext:
 
 
 def _policy(layout: Any, preset: Preset = "workspace") -> Policy:
-    return Policy(preset=preset, workspace_root=str(layout.ws), extra_roots=(str(layout.scratch),))
+    extra = (str(layout.scratch), str(layout.home / ".claude" / "plans"))
+    return Policy(preset=preset, workspace_root=str(layout.ws), extra_roots=extra)
 
 
 def _tool_input(tool: str, value: str) -> dict[str, Any]:

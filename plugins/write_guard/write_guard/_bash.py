@@ -243,7 +243,10 @@ def _sed(words: list[str]) -> list[str]:
     if not in_place:
         return []
     has_script_option = any(word in {"-e", "-f", "--expression", "--file"} for word in words)
-    operands = _positionals(words, frozenset({"-e", "-f", "--expression", "--file", "-l"}))
+    # BSD sed spells "no backup" as a separate empty suffix: `sed -i '' script file`.
+    operands = [
+        w for w in _positionals(words, frozenset({"-e", "-f", "--expression", "--file", "-l"})) if w
+    ]
     return operands if has_script_option else operands[1:]
 
 

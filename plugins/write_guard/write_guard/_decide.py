@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from write_guard._bash import WriteTarget
@@ -16,6 +17,7 @@ from write_guard._policy import (
 )
 from write_guard._surface import Surface
 
+_GIT_DIR = re.compile(r"(?:^|[\s/'\"=])\.git(?![\w.-])")
 _BAD_INPUT_WORDS = ("NUL", "UTF-8", "empty")
 
 
@@ -63,7 +65,7 @@ def mentions_protected(text: str, policy: Policy) -> bool:
     """Whether a command line names something protected (used when it cannot be analysed)."""
     folded = text.casefold()
     markers = (*PROTECTED_MARKERS, *(path.casefold() for path in policy.protected_paths))
-    return any(marker in folded for marker in markers)
+    return any(marker in folded for marker in markers) or _GIT_DIR.search(folded) is not None
 
 
 Resolved = list[tuple[WriteTarget, ResolvedPath | PathRejection]]

@@ -12,7 +12,8 @@ from write_guard._policy import OrchestratorLists, Preset
 
 
 def _default_extra_roots() -> list[str]:
-    return [tempfile.gettempdir(), "/dev/null", "/dev/stdout", "/dev/stderr"]
+    # ~ is the session's HOME; Claude Code's plan mode writes its plan files there.
+    return [tempfile.gettempdir(), "/dev/null", "/dev/stdout", "/dev/stderr", "~/.claude/plans"]
 
 
 class Options(BaseSettings):

@@ -28,7 +28,7 @@ BUILTIN_PROTECTED_PATTERNS: tuple[str, ...] = (
 _PROTECTED_PARENTS = frozenset({".git", ".claude"})
 # Words in a command line that hint at a protected file (used when the line cannot be parsed).
 PROTECTED_MARKERS: tuple[str, ...] = (
-    ".git/hooks", ".git/config", ".claude/settings", "hookchain.toml", ".hookchain", ".git",
+    ".git/hooks", ".git/config", ".claude/settings", "hookchain.toml", ".hookchain",
 )  # fmt: skip
 
 

@@ -113,7 +113,9 @@ class Guard:
         policy = Policy(
             preset=options.preset_for(agent_type),
             workspace_root=root,
-            extra_roots=tuple(options.extra_writable_roots),
+            extra_roots=tuple(
+                _home_relative(r, context.home) for r in options.extra_writable_roots
+            ),
             protected_paths=tuple(protected),
             protected_patterns=tuple(patterns),
             orchestrator=options.orchestrator_lists(),
@@ -204,6 +206,12 @@ class Guard:
                 f"write-guard: {len(commands)} git command(s) approved once, for 5 minutes"
             )
         return result
+
+
+def _home_relative(root: str, home: str) -> str:
+    if root == "~" or root.startswith("~/"):
+        return home + root[1:]
+    return root
 
 
 def _gated(command: str) -> bool:
