@@ -14,4 +14,7 @@ plugin = PluginInfo(
     description="Shows every refusal as it streams and asks the model not to drop its work.",
 )
 
-__all__ = ["Options", "plugin", "register"]
+declared_access: tuple[str, ...] = ("files",)
+"""session.start reads the passport file and stats the harness binary; nothing else is touched."""
+
+__all__ = ["Options", "declared_access", "plugin", "register"]

@@ -1250,3 +1250,43 @@ async def test_budget_never_cancels_log_write(rig: Rig) -> None:
     registrations = rig.host.chain("turn.complete")
     assert registrations[0].budget is not None
     assert registrations[0].budget > 5.0
+
+
+async def cancelled_while_writing(rig: Rig) -> list[str]:
+    rig.backend.gate = anyio.Event()
+    with capture_logs() as logs:
+        with anyio.move_on_after(0.1):
+            await rig.host.dispatch(TurnComplete(session_id="s1", turn_id="t1", reason="refusal"))
+    rig.backend.gate.set()
+    await rig.idle()
+    return debug_lines(logs)
+
+
+async def test_cancellation_releases_hung_write_and_names_itself(rig: Rig) -> None:
+    """T78: cancelling the dispatch frees a caller stuck on a write and names the cancellation."""
+    lines = await cancelled_while_writing(rig)
+    waits = [line for line in lines if "wait for the record write" in line]
+    assert len(waits) == 1
+    assert "cancellation" in waits[0]
+    assert not any(line.startswith("clock:") for line in lines)
+    assert len(await rig.records()) == 1
+
+
+async def test_cancellation_line_claims_no_background_write(rig: Rig) -> None:
+    """T92: the cancellation line says the write is unconfirmed, not that it goes on."""
+    lines = await cancelled_while_writing(rig)
+    (wait,) = [line for line in lines if "wait for the record write" in line]
+    assert "not confirmed" in wait
+    assert "background" not in wait
+
+
+async def test_sleep_failure_names_unconfirmed_write(rig: Rig) -> None:
+    """T93: a failing sleep without cancellation names the write as unconfirmed."""
+    rig.backend.gate = anyio.Event()
+    rig.clock.sleep_error = OSError("timer")
+    with capture_logs() as logs:
+        await rig.complete()
+    rig.backend.gate.set()
+    (wait,) = [line for line in debug_lines(logs) if "wait for the record write" in line]
+    assert "clock failure" in wait
+    assert "not confirmed" in wait
