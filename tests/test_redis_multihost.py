@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,24 +10,17 @@ from typing import Any
 
 import anyio
 import pytest
+from redis_server import RedisServer, redis_client_module, require_module, start_or_explain
+from store_worker import COUNTER_PLUGIN, counter_plugin, run_workers, start_workers
 
 from framework import Host, Store, ToolCall, ToolResult
 from framework._store import StoreError, open_backend
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from redis_server import RedisServer, redis_client_module, require_module, start_or_explain
-from store_worker import COUNTER_PLUGIN, counter_plugin, run_workers, start_workers
 
 redis = redis_client_module()
 
 PASSWORD = "shared-team-secret"
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture

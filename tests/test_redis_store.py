@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from redis_server import RedisServer, redis_client_module, start_or_explain
 
 from framework._store import Store, StoreError, open_backend
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from redis_server import RedisServer, redis_client_module, start_or_explain
 
 redis = redis_client_module()
 from framework._redis_store import PASSWORD_ENV, RedisBackend, redact  # noqa: E402
@@ -19,11 +15,6 @@ from framework._redis_store import PASSWORD_ENV, RedisBackend, redact  # noqa: E
 PASSWORD = "correct-horse-battery"
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ import math
 import re
 import socket
 import stat
-import sys
 import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -14,6 +13,8 @@ from typing import Any
 
 import anyio
 import pytest
+from redis_server import RedisServer, redis_client_module, start_or_explain
+from store_worker import run_workers
 
 from framework._store import (
     MemoryBackend,
@@ -24,16 +25,7 @@ from framework._store import (
     open_backend,
 )
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from redis_server import RedisServer, redis_client_module, start_or_explain
-from store_worker import run_workers
-
 BACKENDS = ["memory", "sqlite", "redis"]
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @pytest.fixture(scope="session")
@@ -163,12 +155,13 @@ async def test_namespaces_keep_plugins_apart(backend: StoreBackend) -> None:
 
 
 async def test_ttl_expires_values(backend: StoreBackend) -> None:
-    await backend.set("short", 1, ttl=0.3)
+    # A full second of life: the presence checks must hold on a loaded machine too.
+    await backend.set("short", 1, ttl=1.0)
     await backend.set("long", 2)
-    await backend.update("updated", lambda value: 3, ttl=0.3)
+    await backend.update("updated", lambda value: 3, ttl=1.0)
     assert await backend.get("short") == 1
     assert await backend.keys() == ["long", "short", "updated"]
-    await anyio.sleep(0.6)
+    await anyio.sleep(1.2)
     assert await backend.get("short") is None
     assert await backend.get("updated") is None
     assert await backend.get("long") == 2
