@@ -89,6 +89,7 @@ def test_classify_outcome(is_error: bool, denied: bool, text: str, expected: str
 def test_bookkeeping_tools_and_interrupts_are_not_counted() -> None:
     assert not is_counted("TodoWrite", "")
     assert not is_counted("Bash", "[Request interrupted by user for tool use]")
+    assert not is_counted("Read", "<tool_use_error>Sibling tool call errored</tool_use_error>")
     assert is_counted("Bash", "ok")
 
 

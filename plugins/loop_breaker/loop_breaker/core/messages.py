@@ -45,7 +45,8 @@ def nudge_text(signal: Signal) -> str:
         "hook looks broken; do not keep working around it: give a short summary and tell the "
         "person.",
     }[signal.detector]
-    return _cap(f"{TAG} {body}", NUDGE_CAP)
+    # The detector's name lets the person reading the transcript tell which check spoke.
+    return _cap(f"{TAG} {signal.detector}: {body}", NUDGE_CAP)
 
 
 def alert_text(signal: Signal) -> str:

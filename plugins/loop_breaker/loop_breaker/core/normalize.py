@@ -34,6 +34,7 @@ NEVER_COUNTED_TOOLS = frozenset(
         "ScheduleWakeup",
     }
 )
+_SIBLING_CANCELLED = "Sibling tool call errored"
 POLL_TOOLS = frozenset(
     {"BashOutput", "TaskOutput", "Monitor", "TaskGet", "TaskList", "GetTask", "Poll"}
 )
@@ -144,7 +145,10 @@ def digest(text: str) -> str:
 
 def is_counted(tool: str, text: str) -> bool:
     """Whether a call takes part in detection (bookkeeping tools and interrupts do not)."""
-    return tool not in NEVER_COUNTED_TOOLS and not text.startswith("[Request interrupted")
+    if tool in NEVER_COUNTED_TOOLS or text.startswith("[Request interrupted"):
+        return False
+    # A call cancelled because a parallel call failed did nothing of its own.
+    return _SIBLING_CANCELLED not in text[:80]
 
 
 def output_text(output: Any) -> str:
