@@ -15,9 +15,10 @@ from pydantic_settings import BaseSettings
 
 from framework import KNOWN_CONTRACT_VERSIONS
 from framework.testing._audit import watching
+from framework.testing._budget import check_budget
 from framework.testing._checks import CHECKS, CheckResult, HandlerChecks
 from framework.testing._loader import PluginUnderTest, load
-from framework.testing._vectors import load_vectors, vector_versions
+from framework.testing._vectors import Vector, load_vectors, vector_versions
 
 __all__ = ["PluginReport", "admitted_versions", "run_suite"]
 
@@ -102,12 +103,15 @@ async def run_suite(
     for contract_version in report.contract_versions:
         runner = HandlerChecks(first.name, declared_access=declared)
         vectors = load_vectors(contract_version)
+        handled: dict[tuple[str, str], Vector] = {}
         with watching() as seen:
             for handler in first.handlers:
                 for vector in runner.vectors_for(handler, vectors):
+                    handled.setdefault((vector.id, vector.event.model_dump_json()), vector)
                     await runner.run(handler, vector)
         runner.access.extend(seen)
         runner.finish_access()
+        await check_budget(obj, tuple(handled.values()), runner.results["budget"])
         _merge(report, runner.results, contract_version, len(report.contract_versions) > 1)
     return report
 

@@ -1,8 +1,11 @@
-"""Broken on purpose (check budget): waits on the store with no limit of its own."""
+"""Broken on purpose (check budget): when the store is slow it falls back to a blocking wait."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
+
+import anyio
 
 from framework import PluginInfo, hookimpl
 
@@ -11,8 +14,12 @@ plugin = PluginInfo(name="hangs-on-store", contract=">=1,<2")
 
 @hookimpl
 def register(on: Any, options: Any) -> None:
-    async def count(engine: Any, event: Any, call_next: Any) -> Any:
-        await engine.store.update("calls", lambda n: n + 1, default=0)
-        return await call_next(event)
+    async def remember(engine: Any, event: Any, call_next: Any) -> Any:
+        result = await call_next(event)
+        with anyio.move_on_after(0.05) as slow_store:
+            await engine.store.set("last-tool", event.tool)
+        if slow_store.cancelled_caught:
+            time.sleep(1.0)  # noqa: ASYNC251 (the bug: blocks the loop, no budget can stop it)
+        return result
 
-    on("tool.call", count, budget=0.2)
+    on("tool.call", remember)
