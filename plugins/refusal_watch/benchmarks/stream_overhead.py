@@ -9,9 +9,9 @@ from collections.abc import AsyncGenerator, Sequence
 from typing import Any
 
 import anyio
+from framework import FakeClock, Host, PromptContext, StreamChunk, ToolCall, ToolResult, TurnStep
 
 import refusal_watch
-from framework import FakeClock, Host, PromptContext, StreamChunk, ToolCall, ToolResult, TurnStep
 
 CHUNKS = 200
 STEPS = 200

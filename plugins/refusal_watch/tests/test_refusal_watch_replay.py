@@ -34,3 +34,49 @@ def test_replay_reports_the_refusal(tmp_path: Path) -> None:
     complete_kinds = [action["kind"] for action in mine if action["event"] == "turn.complete"]
     assert complete_kinds == ["toast", "transcript"]
     assert "Refusal" in mine[0]["text"]
+
+
+def corpus_dir() -> Path:
+    repo = Path(__file__).resolve().parents[3]
+    corpus = repo.parent / "shared" / "corpus"
+    assert corpus.is_dir(), f"the shared transcript corpus is missing: expected {corpus}"
+    return corpus
+
+
+def refusal_messages(folder: Path) -> int:
+    count = 0
+    for path in folder.rglob("*.jsonl"):
+        for line in path.open(encoding="utf-8"):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            message = record.get("message") if isinstance(record, dict) else None
+            if isinstance(message, dict) and message.get("stop_reason") == "refusal":
+                count += 1
+    return count
+
+
+def test_corpus_refusals_match_step_toasts(tmp_path: Path) -> None:
+    """T14: on real sessions each refused assistant message gives one step toast; no failures."""
+    folder = corpus_dir() / "transcripts"
+    completed = subprocess.run(
+        [str(hookchain_command()), "replay", "--plugins", "refusal-watch", "--json", str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout)
+    step_toasts = [
+        action
+        for action in report["actions"]
+        if action["by"] == "refusal-watch"
+        and action["event"] == "turn.step"
+        and action["kind"] == "toast"
+    ]
+    assert len(step_toasts) == refusal_messages(folder)
+    assert report["summary"]["handler_failures"] == {}
+    assert report["summary"]["sessions"] > 0
