@@ -23,7 +23,7 @@ from framework._contract import (
     event_type,
     refusal,
 )
-from framework._engine import Action
+from framework._engine import Action, current_dispatch
 
 if TYPE_CHECKING:
     from framework._engine import Engine
@@ -164,22 +164,142 @@ def make_registration(
     )
 
 
-class Dispatch:
-    """One run of a chain: origin, engines of the session, the terminal, and the audit."""
+# Frame states. _OVERRUN: the watchdog found the handler stuck before it called call_next.
+_IDLE, _RUNNING, _DONE, _FAILED, _OVERRUN = 0, 1, 2, 3, 4
+
+
+class CallNext:
+    """The rest of the chain, handed to a handler. Await it at most once."""
+
+    # `_outcome` holds downstream's result (_DONE) or exception (_FAILED); it is read only then.
+    __slots__ = ("_dispatch", "_event", "_index", "_outcome", "_state", "reg")
+    _outcome: Any
+
+    def __init__(
+        self, dispatch: Dispatch, index: int, event: Event, reg: Registration | None
+    ) -> None:
+        self._dispatch = dispatch
+        self._index = index
+        self._event = event
+        self._state = _IDLE
+        self.reg = reg
+
+    @property
+    def origin(self) -> str:
+        """`"engine"` when the harness started this dispatch, else the dispatching plugin's name."""
+        return self._dispatch.source
+
+    @property
+    def called(self) -> bool:
+        return self._state not in (_IDLE, _OVERRUN)
+
+    async def __call__(self, event: Event | None = None) -> Any:
+        # One coroutine per level runs the next handler (with its recovery) or the terminal. The
+        # root frame (the Dispatch itself, reg None) also keeps the dispatch's bookkeeping, so
+        # that a dispatch costs no extra coroutine.
+        dispatch = self._dispatch
+        if self._state:
+            raise self._refusal()
+        if event is not self._event:
+            if event is None:
+                event = self._event
+            elif type(event) is not type(self._event):
+                raise self._misuse(
+                    f"passed a {type(event).__name__} to call_next",
+                    f"pass a {type(self._event).__name__} (or nothing)",
+                )
+        self._state = _RUNNING
+        root = self is dispatch
+        if root:
+            token = current_dispatch.set(dispatch)
+            dispatch.runner.active.add(dispatch)
+        chain = dispatch._chain
+        index = self._index
+        size = len(chain)
+        while index < size:
+            reg = chain[index]
+            if reg.match is None or reg.match(event):
+                break
+            index += 1
+        try:
+            if index == size:
+                dispatch.current = None
+                result = await dispatch.terminal(event)
+            else:
+                frame = CallNext(dispatch, index + 1, event, reg)
+                dispatch.current = frame
+                engine = dispatch.engines[reg.plugin]
+                try:
+                    result = await reg.handler(engine, event, frame)
+                except asyncio.CancelledError:
+                    if dispatch.cancelling is not frame:
+                        raise
+                    _consume_cancel(dispatch)
+                    result = await _recover(dispatch, frame, event, _overrun(reg), engine)
+                except Exception as error:
+                    if frame._state == _FAILED and error is frame._outcome:
+                        raise  # downstream's own exception, passed through unhandled
+                    result = await _recover(dispatch, frame, event, error, engine)
+                else:
+                    if dispatch.cancelling is frame:
+                        result = await _recover(dispatch, frame, event, _overrun(reg), engine)
+                    elif frame._state != _DONE or result is not frame._outcome:
+                        result = await _checked(dispatch, frame, event, result, engine)
+        except BaseException as error:
+            self._outcome = error
+            self._state = _FAILED
+            dispatch.current = self
+            if root:
+                dispatch.runner.active.discard(dispatch)
+                current_dispatch.reset(token)
+            raise
+        self._outcome = result
+        self._state = _DONE
+        dispatch.current = self
+        if root:
+            dispatch.runner.active.discard(dispatch)
+            current_dispatch.reset(token)
+            return dispatch  # the root hands the host the whole outcome
+        return result
+
+    def _refusal(self) -> Exception:
+        if self._state == _OVERRUN:
+            return BudgetExceeded(f"{self._owner} overran its budget before call_next")
+        return self._misuse("called call_next twice", "await it at most once per handler call")
+
+    @property
+    def _owner(self) -> str:
+        return "the host" if self.reg is None else f"plugin {self.reg.plugin!r}"
+
+    def _misuse(self, what: str, fix: str) -> ContractError:
+        event = self._event.name if self.reg is None else self.reg.event
+        return ContractError(f"{self._owner} {what} on {event}; {fix}")
+
+    async def _recovered(self) -> Any:
+        """Downstream's outcome for recovery: run it if it never ran, else repeat what it gave."""
+        if self._state in (_IDLE, _OVERRUN):
+            self._state = _IDLE
+            return await self()
+        if self._state == _FAILED:
+            raise self._outcome
+        return self._outcome
+
+
+class Dispatch(CallNext):
+    """One run of a chain and its outcome: `result`, `actions` (the audit), `origin`.
+
+    It is also the chain's root frame, which keeps a dispatch down to one object.
+    """
 
     __slots__ = (
+        "_chain",
         "actions",
         "cancelling",
         "current",
         "depth",
         "engines",
-        "event_name",
-        "origin",
-        "phase",
         "runner",
-        "seen",
-        "seen_at",
-        "task",
+        "source",
         "terminal",
     )
 
@@ -189,138 +309,64 @@ class Dispatch:
         origin: str,
         engines: Mapping[str, Engine],
         terminal: Terminal,
-        event_name: str,
+        event: Event,
+        chain: tuple[Registration, ...],
         depth: int,
     ) -> None:
-        self.runner = runner
-        self.origin = origin
-        self.engines = engines
-        self.terminal = terminal
-        self.actions: list[Action] | None = None
-        self.event_name = event_name
-        self.depth = depth
-        self.task: asyncio.Task[Any] | None = None
-        self.current: CallNext | None = None
-        self.phase = 0
-        self.cancelling: CallNext | None = None
-        self.seen: tuple[CallNext | None, int] = (None, -1)
-        self.seen_at = 0.0
-
-    def add(self, by: str, kind: str, text: str) -> None:
-        if self.actions is None:
-            self.actions = []
-        self.actions.append(Action(by=by, kind=kind, text=text, event=self.event_name))
-
-
-_IDLE, _RUNNING, _DONE = 0, 1, 2
-
-
-class CallNext:
-    """The rest of the chain, handed to a handler. Await it at most once."""
-
-    __slots__ = ("_chain", "_dispatch", "_error", "_event", "_index", "_result", "_state", "reg")
-
-    def __init__(
-        self,
-        dispatch: Dispatch,
-        chain: tuple[Registration, ...],
-        index: int,
-        event: Event,
-        reg: Registration,
-    ) -> None:
-        self._dispatch = dispatch
-        self._chain = chain
-        self._index = index
+        # The root frame's fields are set here rather than through super(): dispatch is hot.
+        self._dispatch = self
+        self._index = 0
         self._event = event
         self._state = _IDLE
-        self._result: Any = None
-        self._error: BaseException | None = None
-        self.reg = reg
+        self.reg = None
+        self._chain = chain
+        self.runner = runner
+        self.source = origin
+        self.engines = engines
+        self.terminal = terminal
+        self.actions: list[Action] = []
+        self.depth = depth
+        self.current: CallNext | None = None
+        self.cancelling: CallNext | None = None
 
     @property
-    def origin(self) -> str:
-        """`"engine"` when the harness started this dispatch, else the dispatching plugin's name."""
-        return self._dispatch.origin
+    def result(self) -> Any:
+        """What the chain returned (after the dispatch has run)."""
+        if self._state != _DONE:
+            raise RuntimeError("the dispatch has not completed")
+        return self._outcome
 
     @property
-    def called(self) -> bool:
-        return self._state != _IDLE
+    def event(self) -> Event:
+        return self._event
 
-    async def __call__(self, event: Event | None = None) -> Any:
-        dispatch = self._dispatch
-        if self._state != _IDLE:
-            raise ContractError(
-                f"plugin {self.reg.plugin!r} called call_next twice on {self.reg.event}; "
-                "await it at most once per handler call"
-            )
-        if dispatch.cancelling is self:
-            raise BudgetExceeded(f"{self.reg.plugin} overran its budget before call_next")
-        if event is None:
-            event = self._event
-        elif type(event) is not type(self._event):
-            raise ContractError(
-                f"plugin {self.reg.plugin!r} passed a {type(event).__name__} to call_next on "
-                f"{self.reg.event}; pass a {type(self._event).__name__} (or nothing)"
-            )
-        self._state = _RUNNING
-        try:
-            result = await run_chain(dispatch, self._chain, self._index, event)
-        except BaseException as error:
-            self._error = error
-            self._state = _DONE
-            dispatch.current = self
-            dispatch.phase += 1
-            raise
-        self._result = result
+    def settle(self, result: Any) -> None:
+        """Record a result for a dispatch the host had to cut short."""
+        self._outcome = result
         self._state = _DONE
-        dispatch.current = self
-        dispatch.phase += 1
-        return result
 
-    async def _recovered(self) -> Any:
-        """Downstream's outcome for recovery: run it if it never ran, else repeat what it gave."""
-        if self._state == _IDLE:
-            return await self()
-        if self._error is not None:
-            raise self._error
-        return self._result
+    @property
+    def event_name(self) -> str:
+        return self._event.name
+
+    def add(self, by: str, kind: str, text: str) -> None:
+        self.actions.append(Action(by=by, kind=kind, text=text, event=self._event.name))
+
+    def __repr__(self) -> str:
+        shown = repr(self._outcome) if self._state == _DONE else "<not run>"
+        return f"Outcome(result={shown}, actions={self.actions!r})"
 
 
-async def run_chain(
-    dispatch: Dispatch, chain: tuple[Registration, ...], index: int, event: Event
+Outcome = Dispatch
+"""What `Host.dispatch` returns: `result`, `actions`, `origin`, `event`."""
+
+
+async def _checked(
+    dispatch: Dispatch, frame: CallNext, event: Event, result: Any, engine: Engine
 ) -> Any:
-    """Run `chain[index:]` then the terminal."""
-    size = len(chain)
-    while index < size:
-        reg = chain[index]
-        if reg.match is None or reg.match(event):
-            break
-        index += 1
-    else:
-        dispatch.current = None
-        dispatch.phase += 1
-        return await dispatch.terminal(event)
-
-    frame = CallNext(dispatch, chain, index + 1, event, reg)
-    dispatch.current = frame
-    dispatch.phase += 1
-    engine = dispatch.engines[reg.plugin]
-    try:
-        result = await reg.handler(engine, event, frame)
-    except asyncio.CancelledError:
-        if dispatch.cancelling is not frame:
-            raise
-        _consume_cancel(dispatch)
-        return await _recover(dispatch, frame, event, BudgetExceeded(_overrun(reg)), engine)
-    except Exception as error:
-        if frame._state == _DONE and error is frame._error:
-            raise  # downstream's own exception, passed through unhandled
-        return await _recover(dispatch, frame, event, error, engine)
-    if dispatch.cancelling is frame:
-        await _settle_cancel(dispatch)
-        return await _recover(dispatch, frame, event, BudgetExceeded(_overrun(reg)), engine)
-    if frame._state == _DONE and result is frame._result:
-        return result
+    """A handler decided something of its own: check the type, then audit the change."""
+    reg = frame.reg
+    assert reg is not None
     if not dispatch.runner.valid(event, result):
         wrong = ContractError(
             f"plugin {reg.plugin!r} returned {type(result).__name__} from its {reg.event} handler; "
@@ -331,13 +377,13 @@ async def run_chain(
     return result
 
 
-def _overrun(reg: Registration) -> str:
-    return f"{reg.plugin} handler on {reg.event} overran its budget"
+def _overrun(reg: Registration) -> BudgetExceeded:
+    return BudgetExceeded(f"{reg.plugin} handler on {reg.event} overran its budget")
 
 
 def _consume_cancel(dispatch: Dispatch) -> None:
     dispatch.cancelling = None
-    task = dispatch.task
+    task = dispatch.runner.cancelled_tasks.pop(dispatch, None)
     if task is not None and task.cancelling():
         task.uncancel()
 
@@ -353,9 +399,10 @@ async def _recover(
     dispatch: Dispatch, frame: CallNext, event: Event, error: BaseException, engine: Engine
 ) -> Any:
     reg = frame.reg
+    assert reg is not None  # the root frame is never handed to a handler
     if dispatch.cancelling is frame:
         await _settle_cancel(dispatch)
-    phase = "after call_next" if frame._state == _DONE else "before call_next"
+    phase = "before call_next" if frame._state in (_IDLE, _OVERRUN) else "after call_next"
     dispatch.runner.failed(reg, error, phase)
     if reg.fallback is not None:
         try:
@@ -364,7 +411,7 @@ async def _recover(
             dispatch.runner.failed(reg, fallback_error, "in .catch fallback")
         else:
             if dispatch.runner.valid(event, result):
-                if not (frame._state == _DONE and result is frame._result):
+                if not (frame._state == _DONE and result is frame._outcome):
                     audit_change(dispatch, reg.plugin, frame, result)
                 return result
             dispatch.runner.failed(
@@ -372,7 +419,7 @@ async def _recover(
                 ContractError(f"fallback returned {type(result).__name__}"),
                 "in .catch fallback",
             )
-    if reg.fail == "closed" and frame._state == _IDLE:
+    if reg.fail == "closed" and frame._state in (_IDLE, _OVERRUN):
         reason = (
             f"{reg.plugin} could not check this {reg.event} ({type(error).__name__}) and guards it "
             "fail-closed, so it is refused; retry, or ask the person to check the plugin"
@@ -401,7 +448,7 @@ class _FallbackNext:
 
 def audit_change(dispatch: Dispatch, plugin: str, frame: CallNext, result: Any) -> None:
     """Record what `plugin` changed relative to downstream's result (or decided on its own)."""
-    before = frame._result if frame._state == _DONE and frame._error is None else None
+    before = frame._outcome if frame._state == _DONE else None
     add = dispatch.add
     if isinstance(result, ToolResult):
         old = before if isinstance(before, ToolResult) else None
@@ -449,8 +496,10 @@ class ChainRunner:
         self.valid = valid
         self.failures: dict[tuple[str, str], int] = {}
         self._logged: set[tuple[str, str, str]] = set()
-        self._active: set[Dispatch] = set()
-        self._armed = False
+        self.active: set[Dispatch] = set()
+        self.cancelled_tasks: dict[Dispatch, asyncio.Task[Any]] = {}
+        self._seen: dict[Dispatch, tuple[CallNext, float]] = {}
+        self.armed = False
         self.tick = 0.05
 
     def failed(self, reg: Registration, error: BaseException, phase: str) -> None:
@@ -473,38 +522,60 @@ class ChainRunner:
 
     # -- the watchdog: one timer for every running dispatch, no per-handler timers ----------
 
-    def started(self, dispatch: Dispatch) -> None:
-        try:
-            dispatch.task = asyncio.current_task()
-        except RuntimeError:
-            return  # not on asyncio: budgets are measured by nobody; documented limitation
-        self._active.add(dispatch)
-        if not self._armed:
-            self._armed = True
-            asyncio.get_running_loop().call_later(self.tick, self._check)
+    def arm(self) -> None:
+        """Start the watchdog's timer if it is not running (asyncio only: see docs/contract.md)."""
+        if not self.armed:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return  # not on asyncio: budgets are not enforced
+            self.armed = True
+            loop.call_later(self.tick, self._check)
 
-    def finished(self, dispatch: Dispatch) -> None:
-        self._active.discard(dispatch)
+    def _cancel(self, dispatch: Dispatch, frame: CallNext) -> None:
+        task = _task_running(dispatch)
+        if task is None:
+            return
+        self.cancelled_tasks[dispatch] = task
+        dispatch.cancelling = frame
+        if frame._state == _IDLE:
+            frame._state = _OVERRUN
+        task.cancel()
 
     def _check(self) -> None:
+        # A frame seen running its own code on two ticks at least a budget apart is stuck. Own
+        # time is sampled, not timed: no clock reads and no timers on the hot path.
         now = time.monotonic()
-        for dispatch in self._active:
+        seen = self._seen
+        self._seen = {}
+        for dispatch in self.active:
             frame = dispatch.current
-            if frame is None or dispatch.cancelling is not None:
+            if frame is None or frame.reg is None or dispatch.cancelling is not None:
                 continue
-            mark = (frame, dispatch.phase)
-            if dispatch.seen != mark:
-                dispatch.seen = mark
-                dispatch.seen_at = now
+            first = seen.get(dispatch)
+            if first is None or first[0] is not frame:
+                self._seen[dispatch] = (frame, now)
                 continue
+            self._seen[dispatch] = first
             budget = frame.reg.budget or self.default_budget
-            if now - dispatch.seen_at >= budget and dispatch.task is not None:
-                dispatch.cancelling = frame
-                dispatch.task.cancel()
-        if self._active:
+            if now - first[1] >= budget:
+                self._cancel(dispatch, frame)
+        if self.active:
             asyncio.get_running_loop().call_later(self.tick, self._check)
         else:
-            self._armed = False
+            self.armed = False
+
+
+def _task_running(dispatch: Dispatch) -> asyncio.Task[Any] | None:
+    """The task whose await chain holds the dispatch's root frame (looked up only when stuck)."""
+    for task in asyncio.all_tasks():
+        coro: Any = task.get_coro()
+        while coro is not None:
+            frame = getattr(coro, "cr_frame", None)
+            if frame is not None and frame.f_locals.get("self") is dispatch:
+                return task
+            coro = getattr(coro, "cr_await", None)
+    return None
 
 
 def _site(error: BaseException, reg: Registration) -> str:

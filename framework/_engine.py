@@ -13,7 +13,7 @@ import anyio
 from framework._store import Store
 
 if TYPE_CHECKING:
-    from framework._contract import Event
+    from framework._contract import Event, SessionStart
     from framework._host import Host
 
 
@@ -118,6 +118,11 @@ class SessionRuntime:
         self.engines: dict[str, Engine] = {}
         self.pending: list[Action] = []
         self.agents: dict[str, AgentInfo] = {}
+
+    def started(self, event: SessionStart) -> None:
+        self.cwd = event.cwd or self.cwd
+        self.harness_version = event.harness_version
+        self.model = event.model
 
 
 def record(runtime: SessionRuntime, action: Action) -> None:
@@ -276,7 +281,7 @@ class Engine:
         self, event: Event, terminal: Callable[[Any], Awaitable[Any]] | None = None
     ) -> Any:
         """Dispatch a plugin-originated event; handlers see `call_next.origin == self.plugin`."""
-        outcome = await self._host._dispatch_from(self.plugin, event, terminal)
+        outcome = await self._host.dispatch(event, terminal, origin=self.plugin)
         return outcome.result
 
     def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:

@@ -11,9 +11,10 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from framework._chain import ChainRunner, Dispatch, Registration, run_chain
+from framework._chain import ChainRunner, Dispatch, Outcome, Registration
 from framework._contract import (
     ENGINE_ORIGIN,
+    Classic,
     ContractError,
     Event,
     SessionEnd,
@@ -43,19 +44,6 @@ from framework._store import Store, StoreBackend, open_backend
 Terminal = Callable[[Any], Awaitable[Any]]
 _log = structlog.get_logger("hookchain.host")
 _plugin_log = structlog.get_logger("hookchain.plugin")
-
-
-class Outcome:
-    """What one dispatch gave: the result and the audit of who did what."""
-
-    __slots__ = ("actions", "result")
-
-    def __init__(self, result: Any, actions: list[Action]) -> None:
-        self.result = result
-        self.actions = actions
-
-    def __repr__(self) -> str:
-        return f"Outcome(result={self.result!r}, actions={self.actions!r})"
 
 
 async def _neutral_terminal(event: Event) -> Any:
@@ -97,6 +85,7 @@ class Host:
         self._store: Store | None = None
         self._task_group: TaskGroup | None = None
         self._opened = False
+        self._max_depth = self.settings.max_dispatch_depth
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -215,28 +204,29 @@ class Host:
 
     # -- dispatch ----------------------------------------------------------------------------------
 
-    async def dispatch(self, event: Event, terminal: Terminal | None = None) -> Outcome:
-        """Run the event's chain from the harness, ending in `terminal` (or the neutral result)."""
-        return await self._dispatch_from(ENGINE_ORIGIN, event, terminal)
+    def dispatch(
+        self, event: Event, terminal: Terminal | None = None, *, origin: str = ENGINE_ORIGIN
+    ) -> Awaitable[Outcome]:
+        """Run the event's chain, ending in `terminal` (default: the neutral result).
 
-    async def _dispatch_from(self, origin: str, event: Event, terminal: Terminal | None) -> Outcome:
+        Await it: `outcome = await host.dispatch(event, terminal)`. `origin` is what handlers
+        read as `call_next.origin`: the engine for the harness's own events; `engine.dispatch`
+        passes the plugin's name.
+        """
         if not self._opened:
             raise RuntimeError("the host is not open; use `async with Host(...)`")
         parent = current_dispatch.get()
         depth = 0 if parent is None else parent.depth + 1
-        if depth >= self.settings.max_dispatch_depth:
+        if depth >= self._max_depth:
             raise ContractError(
                 f"plugin {origin!r} dispatched {event.name} {depth} levels deep; nested dispatches "
-                f"stop at {self.settings.max_dispatch_depth} (HOOKCHAIN_MAX_DISPATCH_DEPTH): "
+                f"stop at {self._max_depth} (HOOKCHAIN_MAX_DISPATCH_DEPTH): "
                 "a handler is probably dispatching the event it handles"
             )
-        runtime = self.sessions.get(event.session_id)
-        if runtime is None:
-            runtime = self._session(event.session_id)
-        if isinstance(event, SessionStart):
-            runtime.cwd = event.cwd or runtime.cwd
-            runtime.harness_version = event.harness_version
-            runtime.model = event.model
+        runtime = self.sessions.get(event.session_id) or self._session(event.session_id)
+        kind = type(event)
+        if kind is SessionStart:
+            runtime.started(event)  # type: ignore[arg-type]
         agent_id = getattr(event, "agent_id", None)
         if agent_id is not None and agent_id not in runtime.agents:
             runtime.agents[agent_id] = AgentInfo(id=agent_id)
@@ -245,33 +235,28 @@ class Host:
             origin,
             runtime.engines,
             terminal or _neutral_terminal,
-            event.name,
+            event,
+            self._chains.get(event.name if kind is Classic else kind.kind, ()),
             depth,
         )
-        chain = self._chains.get(event.name, ())
-        token = current_dispatch.set(dispatch)
-        self._runner.started(dispatch)
-        try:
-            if isinstance(event, SessionEnd):
-                result = await self._run_session_end(dispatch, chain, event)
-            else:
-                result = await run_chain(dispatch, chain, 0, event)
-        finally:
-            self._runner.finished(dispatch)
-            current_dispatch.reset(token)
-        if isinstance(event, SessionEnd) and depth == 0:
-            await self._close_session(runtime)
-        return Outcome(result, dispatch.actions or [])
+        if not self._runner.armed:
+            self._runner.arm()
+        if kind is SessionEnd:
+            return self._end_session(dispatch, runtime)
+        # The root frame returns the outcome itself: no wrapper coroutine on the hot path.
+        outcome: Awaitable[Outcome] = dispatch(event)
+        return outcome
 
-    async def _run_session_end(
-        self, dispatch: Dispatch, chain: tuple[Registration, ...], event: SessionEnd
-    ) -> Any:
+    async def _end_session(self, dispatch: Dispatch, runtime: SessionRuntime) -> Outcome:
         budget = self.settings.session_end_budget
         with anyio.move_on_after(budget) as scope:
-            return await run_chain(dispatch, chain, 0, event)
+            await dispatch(dispatch.event)
         if scope.cancelled_caught:
+            dispatch.settle(None)  # session.end has no result to lose
             _log.warning("session.end handlers overran their shared budget", budget_s=budget)
-        return None
+        if dispatch.depth == 0:
+            await self._close_session(runtime)
+        return dispatch
 
     def _session(self, session_id: str) -> SessionRuntime:
         runtime = self.sessions.get(session_id)
