@@ -268,3 +268,16 @@ async def test_no_timing_logs_without_the_debug_switch(host: Host) -> None:
         for index in range(100):
             await host.dispatch(_call(index, f"echo {index}"), terminal=terminal)
     assert not [entry for entry in logged if "p95" in str(entry.get("event"))]
+
+
+async def test_overlong_ignore_options_are_reported_once_and_the_rest_apply() -> None:
+    async with _host({"ignore": ["x" * 300, "pytest"]}) as host:
+        with capture_logs() as logged:
+            await host.dispatch(SessionStart(session_id="a"))
+            await host.dispatch(SessionStart(session_id="b"))
+        refused = [entry for entry in logged if "refused" in str(entry.get("event"))]
+        assert len(refused) == 1
+        terminal = Terminal()
+        for index in range(3):
+            outcome = await host.dispatch(_call(index), terminal=terminal)
+        assert outcome.result.notes == ()

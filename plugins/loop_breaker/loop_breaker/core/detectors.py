@@ -185,7 +185,7 @@ def cycle(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Si
         limits = config.limits("cycle")
         if periods < limits.nudge_at:
             continue
-        signature_key = digest("|".join(sorted(f"{a}:{b}" for a, b in keys)))
+        signature_key = digest("|".join(sorted(keys)))
         return Signal(
             detector="cycle",
             signature=f"cycle:{signature_key}",
@@ -195,7 +195,7 @@ def cycle(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Si
             escalate_at=limits.escalate_at,
             evidence=tuple(record.call_id for record in tail),
             label=" → ".join(record.label for record in unit),
-            resolve=ResolveWhen("cycle-breaks", keys=frozenset(f"{a}:{b}" for a, b in keys)),
+            resolve=ResolveWhen("cycle-breaks", keys=frozenset(keys)),
             action_keys=frozenset(record.action_key for record in unit),
         )
     return None
@@ -238,14 +238,15 @@ def idle_repeat(records: Sequence[CallRecord], loop_id: str, config: CoreConfig)
     last = records[-1]
     if last.outcome != "ok" or last.is_poll:
         return None
-    if _is_periodic(records):
+    streak = _same_output_streak(records, last, same_epoch=True)
+    if len(streak) < config.limits("idle-repeat").nudge_at or _is_periodic(records):
         # Part of a cycle: the cycle detector names it once it has enough rounds.
         return None
     return _signal(
         "idle-repeat",
         last.action_key,
         loop_id,
-        _same_output_streak(records, last, same_epoch=True),
+        streak,
         config,
         ResolveWhen(
             "output-changes",

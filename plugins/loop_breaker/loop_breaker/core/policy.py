@@ -117,7 +117,7 @@ def resolves(when: ResolveWhen, record: CallRecord) -> bool:
     if kind == "file-new-state":
         return record.file == when.value and record.changed and not record.reverted
     if kind == "cycle-breaks":
-        return f"{record.action_key}:{record.outcome_fp}" not in when.keys
+        return record.cycle_key not in when.keys
     return False
 
 

@@ -142,11 +142,12 @@ class LoopBreakerCore:
                 redact(failure.snippet),
             )
         window.seq += 1
+        key = action_key(tool, tool_input)
         record = CallRecord(
             call_id=observation.call_id,
             seq=window.seq,
             tool=tool,
-            action_key=action_key(tool, tool_input),
+            action_key=key,
             label=label_of(tool, tool_input),
             outcome=outcome,
             outcome_fp=outcome_fp,
@@ -160,6 +161,7 @@ class LoopBreakerCore:
             is_poll=is_poll(tool, tool_input),
             epoch=window.epoch,
             at_ms=observation.at_ms,
+            cycle_key=f"{key}:{outcome_fp}",
         )
         window.append(record)
         return record

@@ -71,10 +71,8 @@ class CallRecord:
     epoch: int
     """Count of content-changing edits in the loop, including this record's own change."""
     at_ms: int
-
-    @property
-    def cycle_key(self) -> tuple[str, str]:
-        return (self.action_key, self.outcome_fp)
+    cycle_key: str
+    """The call and its outcome together: what must repeat for a cycle."""
 
 
 ResolveKind = Literal[
