@@ -258,6 +258,7 @@ def register(on: Any, options: Options) -> None:
             await runtime.flush(engine)
         except Exception as error:
             runtime.log_once(engine, "session.end", error)
+        runtime.primed.discard(engine.session.id)
         return await call_next(event)
 
     async def on_command(engine: Engine, event: CommandRun, call_next: CallNext) -> CommandReply:
