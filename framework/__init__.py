@@ -43,9 +43,11 @@ from framework._engine import Action, AgentInfo, Clock, Engine, FakeClock, Syste
 from framework._hookspecs import HookSpecs, hookimpl
 from framework._host import Host, Outcome
 from framework._loading import ENTRY_POINT_GROUP, LoadedPlugin, PluginInfo
+from framework._replay import ReplayReport, replay_paths
 from framework._settings import HostSettings, SettingsError, data_dir, load_settings
 from framework._store import Store, StoreBackend, StoreError, open_backend
 from framework._tap import tap
+from framework._transcript import Transcripts, read_transcripts
 
 __version__ = "0.1.0"
 
@@ -85,6 +87,7 @@ __all__ = [
     "PromptResult",
     "PromptSubmit",
     "Registration",
+    "ReplayReport",
     "SessionEnd",
     "SessionStart",
     "SettingsError",
@@ -96,6 +99,7 @@ __all__ = [
     "SystemClock",
     "ToolCall",
     "ToolResult",
+    "Transcripts",
     "TurnComplete",
     "TurnResult",
     "TurnStart",
@@ -107,6 +111,8 @@ __all__ = [
     "load_settings",
     "neutral_result",
     "open_backend",
+    "read_transcripts",
     "refusal",
+    "replay_paths",
     "tap",
 ]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextvars
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -283,6 +285,22 @@ class Engine:
         """Dispatch a plugin-originated event; handlers see `call_next.origin == self.plugin`."""
         outcome = await self._host.dispatch(event, terminal, origin=self.plugin)
         return outcome.result
+
+    def data_dir(self, configured: str | os.PathLike[str] | None = None) -> Path:
+        """The folder for this plugin's own files (not created here).
+
+        `configured` (relative to the session's workspace) or `<workspace>/.hookchain/<plugin>`;
+        when the host runs in a sandbox (replays, tests) always `<sandbox>/<plugin>`, so that
+        nothing is written where the recorded session worked.
+        """
+        sandbox = self._host.sandbox
+        if sandbox is not None:
+            return sandbox / self.plugin
+        workspace = Path(self._runtime.cwd or os.getcwd())
+        if configured is None:
+            return workspace / ".hookchain" / self.plugin
+        chosen = Path(configured).expanduser()
+        return chosen if chosen.is_absolute() else workspace / chosen
 
     def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         """Run background work the host owns: awaited when the host closes, failures logged."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -64,12 +65,14 @@ class Host:
         env: Mapping[str, str] | None = None,
         options: Mapping[str, Mapping[str, Any]] | None = None,
         config: Mapping[str, Any] | None = None,
+        sandbox: Path | None = None,
     ) -> None:
         self._config = dict(config) if config is not None else read_config(find_config())
         self.settings = settings if settings is not None else load_settings(self._config)
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.env: Mapping[str, str] = env if env is not None else os.environ
         self._store_spec = store if store is not None else self.settings.store
+        self.sandbox = sandbox
         self._explicit = list(plugins or ())
         self._entry_points = entry_points
         self._options = options or {}

@@ -15,6 +15,19 @@ _LEVELS = {
 }
 
 
+class _StderrLogger:
+    """Writes to whatever `sys.stderr` is at the time, so a replaced stream is never stale."""
+
+    def msg(self, message: str) -> None:
+        print(message, file=sys.stderr, flush=True)
+
+    log = debug = info = warn = warning = error = critical = exception = fatal = msg
+
+
+def _stderr_logger(*args: object) -> _StderrLogger:
+    return _StderrLogger()
+
+
 def configure_logging(level: str = "warning", *, json: bool | None = None) -> None:
     """Configure structlog once for a process; logs go to stderr so stdout stays for answers."""
     if json is None:
@@ -29,6 +42,6 @@ def configure_logging(level: str = "warning", *, json: bool | None = None) -> No
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS.get(level, logging.WARNING)),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,
     )

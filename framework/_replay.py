@@ -48,24 +48,14 @@ _LABEL_WIDTH = 60
 
 Progress = Callable[[int, int], None]
 
-SCRATCH_DIR_OPTIONS: Mapping[str, str] = {"observer": "data_dir"}
-"""Plugins that write files of their own, and the option that moves them to a scratch folder."""
-
-
-def scratch_options(scratch: Path) -> dict[str, dict[str, Any]]:
-    """Options that keep plugins' own files in `scratch`, so a replay leaves no trace behind."""
-    return {name: {option: str(scratch / name)} for name, option in SCRATCH_DIR_OPTIONS.items()}
-
-
 def scratch_records(scratch: Path) -> dict[str, int]:
-    """How many JSON lines each plugin wrote into its scratch folder during the replay."""
+    """How many JSON lines each plugin wrote into its sandbox folder during the replay."""
     counts: dict[str, int] = {}
-    for name in SCRATCH_DIR_OPTIONS:
-        folder = scratch / name
-        files = sorted(folder.rglob("*.jsonl")) if folder.is_dir() else []
+    for folder in sorted(p for p in scratch.iterdir() if p.is_dir()) if scratch.is_dir() else []:
+        files = sorted(folder.rglob("*.jsonl"))
         lines = sum(1 for f in files for line in f.open(encoding="utf-8") if line.strip())
         if lines:
-            counts[name] = lines
+            counts[folder.name] = lines
     return counts
 
 
@@ -253,22 +243,26 @@ async def replay_paths(
     settings: HostSettings | None = None,
     since_ms: int | None = None,
     progress: Progress | None = None,
+    sandbox: Path | None = None,
 ) -> ReplayReport:
-    """Read the transcripts under `paths` and replay them through a fresh host."""
+    """Read the transcripts under `paths` and replay them through a fresh host.
+
+    Plugins' own files go to `sandbox` (kept, for tests to read) or to a throwaway folder.
+    """
     transcripts = read_transcripts(paths)
     clock = ReplayClock()
     if only:
         base = settings if settings is not None else HostSettings()
         settings = base.model_copy(update={"plugins": list(only)})
     with TemporaryDirectory(prefix="hookchain-replay-") as folder:
-        scratch = Path(folder)
+        scratch = sandbox if sandbox is not None else Path(folder)
         host = Host(
             plugins=plugins,
             entry_points=entry_points,
             settings=settings,
             store=store,
             clock=clock,
-            options=scratch_options(scratch),
+            sandbox=scratch,
         )
         async with host:
             report = await replay_sessions(

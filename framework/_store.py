@@ -45,7 +45,7 @@ class StoreBackend(Protocol):
 
 def _encode(value: Any) -> str:
     try:
-        return json.dumps(value, separators=(",", ":"), sort_keys=True)
+        return json.dumps(value, separators=(",", ":"), sort_keys=True, allow_nan=False)
     except (TypeError, ValueError) as error:
         raise StoreError(f"store values must be JSON-compatible: {error}") from None
 
@@ -237,7 +237,11 @@ def open_backend(url: str) -> StoreBackend:
         raw = url.removeprefix("sqlite://")
         if not raw or raw == "/":
             raise StoreError(f"store URL {url!r} has no path; use sqlite:///absolute/path.db")
-        return SQLiteBackend(Path(raw).expanduser())
+        path = Path(raw).expanduser()
+        if not path.is_absolute():
+            # A relative path would depend on whichever folder each hook process starts in.
+            raise StoreError(f"store URL {url!r} is relative; use sqlite:///absolute/path.db")
+        return SQLiteBackend(path)
     if scheme in {"redis", "rediss"}:
         try:
             from framework._redis_store import RedisBackend
@@ -282,7 +286,7 @@ class Store:
         return default if value is None else value
 
     async def set(self, key: str, value: Any, *, ttl: float | None = None) -> None:
-        await self._backend.set(self._prefix + key, value, ttl=self._ttl if ttl is None else ttl)
+        await self._backend.set(self._prefix + key, value, ttl=self._lifetime(ttl))
 
     async def delete(self, key: str) -> None:
         await self._backend.delete(self._prefix + key)
@@ -304,9 +308,13 @@ class Store:
         def apply(current: Any | None) -> Any:
             return fn(default if current is None else current)
 
-        return await self._backend.update(
-            self._prefix + key, apply, ttl=self._ttl if ttl is None else ttl
-        )
+        return await self._backend.update(self._prefix + key, apply, ttl=self._lifetime(ttl))
+
+    def _lifetime(self, ttl: float | None) -> float | None:
+        chosen = self._ttl if ttl is None else ttl
+        if chosen is not None and chosen <= 0:
+            raise StoreError(f"a ttl must be a positive number of seconds, not {chosen!r}")
+        return chosen
 
     async def clear(self, prefix: str = "") -> int:
         return await self._backend.clear(self._prefix + prefix)

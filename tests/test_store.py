@@ -210,9 +210,6 @@ async def test_update_to_a_non_json_value_is_refused(backend: StoreBackend) -> N
     assert await backend.get("k") == [1]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="_encode must pass allow_nan=False: NaN and Infinity are not JSON"
-)
 @pytest.mark.parametrize("value", [math.nan, math.inf])
 async def test_non_finite_floats_are_refused(backend: StoreBackend, value: float) -> None:
     with pytest.raises(StoreError, match="JSON"):
@@ -229,6 +226,7 @@ async def test_non_finite_floats_are_refused(backend: StoreBackend, value: float
         ("store.db", "unknown store URL scheme ''"),
         ("sqlite://", "has no path"),
         ("sqlite:///", "has no path"),
+        ("sqlite://relative.db", "is relative"),
         ("redis://127.0.0.1:notaport/0", "port is not a number"),
         ("redis://127.0.0.1:6379/zero", "database must be a number"),
         ("redis:///0", "no host"),
@@ -342,3 +340,12 @@ def test_sqlite_increments_from_four_processes_add_up(tmp_path: Path) -> None:
 
 def test_memory_backend_is_what_memory_urls_open() -> None:
     assert isinstance(open_backend("memory://"), MemoryBackend)
+
+
+async def test_a_ttl_that_is_not_positive_is_refused(backend: StoreBackend) -> None:
+    store = Store(backend).namespace("plugin")
+    with pytest.raises(StoreError, match="positive"):
+        await store.set("k", 1, ttl=0)
+    with pytest.raises(StoreError, match="positive"):
+        await store.update("k", lambda value: 1, ttl=-5)
+    assert await store.get("k") is None

@@ -25,7 +25,7 @@ from framework import (
 )
 
 from observer._log_file import append_record
-from observer._options import Options, resolve_data_dir
+from observer._options import Options
 from observer._read_counter import load_counter, reminder_due, reminder_text, save_counter
 from observer._records import ObserverErrorMarker, iso_timestamp
 from observer._routing import gate_decision, parse_routing_tag
@@ -61,7 +61,7 @@ class Observer:
         self.tool_rules = ToolRules(edit_tools=options.edit_tools, node_fields=options.node_fields)
 
     def data_dir(self, engine: Engine) -> Path:
-        return resolve_data_dir(self.options, engine.session.cwd)
+        return engine.data_dir(self.options.data_dir)
 
     async def session_start(self, engine: Engine, event: SessionStart, call_next: CallNext) -> None:
         await call_next(event)

@@ -6,11 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from framework import Host, PromptSubmit, TurnComplete
-
-# The replay engine has no public entry point that keeps a plugin's files; see the plugin README.
-from framework._replay import ReplayClock, replay_sessions
-from framework._transcript import read_transcripts
+from framework import HostSettings, PromptSubmit, TurnComplete, read_transcripts, replay_paths
 from observer._pii import scrub
 
 import observer
@@ -44,18 +40,15 @@ async def test_replay_writes_one_episode_per_main_turn(name: str, tmp_path: Path
                 prompts.append(event.text)
     assert main_turn_ends, f"{name} has no main turns"
 
-    data_dir = tmp_path / "observer"
-    clock = ReplayClock()
-    async with Host(
+    report = await replay_paths(
+        [_corpus_file(name)],
         plugins=[observer],
         entry_points=False,
-        store="memory://",
-        clock=clock,
-        options={"observer": {"data_dir": str(data_dir)}},
-        config={},
-    ) as host:
-        await replay_sessions(host, clock, transcripts)
-        assert not host.failures
+        settings=HostSettings(store="memory://"),
+        sandbox=tmp_path,
+    )
+    assert not report.failures
+    data_dir = tmp_path / "observer"
 
     text = "".join(path.read_text() for path in sorted(data_dir.glob("episodes-*.jsonl")))
     records = [json.loads(line) for line in text.splitlines()]
