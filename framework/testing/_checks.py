@@ -149,6 +149,7 @@ class HandlerChecks:
 
     plugin: str
     declared_access: frozenset[str] = frozenset()
+    cwd: str = "/project"
     results: dict[str, CheckResult] = field(
         default_factory=lambda: {check: CheckResult() for check in CHECKS}
     )
@@ -174,6 +175,9 @@ class HandlerChecks:
             check.failed(f"{first.kind} access ({first.event} {first.target}) not declared")
         elif self.results["valid-result"].status != "n/a":
             check.passed()
+
+    def _engine(self, vector: Vector) -> FakeEngine:
+        return FakeEngine(self.plugin, session_id=vector.event.session_id, cwd=self.cwd)
 
     # -- the runs --------------------------------------------------------------------------------
 
@@ -203,7 +207,7 @@ class HandlerChecks:
             self.results["call-next-once"].passed()
 
     async def _normal(self, handler: HandlerUnderTest, vector: Vector, where: str) -> None:
-        engine = FakeEngine(self.plugin, session_id=vector.event.session_id)
+        engine = self._engine(vector)
         terminal = ScriptedTerminal(vector.script())
         run = await self._call(handler, vector.event, terminal, engine, _STEP_TIMEOUT * 5)
         with anyio.move_on_after(_STEP_TIMEOUT * 5):
@@ -243,7 +247,7 @@ class HandlerChecks:
     ) -> None:
         if isinstance(vector.event, TurnStep):
             return  # a step's failures arrive through its stream: covered by the stream checks
-        engine = FakeEngine(self.plugin, session_id=vector.event.session_id)
+        engine = self._engine(vector)
         error = DownstreamError(f"downstream failed on {vector.id}")
         terminal = ScriptedTerminal(raises(error))
         run = await self._call(handler, vector.event, terminal, engine, _STEP_TIMEOUT * 5)
@@ -259,7 +263,7 @@ class HandlerChecks:
             check.failed(f"{where}: raised {raised} instead of downstream's error")
 
     async def _cancellation(self, handler: HandlerUnderTest, vector: Vector, where: str) -> None:
-        engine = FakeEngine(self.plugin, session_id=vector.event.session_id)
+        engine = self._engine(vector)
         # One event wakes the caller when downstream is entered or the handler is done.
         progress = anyio.Event()
         terminal = ScriptedTerminal(slow(vector.result(), math.inf), entered=progress)
@@ -305,7 +309,9 @@ class HandlerChecks:
         check = self.results["streams"]
         expected = vector.chunks()
         for mode in ("iterate", "aclose", "athrow"):
-            engine = FakeEngine.stalled(self.plugin, session_id=vector.event.session_id)
+            engine = FakeEngine.stalled(
+                self.plugin, session_id=vector.event.session_id, cwd=self.cwd
+            )
             terminal = ScriptedTerminal(vector.script())
             run = await self._call(handler, vector.event, terminal, engine, _STEP_TIMEOUT)
             if run.timed_out or run.error is not None or not terminal.streams:

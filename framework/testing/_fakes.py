@@ -146,9 +146,9 @@ class _Env:
 
 
 class _Session:
-    def __init__(self, session_id: str, recorder: _Recorder) -> None:
+    def __init__(self, session_id: str, recorder: _Recorder, cwd: str) -> None:
         self.id = session_id
-        self.cwd = "/project"
+        self.cwd = cwd
         self.harness_version: str | None = "2.0.0"
         self.model: str | None = "model-under-test"
         self._recorder = recorder
@@ -187,6 +187,7 @@ class FakeEngine:
         state: Any = None,
         env: Mapping[str, str] | None = None,
         dispatched: Callable[[Any], Awaitable[Any]] | None = None,
+        cwd: str = "/project",
     ) -> None:
         self.plugin = plugin
         self.recorder = _Recorder()
@@ -196,7 +197,7 @@ class FakeEngine:
         self.ui = _Ui(self.recorder)
         self.transcript = _Transcript(self.recorder)
         self.env = _Env(env if env is not None else {})
-        self.session = _Session(session_id, self.recorder)
+        self.session = _Session(session_id, self.recorder, cwd)
         self.agents = _Agents()
         self.commands = _Commands()
         self.dispatched_events: list[Any] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -100,20 +101,40 @@ async def run_suite(
     _check_deterministic(first, second, report.checks["deterministic"])
     _check_options(first, report.checks["options"])
     declared = declared_access(obj, info)
-    for contract_version in report.contract_versions:
-        runner = HandlerChecks(first.name, declared_access=declared)
-        vectors = load_vectors(contract_version)
-        handled: dict[tuple[str, str], Vector] = {}
-        with watching() as seen:
-            for handler in first.handlers:
-                for vector in runner.vectors_for(handler, vectors):
-                    handled.setdefault((vector.id, vector.event.model_dump_json()), vector)
-                    await runner.run(handler, vector)
-        runner.access.extend(seen)
-        runner.finish_access()
-        await check_budget(obj, tuple(handled.values()), runner.results["budget"])
-        _merge(report, runner.results, contract_version, len(report.contract_versions) > 1)
+    # Plugin code really runs: whatever it writes under the session's folder lands in a sandbox.
+    with tempfile.TemporaryDirectory(prefix="hookchain-check-") as sandbox:
+        for contract_version in report.contract_versions:
+            await _run_handlers(obj, first, report, contract_version, declared, sandbox)
     return report
+
+
+async def _run_handlers(
+    obj: Any,
+    plugin: PluginUnderTest,
+    report: PluginReport,
+    contract_version: str,
+    declared: frozenset[str],
+    sandbox: str,
+) -> None:
+    """Checks 1–7 and 10 for one contract version, merged into the report."""
+    runner = HandlerChecks(plugin.name, declared_access=declared, cwd=sandbox)
+    vectors = tuple(_in_sandbox(vector, sandbox) for vector in load_vectors(contract_version))
+    handled: dict[tuple[str, str], Vector] = {}
+    with watching() as seen:
+        for handler in plugin.handlers:
+            for vector in runner.vectors_for(handler, vectors):
+                handled.setdefault((vector.id, vector.event.model_dump_json()), vector)
+                await runner.run(handler, vector)
+    runner.access.extend(seen)
+    runner.finish_access()
+    await check_budget(obj, tuple(handled.values()), runner.results["budget"])
+    _merge(report, runner.results, contract_version, len(report.contract_versions) > 1)
+
+
+def _in_sandbox(vector: Vector, sandbox: str) -> Vector:
+    if "cwd" not in type(vector.event).model_fields:
+        return vector
+    return vector.with_event(vector.event.model_copy(update={"cwd": sandbox}))
 
 
 def declared_access(obj: Any, info: Any) -> frozenset[str]:
