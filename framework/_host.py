@@ -258,6 +258,9 @@ class Host:
             dispatch.settle(None)  # session.end has no result to lose
             _log.warning("session.end handlers overran their shared budget", budget_s=budget)
         if dispatch.depth == 0:
+            # What plugins did outside a dispatch and nobody collected goes with the last outcome.
+            dispatch.actions.extend(runtime.pending)
+            runtime.pending = []
             await self._close_session(runtime)
         return dispatch
 

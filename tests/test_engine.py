@@ -232,3 +232,21 @@ async def test_toasts_while_a_stream_is_read_land_in_the_session_pending_list() 
         assert texts == ["no", ""]
         pending = host.take_pending("s1")
     assert [(a.by, a.kind, a.text) for a in pending] == [("watch", "toast", "refused")]
+
+
+async def test_actions_taken_outside_a_dispatch_are_not_lost_at_session_end() -> None:
+    def register(on: Any) -> None:
+        async def watch(engine: Any, event: Any, call_next: Any) -> Any:
+            stream = await call_next(event)
+            return tap(stream, on_end=lambda: engine.ui.toast("stream ended"))
+
+        on("turn.step", watch)
+
+    async def terminal(event: Any) -> Any:
+        return chunks("x")
+
+    async with host_with(make_plugin("watch", register)) as host:
+        outcome = await host.dispatch(TurnStep(session_id="s1", turn_id="u1"), terminal)
+        _ = [chunk async for chunk in outcome.result]
+        ended = await host.dispatch(SessionEnd(session_id="s1"))
+    assert [(a.by, a.text) for a in ended.actions] == [("watch", "stream ended")]
