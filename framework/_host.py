@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from pathlib import Path
 from types import TracebackType
 from typing import Any
 

@@ -1,4 +1,4 @@
-"""The engine port: per-session state, the shared session.end budget, UI records, fake clock, tap."""
+"""The engine port: per-session state, the shared session.end budget, UI records, clock, tap."""
 
 from __future__ import annotations
 
