@@ -17,6 +17,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
+from framework import Host, Outcome
 from framework import _claude_map as cmap
 from framework._contract import (
     ContextResult,
@@ -29,7 +30,6 @@ from framework._contract import (
     TurnStart,
     TurnStep,
 )
-from framework._host import Host, Outcome
 
 _log = structlog.get_logger("hookchain.claude")
 

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 import anyio
 import typer
 
-from framework import _client, _daemon, _http
+from framework import _client_core, _daemon, _http
 from framework import _install as inst
 
 
@@ -35,7 +35,7 @@ def hook(
         sys.stdout.write(answer.stdout)
         sys.stdout.flush()
         raise typer.Exit(answer.exit_code)
-    raise typer.Exit(_client.forward(event, payload))
+    raise typer.Exit(_client_core.forward(event, payload))
 
 
 def serve(
@@ -158,6 +158,8 @@ def install(
     except inst.InstallError as error:
         raise _fail(str(error)) from None
     _apply(plan, dry_run, "hooks installed in")
+    if not dry_run:
+        inst.precompile_client()
     if chosen == "http" and not dry_run:
         typer.echo(
             "hookchain: http hooks read their token from the environment; before starting "

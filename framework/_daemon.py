@@ -23,7 +23,7 @@ import structlog
 from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 
 from framework import _claude_map as cmap
-from framework import _client
+from framework import _client_core as _client
 from framework._claude_bridge import DEFAULT_SUSPEND_TIMEOUT_S, ClaudeBridge
 from framework._host import Host
 
@@ -31,7 +31,7 @@ _log = structlog.get_logger("hookchain.serve")
 
 MAX_REQUEST_BYTES = cmap.MAX_PAYLOAD_BYTES + 1024
 DEFAULT_IDLE_EXIT_S = 30 * 60.0
-LOCK_NAME = "host.lock"
+LOCK_NAME = _client.LOCK_NAME
 LOG_NAME = "host.log"
 _PEERCRED = struct.Struct("3i")
 
@@ -280,10 +280,19 @@ def _configure_logging(host: Host) -> None:
         configure_logging(host.settings.log_level, json=True)
 
 
-async def serve(options: ServeOptions) -> int:
-    """Run a host in this process until it stops; 0 also when another host already runs."""
+async def serve(options: ServeOptions, lock_fd: int = -1) -> int:
+    """Run a host in this process until it stops; 0 also when another host already runs.
+
+    `lock_fd` is the host lock when the caller took it already (the client's start-up path).
+    """
     ensure_private_dir(options.runtime_dir)
-    with _exclusive_lock(options.runtime_dir) as lock:
+    if lock_fd >= 0:
+        held: contextlib.AbstractContextManager[BinaryIO | None] = contextlib.nullcontext(
+            os.fdopen(lock_fd, "r+b")
+        )
+    else:
+        held = _exclusive_lock(options.runtime_dir)
+    with held as lock:
         if lock is None:
             return 0
         lock.truncate(0)
@@ -345,7 +354,7 @@ def stop_host(options: ServeOptions, wait_s: float = 5.0) -> bool:
     return True
 
 
-def main(argv: Sequence[str]) -> None:
+def main(argv: Sequence[str], lock_fd: int = -1) -> int:
     """Entry of the detached host and of `--no-daemon`, started by the stdlib-only client."""
     mode = argv[0] if argv else "serve"
     options = ServeOptions.from_env()
@@ -355,5 +364,9 @@ def main(argv: Sequence[str]) -> None:
         sys.stderr.write(answer.stderr)
         sys.stdout.write(answer.stdout)
         sys.stdout.flush()
-        raise SystemExit(answer.exit_code)
-    raise SystemExit(anyio.run(serve, options))
+        return answer.exit_code
+    try:
+        return anyio.run(serve, options, lock_fd)
+    except RuntimeDirError as error:
+        sys.stderr.write(f"hookchain: {error}\n")
+        return 1

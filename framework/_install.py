@@ -6,6 +6,7 @@ import copy
 import difflib
 import json
 import os
+import py_compile
 import re
 import shlex
 import shutil
@@ -106,6 +107,16 @@ def http_handler(event: str, port: int) -> dict[str, Any]:
         "allowedEnvVars": [TOKEN_ENV],
         "timeout": TIMEOUTS_S.get(event, DEFAULT_TIMEOUT_S),
     }
+
+
+def precompile_client() -> Path:
+    """Write the client's bytecode now, so no hook call compiles it (nor needs a writable dir)."""
+    from framework import _client_core
+
+    written = py_compile.compile(_client_core.__file__, doraise=True)
+    if written is None:
+        raise InstallError("the hook client could not be byte-compiled")
+    return Path(written)
 
 
 def is_ours(handler: object) -> bool:

@@ -183,3 +183,13 @@ def test_the_installed_command_runs_in_a_shell(tmp_path: Path) -> None:
         ["sh", "-c", command], capture_output=True, text=True, env=env, check=True
     )
     assert done.stdout.strip() == "['Stop'] 1"
+
+
+def test_precompiling_writes_the_client_bytecode_where_imports_look() -> None:
+    import importlib.util
+
+    from framework import _client_core
+
+    written = inst.precompile_client()
+    assert written == Path(importlib.util.cache_from_source(_client_core.__file__))
+    assert written.stat().st_mtime >= Path(_client_core.__file__).stat().st_mtime

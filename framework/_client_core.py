@@ -1,0 +1,231 @@
+"""The Claude Code hook client: forwards one hook payload to the warm host and relays its answer.
+
+Started through `_client.py` (`<absolute python> -S <path>/_client.py EVENT`). It imports only
+built-in modules (no `os`, no `socket`, no `json`) because interpreter start-up is the floor of
+every hook: stdin's bytes go to the host unparsed, and the host's answer comes back as exit code,
+stderr and stdout bytes.
+
+Wire format (one request per connection; the client half-closes after sending):
+    request:  b"HC1 <version> <stamp> <event>\\n" + payload bytes
+    answer:   b"<exit code> <stderr length>\\n" + stderr bytes + stdout bytes
+              or b"R\\n": the host is another version and is restarting.
+"""
+
+from __future__ import annotations
+
+import _socket
+import posix
+import sys
+import time
+
+PROTOCOL = "HC1"
+VERSION = "1"
+"""Bump when the wire format or the host's behaviour changes incompatibly."""
+
+DEFAULT_DEADLINE_S = 2.0
+SOCKET_NAME = "host.sock"
+LOCK_NAME = "host.lock"
+_CHUNK = 65536
+
+
+def runtime_dir(environ: dict[bytes, bytes] | None = None) -> str:
+    """The per-user folder holding the host's socket, lock and log (the host creates it 0700)."""
+    env = posix.environ if environ is None else environ
+    chosen = env.get(b"HOOKCHAIN_RUNTIME_DIR")
+    if chosen:
+        return chosen.decode()
+    xdg = env.get(b"XDG_RUNTIME_DIR")
+    if xdg:
+        return xdg.decode() + "/hookchain"
+    return f"/tmp/hookchain-{posix.getuid()}"
+
+
+def client_stamp(path: str) -> str:
+    """Changes whenever this file is replaced, so a host started from older code is detected."""
+    try:
+        info = posix.stat(path)
+    except OSError:
+        return "0"
+    return f"{info.st_size}-{info.st_mtime_ns}"
+
+
+def _read_stdin() -> bytes:
+    parts: list[bytes] = []
+    while True:
+        chunk = posix.read(0, _CHUNK)
+        if not chunk:
+            return b"".join(parts)
+        parts.append(chunk)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = posix.write(fd, view)
+        view = view[written:]
+
+
+def _exchange(socket_path: str, request: bytes) -> bytes:
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.connect(socket_path)
+        sock.sendall(request)
+        sock.shutdown(_socket.SHUT_WR)
+        parts: list[bytes] = []
+        while True:
+            chunk = sock.recv(_CHUNK)
+            if not chunk:
+                return b"".join(parts)
+            parts.append(chunk)
+    finally:
+        sock.close()
+
+
+def _package_root() -> str:
+    here = __file__
+    return here[: here.rfind("/")].rsplit("/", 1)[0] or "/"
+
+
+def _host_argv(mode: str, event: str) -> list[str]:
+    return [sys.executable, __file__, "--host", mode, event]
+
+
+def _lock_is_held(path: str) -> bool:
+    """Whether a host (perhaps still starting) holds the runtime dir's lock."""
+    import fcntl  # only on the slow path: no host answered
+
+    try:
+        fd = posix.open(path, posix.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        posix.close(fd)
+    return False
+
+
+def _host_main(mode: str, event: str) -> int:
+    """Start the host, taking its lock before the heavy imports so a surplus start costs little."""
+    import fcntl
+
+    folder = runtime_dir()
+    fd = -1
+    try:
+        posix.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:
+        mode = "serve-unlocked"  # its parents are missing: the host creates them and locks
+    if mode == "serve":
+        info = posix.stat(folder)
+        if info.st_uid != posix.getuid() or info.st_mode & 0o077:
+            return 1  # the host refuses a shared runtime dir; the client fails open
+        fd = posix.open(folder + "/" + LOCK_NAME, posix.O_RDWR | posix.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return 0  # another host runs or is starting
+    sys.path.insert(0, _package_root())
+    from framework._daemon import main as daemon_main
+
+    return daemon_main(["once" if mode == "once" else "serve", event], lock_fd=fd)
+
+
+def _start_host() -> None:
+    """Start `hookchain serve` detached: own session, no inherited stdio (Claude Code reads it)."""
+    devnull = "/dev/null"
+    actions = [
+        (posix.POSIX_SPAWN_OPEN, 0, devnull, posix.O_RDONLY, 0),
+        (posix.POSIX_SPAWN_OPEN, 1, devnull, posix.O_WRONLY, 0),
+        (posix.POSIX_SPAWN_DUP2, 1, 2),
+    ]
+    argv = _host_argv("serve", "")
+    posix.posix_spawn(sys.executable, argv, posix.environ, file_actions=actions, setsid=True)
+
+
+def _deadline_s() -> float:
+    raw = posix.environ.get(b"HOOKCHAIN_CONNECT_DEADLINE")
+    try:
+        return float(raw) if raw else DEFAULT_DEADLINE_S
+    except ValueError:
+        return DEFAULT_DEADLINE_S
+
+
+def _parse_answer(answer: bytes) -> tuple[int, bytes, bytes] | None:
+    newline = answer.find(b"\n")
+    if newline < 0:
+        return None
+    head = answer[:newline].split(b" ")
+    if len(head) != 2 or not head[0].isdigit() or not head[1].isdigit():
+        return None
+    stderr_end = newline + 1 + int(head[1])
+    return int(head[0]), answer[newline + 1 : stderr_end], answer[stderr_end:]
+
+
+def _unreachable(event: str, why: str) -> int:
+    closed = posix.environ.get(b"HOOKCHAIN_UNREACHABLE", b"open") == b"closed"
+    if closed and event == "PreToolUse":
+        message = f"hookchain: host unreachable ({why}); blocking this tool call "
+        _write_all(2, (message + "because HOOKCHAIN_UNREACHABLE=closed\n").encode())
+        return 2
+    _write_all(2, f"hookchain: host unreachable ({why}); hook skipped\n".encode())
+    return 0
+
+
+def forward(event: str, payload: bytes) -> int:
+    """Send the payload to the host (starting one if needed) and relay its answer; the exit code."""
+    folder = runtime_dir()
+    socket_path = folder + "/" + SOCKET_NAME
+    header = f"{PROTOCOL} {VERSION} {client_stamp(__file__)} {event or '-'}\n"
+    request = header.encode() + payload
+    deadline = time.monotonic() + _deadline_s()
+    next_start = 0.0
+    why = "no answer"
+    while True:
+        try:
+            answer = _exchange(socket_path, request)
+        except (FileNotFoundError, ConnectionRefusedError) as error:
+            why = type(error).__name__
+            answer = b""
+        except OSError as error:
+            why = type(error).__name__
+            answer = b""
+        if answer == b"R\n":
+            why = "host restarting for a new version"
+        elif answer:
+            parsed = _parse_answer(answer)
+            if parsed is None:
+                return _unreachable(event, "unreadable answer")
+            code, stderr, stdout = parsed
+            if stderr:
+                _write_all(2, stderr)
+            if stdout:
+                _write_all(1, stdout)
+            return code
+        now = time.monotonic()
+        if now >= deadline:
+            return _unreachable(event, why)
+        if now >= next_start and not _lock_is_held(folder + "/" + LOCK_NAME):
+            try:
+                _start_host()
+            except OSError as error:
+                return _unreachable(event, f"cannot start host: {type(error).__name__}")
+            next_start = now + 0.5
+        time.sleep(0.005)
+
+
+def main(argv: list[str]) -> int:
+    args = argv[1:]
+    if args and args[0] == "--host":
+        return _host_main(args[1], args[2] if len(args) > 2 else "")
+    if args and args[0] == "--no-daemon":
+        event = args[1] if len(args) > 1 else ""
+        posix.execv(sys.executable, _host_argv("once", event))
+    return forward(args[0] if args else "", _read_stdin())
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
