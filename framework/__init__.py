@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from framework._chain import BudgetExceeded, CallNext, Registration
+from framework._chain import CallNext, Outcome
 from framework._contract import (
     CONTRACT_VERSION,
     ENGINE_ORIGIN,
@@ -41,8 +41,9 @@ from framework._contract import (
 )
 from framework._engine import Action, AgentInfo, Clock, Engine, FakeClock, SystemClock
 from framework._hookspecs import HookSpecs, hookimpl
-from framework._host import Host, Outcome
+from framework._host import Host
 from framework._loading import ENTRY_POINT_GROUP, LoadedPlugin, PluginInfo
+from framework._registration import BudgetExceeded, Registration
 from framework._replay import ReplayReport, replay_paths
 from framework._settings import HostSettings, SettingsError, data_dir, load_settings
 from framework._store import Store, StoreBackend, StoreError, open_backend

@@ -1,167 +1,30 @@
-"""The chain: registrations, `call_next`, fail-open recovery, budgets, and the audit of changes."""
+"""The chain: `call_next`, one coroutine per level, fail-open recovery and the audit of changes."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
 from framework._contract import (
-    REFUSABLE_EVENTS,
     CommandReply,
     ContextResult,
     ContractError,
     Event,
-    FailMode,
     PromptResult,
     ToolResult,
     TurnResult,
-    event_type,
     refusal,
 )
 from framework._engine import Action, current_dispatch
+from framework._registration import BudgetExceeded, Registration
 
 if TYPE_CHECKING:
     from framework._engine import Engine
+    from framework._runner import ChainRunner
 
-Handler = Callable[[Any, Any, "CallNext"], Awaitable[Any]]
-Fallback = Callable[[Any, Any, BaseException, Any], Awaitable[Any]]
 Terminal = Callable[[Any], Awaitable[Any]]
-Matcher = Callable[[Any], bool]
-
-_log = structlog.get_logger("hookchain.chain")
-
-
-class BudgetExceeded(Exception):
-    """A handler spent more of its own time than its budget allows."""
-
-
-class Registration:
-    """One handler attached to one event by one plugin."""
-
-    __slots__ = (
-        "budget",
-        "event",
-        "fail",
-        "fallback",
-        "handler",
-        "match",
-        "match_spec",
-        "order",
-        "plugin",
-        "sequence",
-    )
-
-    def __init__(
-        self,
-        *,
-        plugin: str,
-        event: str,
-        handler: Handler,
-        match: Matcher | None,
-        match_spec: Mapping[str, Any] | None,
-        order: int,
-        fail: FailMode,
-        budget: float | None,
-        sequence: int,
-    ) -> None:
-        self.plugin = plugin
-        self.event = event
-        self.handler = handler
-        self.match = match
-        self.match_spec = match_spec
-        self.order = order
-        self.fail = fail
-        self.budget = budget
-        self.sequence = sequence
-        self.fallback: Fallback | None = None
-
-    def catch(self, fallback: Fallback) -> Registration:
-        """Replace the default recovery with `fallback(engine, event, error, call_next)`."""
-        self.fallback = fallback
-        return self
-
-    @property
-    def sort_key(self) -> tuple[int, str, int]:
-        return (self.order, self.plugin, self.sequence)
-
-    @property
-    def handler_name(self) -> str:
-        return getattr(self.handler, "__qualname__", repr(self.handler))
-
-    def __repr__(self) -> str:
-        return (
-            f"Registration({self.plugin}:{self.handler_name} on {self.event}, "
-            f"order={self.order}, fail={self.fail})"
-        )
-
-
-def compile_match(plugin: str, event: str, spec: Mapping[str, Any] | None) -> Matcher | None:
-    """Turn `{"tool": {"Bash"}}` into a predicate; unknown fields are a registration error."""
-    if not spec:
-        return None
-    model = event_type(event)
-    tests: list[tuple[str, Callable[[Any], bool]]] = []
-    for field_name, wanted in spec.items():
-        if field_name not in model.model_fields:
-            fields = ", ".join(sorted(model.model_fields))
-            raise ContractError(
-                f"plugin {plugin!r}: on({event!r}, match=...) names unknown field {field_name!r}; "
-                f"fields of {event}: {fields}"
-            )
-        if callable(wanted):
-            tests.append((field_name, wanted))
-        elif isinstance(wanted, Collection) and not isinstance(wanted, (str, bytes)):
-            allowed = frozenset(wanted)
-            tests.append((field_name, allowed.__contains__))
-        else:
-            tests.append((field_name, wanted.__eq__))
-
-    if len(tests) == 1:
-        ((name, test),) = tests
-        return lambda event_value: bool(test(getattr(event_value, name)))
-    return lambda event_value: all(test(getattr(event_value, name)) for name, test in tests)
-
-
-def make_registration(
-    *,
-    plugin: str,
-    event: str,
-    handler: Handler,
-    match: Mapping[str, Any] | None,
-    order: int,
-    fail: FailMode,
-    budget: float | None,
-    sequence: int,
-) -> Registration:
-    """Validate one `on(...)` call and build its registration."""
-    event_type(event)  # unknown events are refused here, not at dispatch
-    if not callable(handler):
-        raise ContractError(f"plugin {plugin!r}: on({event!r}, ...) needs an async handler")
-    if fail not in ("open", "closed"):
-        raise ContractError(f"plugin {plugin!r}: fail={fail!r} on {event}; use 'open' or 'closed'")
-    if fail == "closed" and event not in REFUSABLE_EVENTS:
-        raise ContractError(
-            f"plugin {plugin!r}: fail='closed' on {event!r} has no refusal to fall back to; "
-            f"only {', '.join(sorted(REFUSABLE_EVENTS))} accept it"
-        )
-    if budget is not None and budget <= 0:
-        raise ContractError(f"plugin {plugin!r}: budget on {event} must be positive seconds")
-    return Registration(
-        plugin=plugin,
-        event=event,
-        handler=handler,
-        match=compile_match(plugin, event, match),
-        match_spec=match,
-        order=order,
-        fail=fail,
-        budget=budget,
-        sequence=sequence,
-    )
 
 
 # Frame states. _OVERRUN: the watchdog found the handler stuck before it called call_next.
@@ -486,105 +349,3 @@ def audit_change(dispatch: Dispatch, plugin: str, frame: CallNext, result: Any) 
             add(plugin, "continue", result.continuation.reason)
     elif isinstance(result, CommandReply) and (before is None or before != result):
         add(plugin, "reply", result.text)
-
-
-class ChainRunner:
-    """Shared machinery of a host's chains: result checks, failure log, the budget watchdog."""
-
-    def __init__(self, *, default_budget: float, valid: Callable[[Event, Any], bool]) -> None:
-        self.default_budget = default_budget
-        self.valid = valid
-        self.failures: dict[tuple[str, str], int] = {}
-        self._logged: set[tuple[str, str, str]] = set()
-        self.active: set[Dispatch] = set()
-        self.cancelled_tasks: dict[Dispatch, asyncio.Task[Any]] = {}
-        self._seen: dict[Dispatch, tuple[CallNext, float]] = {}
-        self.armed = False
-        self.tick = 0.05
-
-    def failed(self, reg: Registration, error: BaseException, phase: str) -> None:
-        key = (reg.plugin, reg.event)
-        self.failures[key] = self.failures.get(key, 0) + 1
-        site = f"{phase} at {_site(error, reg)}"
-        if (reg.plugin, reg.event, site) in self._logged:
-            return
-        self._logged.add((reg.plugin, reg.event, site))
-        # Only the exception's type and where it happened: its message may hold call content.
-        _log.warning(
-            "handler failed; chain went on without it",
-            plugin=reg.plugin,
-            event_name=reg.event,
-            handler=reg.handler_name,
-            site=site,
-            error_type=type(error).__name__,
-            recovery="closed" if reg.fail == "closed" else "open",
-        )
-
-    # -- the watchdog: one timer for every running dispatch, no per-handler timers ----------
-
-    def arm(self) -> None:
-        """Start the watchdog's timer if it is not running (asyncio only: see docs/contract.md)."""
-        if not self.armed:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                return  # not on asyncio: budgets are not enforced
-            self.armed = True
-            loop.call_later(self.tick, self._check)
-
-    def _cancel(self, dispatch: Dispatch, frame: CallNext) -> None:
-        task = _task_running(dispatch)
-        if task is None:
-            return
-        self.cancelled_tasks[dispatch] = task
-        dispatch.cancelling = frame
-        if frame._state == _IDLE:
-            frame._state = _OVERRUN
-        task.cancel()
-
-    def _check(self) -> None:
-        # A frame seen running its own code on two ticks at least a budget apart is stuck. Own
-        # time is sampled, not timed: no clock reads and no timers on the hot path.
-        now = time.monotonic()
-        seen = self._seen
-        self._seen = {}
-        for dispatch in self.active:
-            frame = dispatch.current
-            if frame is None or frame.reg is None or dispatch.cancelling is not None:
-                continue
-            first = seen.get(dispatch)
-            if first is None or first[0] is not frame:
-                self._seen[dispatch] = (frame, now)
-                continue
-            self._seen[dispatch] = first
-            budget = frame.reg.budget or self.default_budget
-            if now - first[1] >= budget:
-                self._cancel(dispatch, frame)
-        if self.active:
-            asyncio.get_running_loop().call_later(self.tick, self._check)
-        else:
-            self.armed = False
-
-
-def _task_running(dispatch: Dispatch) -> asyncio.Task[Any] | None:
-    """The task whose await chain holds the dispatch's root frame (looked up only when stuck)."""
-    for task in asyncio.all_tasks():
-        coro: Any = task.get_coro()
-        while coro is not None:
-            frame = getattr(coro, "cr_frame", None)
-            if frame is not None and frame.f_locals.get("self") is dispatch:
-                return task
-            coro = getattr(coro, "cr_await", None)
-    return None
-
-
-def _site(error: BaseException, reg: Registration) -> str:
-    traceback = error.__traceback__
-    last = None
-    while traceback is not None:
-        last = traceback
-        traceback = traceback.tb_next
-    if last is None:
-        return reg.handler_name
-    code = last.tb_frame.f_code
-    return f"{code.co_filename.rsplit('/', 1)[-1]}:{last.tb_lineno}"

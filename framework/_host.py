@@ -12,7 +12,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from framework._chain import ChainRunner, Dispatch, Outcome, Registration
+from framework._chain import Dispatch, Outcome
 from framework._contract import (
     ENGINE_ORIGIN,
     Classic,
@@ -39,6 +39,8 @@ from framework._loading import (
     load_plugins,
     make_plugin_manager,
 )
+from framework._registration import Registration
+from framework._runner import ChainRunner
 from framework._settings import HostSettings, find_config, load_settings, read_config
 from framework._store import Store, StoreBackend, open_backend
 

@@ -15,9 +15,9 @@ from packaging.version import Version
 from pydantic import BaseModel, ValidationError
 from pydantic_settings import BaseSettings
 
-from framework._chain import Registration, make_registration
 from framework._contract import CONTRACT_VERSION, FailMode
 from framework._hookspecs import PROJECT, HookSpecs
+from framework._registration import Registration, make_registration
 from framework._settings import explain
 
 ENTRY_POINT_GROUP = "hookchain.plugins"
