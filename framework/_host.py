@@ -279,8 +279,10 @@ class Host:
     async def _close_session(self, runtime: SessionRuntime) -> None:
         self.sessions.pop(runtime.id, None)
         try:
-            await self.store.backend.clear(f"session:{runtime.id}:")
-        except Exception as error:  # the TTL backstop still drops it
+            # A stalled store must not hold session.end past its budget: the TTL drops it later.
+            with anyio.move_on_after(self.settings.session_end_budget):
+                await self.store.backend.clear(f"session:{runtime.id}:")
+        except Exception as error:
             _log.warning("session state not dropped", error_type=type(error).__name__)
 
     # -- background work and plugin logs ------------------------------------------------

@@ -21,6 +21,7 @@ from framework._registration import Registration, make_registration
 from framework._settings import explain
 
 ENTRY_POINT_GROUP = "hookchain.plugins"
+ACCESS_KINDS: frozenset[str] = frozenset({"files", "network", "subprocess"})
 _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _log = structlog.get_logger("hookchain.loading")
 
@@ -33,6 +34,17 @@ class PluginInfo:
     contract: str
     options: type[BaseModel] | None = None
     description: str = ""
+    access: frozenset[str] = frozenset()
+    """What the plugin does itself, outside the engine port: "files", "network", "subprocess"."""
+
+    def __post_init__(self) -> None:
+        unknown = set(self.access) - ACCESS_KINDS
+        if unknown:
+            raise ValueError(
+                f"plugin {self.name!r}: unknown access kinds {sorted(unknown)}; "
+                f"declare any of {sorted(ACCESS_KINDS)}"
+            )
+        object.__setattr__(self, "access", frozenset(self.access))
 
 
 Status = Literal["loaded", "failed", "incompatible", "disabled"]

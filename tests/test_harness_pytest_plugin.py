@@ -48,9 +48,10 @@ def test_fake_engine(fake_engine) -> None:
 
 
 def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    # Autoload off so the run is the same whether or not the pytest11 entry point is installed.
-    env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONPATH": str(folder)}
-    plugins = ["-p", "anyio", "-p", "framework.testing.pytest_plugin", "-p", "no:cacheprovider"]
+    # The plugin arrives the way an author gets it: through hookchain's pytest11 entry point.
+    env = {**os.environ, "PYTHONPATH": str(folder)}
+    env.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+    plugins = ["-p", "no:cacheprovider"]
     return subprocess.run(
         [sys.executable, "-m", "pytest", *plugins, "-q", *args],
         cwd=folder,

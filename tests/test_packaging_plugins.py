@@ -117,10 +117,8 @@ def test_scaffolded_plugin_is_green_out_of_the_box(wheelhouse: Path, tmp_path: P
     assert report["ok"] is True, report
     assert [p["name"] for p in report["plugins"]] == ["demo-notes"]
 
+    assert _has_pytest11_entry_point(wheelhouse)
     pytest_command = [str(bin_dir / "python"), "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    if not _has_pytest11_entry_point(wheelhouse):
-        # Until the host's pyproject declares the pytest11 entry point, name the plugin here.
-        pytest_command += ["-p", "framework.testing.pytest_plugin"]
     out = _run([*pytest_command, "tests"], project, env)
     assert " passed" in out
     assert "failed" not in out

@@ -138,12 +138,8 @@ def _in_sandbox(vector: Vector, sandbox: str) -> Vector:
 
 
 def declared_access(obj: Any, info: Any) -> frozenset[str]:
-    """What the plugin says it does itself: `PluginInfo.access` or a module-level `declared_access`.
-
-    Kinds: "files", "network", "subprocess".
-    """
-    declared = getattr(info, "access", None) or getattr(obj, "declared_access", None) or ()
-    return frozenset(str(kind) for kind in declared)
+    """What the plugin says it does itself: `PluginInfo.access` ("files", "network", "subprocess")."""
+    return frozenset(getattr(info, "access", ()))
 
 
 def _merge(

@@ -13,6 +13,8 @@ plugin = PluginInfo(
     contract=">=1,<2",
     options=Options,
     description="Logs one PII-filtered episode per turn; routing-tag gate, status and dashboard.",
+    # The episode log, STATUS.md and the read counter are files under engine.data_dir().
+    access=frozenset({"files"}),
 )
 
 __all__ = ["Options", "plugin", "register", "register_cli"]

@@ -12,9 +12,8 @@ plugin = PluginInfo(
     contract=">=1,<2",
     options=Options,
     description="Shows every refusal as it streams and asks the model not to drop its work.",
+    # session.start reads the passport file and stats the harness binary; nothing else.
+    access=frozenset({"files"}),
 )
 
-declared_access: tuple[str, ...] = ("files",)
-"""session.start reads the passport file and stats the harness binary; nothing else is touched."""
-
-__all__ = ["Options", "declared_access", "plugin", "register"]
+__all__ = ["Options", "plugin", "register"]
