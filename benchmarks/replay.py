@@ -12,7 +12,7 @@ import anyio
 
 from framework._host import Host
 from framework._logging import configure_logging
-from framework._replay import ReplayClock, replay_sessions, scratch_options
+from framework._replay import ReplayClock, replay_sessions
 from framework._transcript import Transcripts, read_transcripts
 
 ROUNDS = 5
@@ -31,7 +31,7 @@ async def rounds(transcripts: Transcripts, *, entry_points: bool) -> tuple[int, 
                 store="memory://",
                 clock=clock,
                 entry_points=entry_points,
-                options=scratch_options(Path(scratch)),
+                sandbox=Path(scratch),
             )
             async with host:
                 plugins = [p.name for p in host.loaded()]

@@ -286,6 +286,11 @@ class Engine:
         outcome = await self._host.dispatch(event, terminal, origin=self.plugin)
         return outcome.result
 
+    @property
+    def sandboxed(self) -> bool:
+        """Whether the host runs in a sandbox (replays, tests): this plugin's files are throwaway."""
+        return self._host.sandbox is not None
+
     def data_dir(self, configured: str | os.PathLike[str] | None = None) -> Path:
         """The folder for this plugin's own files (not created here).
 

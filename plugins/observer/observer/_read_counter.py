@@ -63,15 +63,19 @@ def load_counter(data_dir: Path, now_ms: int) -> ReadCounter:
         return ReadCounter(first_seen_ms=now_ms)
 
 
-def save_counter(data_dir: Path, counter: ReadCounter) -> None:
-    """Replace the counter file in one step (write a private temporary file, then rename)."""
+def save_counter(data_dir: Path, counter: ReadCounter, *, durable: bool = True) -> None:
+    """Replace the counter file in one step (write a private temporary file, then rename).
+
+    `durable=False` skips the fsync: only for a sandboxed host's throwaway folder.
+    """
     ensure_private_dir(data_dir)
     descriptor, temporary = tempfile.mkstemp(dir=data_dir, prefix=".read-counter.", suffix=".tmp")
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
             json.dump(counter.model_dump(), stream)
             stream.flush()
-            os.fsync(stream.fileno())
+            if durable:
+                os.fsync(stream.fileno())
         os.replace(temporary, data_dir / COUNTER_FILE)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.to_thread
 from framework import (
@@ -45,6 +46,8 @@ PLUGIN_NAME = "observer"
 _TURN_KEY = "turn"
 _SESSION_KEY = "session"
 _LIVE_PREFIX = "live:"
+
+T = TypeVar("T")
 
 
 class Observer:
@@ -128,14 +131,14 @@ class Observer:
         await engine.state.update(_SESSION_KEY, begin, default={})
         await self._heartbeat(engine, now)
         data_dir = self.data_dir(engine)
-        counter = await anyio.to_thread.run_sync(load_counter, data_dir, now)
+        counter = await _off_loop(engine, load_counter, data_dir, now)
         if reminder_due(counter, now, self.options.unread_weeks):
             engine.ui.toast(reminder_text(counter, now))
             counter = counter.model_copy(update={"last_reminded_ms": now})
-            await anyio.to_thread.run_sync(save_counter, data_dir, counter)
+            await _off_loop(engine, save_counter, data_dir, counter, durable=not engine.sandboxed)
         elif not (data_dir / ".read-counter.json").exists():
             # Start the clock for "unread" the first time the observer sees this workspace.
-            await anyio.to_thread.run_sync(save_counter, data_dir, counter)
+            await _off_loop(engine, save_counter, data_dir, counter, durable=not engine.sandboxed)
 
     async def _heartbeat(self, engine: Engine, now: int) -> bool:
         """Mark this session live; whether another session was live within the window."""
@@ -184,7 +187,7 @@ class Observer:
         )
         episode = build_episode(facts, session, parse_routing_tag(event.last_message), context)
         record = episode.model_dump(mode="json")
-        await anyio.to_thread.run_sync(append_record, self.data_dir(engine), record, now)
+        await self._append(engine, record, now)
         await engine.state.delete(_TURN_KEY)
         return result
 
@@ -200,9 +203,20 @@ class Observer:
             stage=stage,
             error_type=type(error).__name__,
         )
-        await anyio.to_thread.run_sync(
-            append_record, self.data_dir(engine), marker.model_dump(mode="json"), now
-        )
+        await self._append(engine, marker.model_dump(mode="json"), now)
+
+    async def _append(self, engine: Engine, record: dict[str, Any], now: int) -> None:
+        """A real log line is fsynced off the event loop; a sandboxed host's log is throwaway."""
+        durable = not engine.sandboxed
+        await _off_loop(engine, append_record, self.data_dir(engine), record, now, durable=durable)
+
+
+async def _off_loop(engine: Engine, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """File work runs in a worker thread, so an fsync never stalls the event loop; a sandboxed
+    host's throwaway files are written without fsync and inline, sparing the thread hop."""
+    if engine.sandboxed:
+        return work(*args, **kwargs)
+    return await anyio.to_thread.run_sync(partial(work, *args, **kwargs))
 
 
 @hookimpl

@@ -6,6 +6,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -79,8 +80,13 @@ class ToolRules:
     node_fields: Mapping[str, str]
 
 
+@lru_cache(maxsize=256)
+def _cue_pattern(cue: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<!\w){re.escape(cue)}(?!\w)", re.IGNORECASE)
+
+
 def _cue_found(prompt: str, cue: str) -> bool:
-    return re.search(rf"(?<!\w){re.escape(cue)}(?!\w)", prompt, re.IGNORECASE) is not None
+    return _cue_pattern(cue).search(prompt) is not None
 
 
 def read_prompt(text: str, rules: PromptRules) -> PromptFacts:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -236,3 +237,50 @@ async def test_session_start_on_a_fresh_workspace_starts_the_counter(
 async def test_the_plugin_loads_with_its_declared_name(host: Host) -> None:
     [loaded] = host.plugins
     assert (loaded.name, loaded.status) == ("observer", "loaded")
+
+
+def _count_fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def counting(descriptor: int) -> None:
+        synced.append(descriptor)
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", counting)
+    return synced
+
+
+@pytest.mark.anyio
+async def test_a_real_host_fsyncs_every_episode(
+    host: Host, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await host.dispatch(SessionStart(session_id="s1", cwd="/w"))
+    synced = _count_fsyncs(monkeypatch)
+    await _turn(host, "one", turn="t1")
+    await _turn(host, "two", turn="t2")
+    assert len(_lines(data_dir)) == 2
+    assert len(synced) == 2
+
+
+@pytest.mark.anyio
+async def test_a_sandboxed_host_writes_the_same_episodes_without_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sandbox = tmp_path / "sandbox"
+    async with Host(
+        plugins=[observer],
+        entry_points=False,
+        store="memory://",
+        clock=FakeClock(start_ms=START_MS),
+        options={"observer": {"data_dir": str(tmp_path / "configured")}},
+        config={},
+        sandbox=sandbox,
+    ) as sandboxed:
+        await sandboxed.dispatch(SessionStart(session_id="s1", cwd="/w"))
+        synced = _count_fsyncs(monkeypatch)
+        await _turn(sandboxed, "one", turn="t1")
+        await _turn(sandboxed, "two", turn="t2")
+    assert [line["turn_id"] for line in _lines(sandbox / "observer")] == ["t1", "t2"]
+    assert synced == []
+    assert not (tmp_path / "configured").exists()
