@@ -9,6 +9,6 @@ from __future__ import annotations
 import sys
 
 if __name__ == "__main__":
-    from _client_core import main  # type: ignore[import-not-found]  # a sibling, run as script
+    from _client_core import run  # type: ignore[import-not-found]  # a sibling, run as script
 
-    sys.exit(main(sys.argv))
+    run(sys.argv)

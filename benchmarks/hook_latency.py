@@ -1,0 +1,195 @@
+"""Claude Code hook latency: interpreter start-up against a round trip through client and warm host.
+
+    python benchmarks/hook_latency.py [--runs 50] [--cold-runs 50] [--rss-events 2000]
+
+(a) `<python> -S -c pass`; (b) a PreToolUse through `_client.py` and a warm host with the installed
+plugins; (c) the same with `--no-daemon`; (d) the same PreToolUse POSTed over http, one connection
+per request as Claude Code does. Prints p50s, the host's RSS before and after serving many events,
+the peak RSS of this process, and the two ratios (last lines).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import json
+import os
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from framework import _client, _client_core, _daemon, _http, _install
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "hook-payloads"
+CLIENT = str(Path(_client.__file__).resolve())
+
+
+def pre_tool_use() -> dict[str, Any]:
+    path = CORPUS / "01_PreToolUse.jsonl"
+    if not path.exists():
+        raise SystemExit(f"the hook payload corpus is missing: expected {path}")
+    payload = json.loads(path.read_text().splitlines()[0])
+    assert isinstance(payload, dict)
+    return payload
+
+
+def p50(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def timed(runs: int, once: Callable[[int], None]) -> list[float]:
+    samples = []
+    for index in range(runs):
+        started = time.perf_counter()
+        once(index)
+        samples.append(time.perf_counter() - started)
+    return samples
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+@contextlib.contextmanager
+def private_host() -> Iterator[dict[str, str]]:
+    root = Path(tempfile.mkdtemp(prefix="hc-bench-"))
+    env = {
+        **os.environ,
+        "HOOKCHAIN_RUNTIME_DIR": str(root / "rt"),
+        "HOOKCHAIN_DATA_DIR": str(root / "data"),
+        "HOOKCHAIN_CONNECT_DEADLINE": "30",
+    }
+    options = _daemon.ServeOptions.from_env(env)
+    try:
+        yield env
+    finally:
+        lock = options.runtime_dir / _daemon.LOCK_NAME
+        pid_text = lock.read_text().strip() if lock.exists() else ""
+        _daemon.stop_host(options)
+        if pid_text.isdigit():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_text), signal.SIGKILL)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def run_hook(env: dict[str, str], argv: list[str], payload: bytes) -> None:
+    done = subprocess.run(argv, input=payload, env=env, capture_output=True, check=False)
+    if done.returncode != 0 or done.stderr:
+        raise SystemExit(f"hook failed ({done.returncode}): {done.stderr.decode()[:500]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--cold-runs", type=int, default=50)
+    parser.add_argument("--rss-events", type=int, default=2000)
+    args = parser.parse_args()
+    python = sys.executable
+    base = pre_tool_use()
+    _install.precompile_client()  # as `hookchain install` does
+
+    def payload(index: int, prefix: str) -> bytes:
+        return json.dumps({**base, "tool_use_id": f"{prefix}{index}"}).encode()
+
+    def finish(env: dict[str, str], data: bytes) -> None:
+        after = {**json.loads(data), "hook_event_name": "PostToolUse", "tool_response": {}}
+        run_hook(env, [python, "-S", CLIENT, "PostToolUse"], json.dumps(after).encode())
+
+    bare = timed(
+        args.runs, lambda i: run_hook(os.environ.copy(), [python, "-S", "-c", "pass"], b"")
+    )
+    with private_host() as env:
+        credentials = _http.ensure_credentials(Path(env["HOOKCHAIN_DATA_DIR"]))
+        start = {"session_id": base["session_id"], "hook_event_name": "SessionStart"}
+        run_hook(env, [python, "-S", CLIENT, "SessionStart"], json.dumps(start).encode())
+        status = _daemon.request_control(_daemon.ServeOptions.from_env(env), "@status")
+        assert status is not None
+        host_pid = int(status["pid"])
+        plugins = [p["name"] for p in status["plugins"] if p["status"] == "loaded"]
+
+        def command(index: int) -> None:
+            run_hook(env, [python, "-S", CLIENT, "PreToolUse"], payload(index, "cmd"))
+
+        for index in range(5):
+            command(-1 - index)
+            finish(env, payload(-1 - index, "cmd"))
+        warm = timed(args.runs, command)
+        for index in range(args.runs):
+            finish(env, payload(index, "cmd"))
+
+        def http_post(body: bytes) -> None:
+            connection = http.client.HTTPConnection("127.0.0.1", credentials.port, timeout=30)
+            try:
+                headers = {"Authorization": f"Bearer {credentials.token}"}
+                connection.request("POST", "/hook", body=body, headers=headers)
+                response = connection.getresponse()
+                response.read()
+                if response.status != 200:
+                    raise SystemExit(f"http hook failed: {response.status}")
+            finally:
+                connection.close()
+
+        def over_http(index: int) -> None:
+            http_post(payload(index, "http"))
+
+        def http_result(index: int) -> None:
+            after = {**json.loads(payload(index, "http")), "hook_event_name": "PostToolUse"}
+            http_post(json.dumps({**after, "tool_response": {}}).encode())
+
+        def http_pair(index: int) -> None:
+            over_http(index)
+            http_result(index)
+
+        over_http_samples = timed(args.runs, over_http)
+        for index in range(args.runs):
+            http_result(index)
+
+        for index in range(200):
+            http_pair(index + 2_000_000)
+        rss_before = rss_kib(host_pid)
+        for index in range(args.rss_events):
+            http_pair(index + 3_000_000)
+        rss_after = rss_kib(host_pid)
+        suspended = _daemon.request_control(_daemon.ServeOptions.from_env(env), "@status")
+
+    with private_host() as env:
+        cold = timed(
+            args.cold_runs,
+            lambda i: run_hook(
+                env, [python, "-S", CLIENT, "--no-daemon", "PreToolUse"], payload(i, "cold")
+            ),
+        )
+
+    print(f"interpreter               {python}")
+    print(f"plugins in the host       {', '.join(plugins) or '-'}")
+    print(f"client protocol           {_client_core.PROTOCOL}/{_client_core.VERSION}")
+    print(f"(a) python -S -c pass     p50 {p50(bare):8.2f} ms  ({args.runs} runs)")
+    print(f"(b) PreToolUse, warm host p50 {p50(warm):8.2f} ms  ({args.runs} runs)")
+    print(f"(c) PreToolUse, no daemon p50 {p50(cold):8.2f} ms  ({args.cold_runs} runs)")
+    print(f"(d) PreToolUse over http  p50 {p50(over_http_samples):8.2f} ms  ({args.runs} runs)")
+    print(
+        f"host RSS                  {rss_before} KiB after 200 warm-up pairs, {rss_after} KiB "
+        f"after {args.rss_events} more Pre/Post pairs ({rss_after - rss_before:+d} KiB); "
+        f"suspended calls left: {suspended['suspended_calls'] if suspended else '?'}"
+    )
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print(f"peak RSS                  this process {peak} KiB, largest child {children} KiB")
+    print(f"ratio hook_roundtrip/python_S_start = {p50(warm) / p50(bare):.2f}")
+    print(f"ratio http_roundtrip/command_roundtrip = {p50(over_http_samples) / p50(warm):.2f}")
+
+
+if __name__ == "__main__":
+    main()
