@@ -46,7 +46,7 @@ async def guard(engine: Engine, event: ToolCall, call_next: CallNext) -> ToolRes
     if command.startswith("echo REWRITE"):
         event = event.model_copy(update={"input": {**event.input, "command": "echo rewritten"}})
     try:
-        result = await call_next(event)
+        result: ToolResult = await call_next(event)
     except anyio.get_cancelled_exc_class():
         record("cancelled", event.tool_use_id)
         raise

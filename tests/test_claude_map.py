@@ -117,10 +117,10 @@ def test_lifecycle_payloads_map_to_their_events() -> None:
         assert turn.stop_hook_active is payload["stop_hook_active"]
         assert turn.reason == "end_turn"
     for payload in of("Notification") + of("PreCompact") + of("PermissionRequest"):
-        event = cmap.classic(payload)
-        assert isinstance(event, Classic)
-        assert event.name == f"classic.{payload['hook_event_name']}"
-        assert dict(event.payload) == payload
+        classic = cmap.classic(payload)
+        assert isinstance(classic, Classic)
+        assert classic.name == f"classic.{payload['hook_event_name']}"
+        assert dict(classic.payload) == payload
 
 
 def test_subagent_stop_keeps_its_agent_and_stop_does_not() -> None:
