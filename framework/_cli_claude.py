@@ -47,6 +47,9 @@ def serve(
         stopped = _daemon.stop_host(options)
         typer.echo("hookchain: host stopped" if stopped else "hookchain: no host running")
         return
+    running = _daemon.request_control(options, "@status")
+    if running is not None:
+        raise _fail(f"a host already runs (pid {running.get('pid')}); stop it with --stop", 1)
     try:
         raise typer.Exit(anyio.run(_daemon.serve, options))
     except _daemon.RuntimeDirError as error:

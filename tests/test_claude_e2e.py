@@ -203,3 +203,17 @@ def test_a_new_host_waits_for_the_client_deadline_not_longer() -> None:
         assert result.code == 0
         assert "host unreachable" in result.stderr
         assert time.monotonic() - started < 10
+
+
+def test_hookchain_hook_forwards_like_the_client_and_serve_refuses_a_second_host() -> None:
+    with claude_side() as side:
+        command = [sys.executable, "-c", "from framework._cli import main; main()"]
+        payload = json.dumps(pre("rm -rf d", "t", "s")).encode()
+        done = subprocess.run(
+            [*command, "hook", "PreToolUse"], input=payload, env=side.env, capture_output=True
+        )
+        assert done.returncode == 0
+        assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+        second = subprocess.run([*command, "serve"], env=side.env, capture_output=True)
+        assert second.returncode == 1
+        assert b"already runs" in second.stderr
