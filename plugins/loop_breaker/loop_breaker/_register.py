@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from framework import (
@@ -13,6 +15,7 @@ from framework import (
     CommandReply,
     CommandRun,
     Engine,
+    Event,
     PromptResult,
     PromptSubmit,
     SessionEnd,
@@ -40,6 +43,7 @@ IGNORE_KEY = "ignore.v1"
 TOAST_MS = 8000
 TIMING_EVERY = 100
 ERROR_TEXT_CAP = 120
+MAX_HOT_SESSIONS = 256
 
 T = TypeVar("T")
 
@@ -52,7 +56,7 @@ class _Runtime:
         self.config: CoreConfig
         self.config, self.refused_ignores = core_config(options)
         self.logged: set[str] = set()
-        self.primed: set[str] = set()
+        self.hot: OrderedDict[str, _HotCore] = OrderedDict()
         self.timings_ns: list[int] = []
 
     def log_once(self, engine: Engine, site: str, error: BaseException) -> None:
@@ -85,45 +89,86 @@ class _Runtime:
         )
         self.timings_ns.clear()
 
-    async def with_core(self, engine: Engine, change: Callable[[LoopBreakerCore], T]) -> T:
-        """Runs `change` on this session's core inside one atomic update of `engine.state`."""
-        stored_ignores: list[str] | None = None
-        if engine.session.id not in self.primed:
-            stored_ignores = _ignore_list(await engine.store.get(IGNORE_KEY))
-            self.primed.add(engine.session.id)
-        outcome: list[T] = []
-        discarded: list[bool] = []
+    async def with_core(
+        self, engine: Engine, event: Event, change: Callable[[LoopBreakerCore], T]
+    ) -> T:
+        """Runs `change` on this session's core, kept in memory while the host is warm.
 
-        def apply(current: Any) -> Any:
-            outcome.clear()
-            discarded.clear()
-            core = LoopBreakerCore(self.config)
-            if current is not None:
-                try:
-                    core = load(current, self.config)
-                except ValueError:
-                    discarded.append(True)
-            if stored_ignores is not None:
-                core.policy.set_ignores(stored_ignores)
-            outcome.append(change(core))
-            return dump(core)
+        After a miss (a new session, a restarted host, or a host that lives for one hook call)
+        the core is loaded from `engine.state`, and every change made while handling that same
+        event is written back at once, so a short-lived host loses nothing. Once this host sees a
+        second event of the session it is warm: the store copy is then written at main-loop turn
+        end (`persist`).
+        """
+        session_id = engine.session.id
+        hot = self.hot.get(session_id)
+        if hot is None:
+            hot = await self._load(engine, event)
+        else:
+            self.hot.move_to_end(session_id)
+            if hot.loaded_for is not None and hot.loaded_for is not event:
+                hot.loaded_for = None
+        outcome = change(hot.core)
+        if hot.loaded_for is not None:
+            await self.persist(engine)
+        return outcome
 
-        await engine.state.update(STATE_KEY, apply)
-        if discarded:
-            engine.ui.log(f"{PLUGIN_NAME}: stored session state was unreadable and started over")
-        return outcome[0]
+    async def _load(self, engine: Engine, event: Event) -> _HotCore:
+        session_id = engine.session.id
+        stored_ignores = _ignore_list(await engine.store.get(IGNORE_KEY))
+        current = await engine.state.get(STATE_KEY)
+        core = LoopBreakerCore(self.config)
+        if current is not None:
+            try:
+                core = load(current, self.config)
+            except ValueError:
+                engine.ui.log(
+                    f"{PLUGIN_NAME}: stored session state was unreadable and started over"
+                )
+        core.policy.set_ignores(stored_ignores)
+        # A concurrent handler of the same session may have loaded it meanwhile: keep the first.
+        hot = self.hot.setdefault(session_id, _HotCore(core, event))
+        while len(self.hot) > MAX_HOT_SESSIONS:
+            # The oldest idle session drops to its last stored copy (its last turn end).
+            self.hot.popitem(last=False)
+        return hot
 
-    async def flush(self, engine: Engine) -> None:
+    async def persist(self, engine: Engine) -> None:
+        """Writes this session's in-memory core to `engine.state`."""
+        hot = self.hot.get(engine.session.id)
+        if hot is None:
+            return
+        state = dump(hot.core)
+        # A turn without calls leaves the state as stored: no write needed.
+        if state != hot.stored:
+            await engine.state.set(STATE_KEY, state)
+            hot.stored = state
+
+    def forget(self, engine: Engine) -> None:
+        """The session ended: its state goes with it."""
+        self.hot.pop(engine.session.id, None)
+
+    async def flush(self, engine: Engine, event: Event) -> None:
         """Adds this session's new counts to the store's totals in one atomic update."""
-        taken: Stats = await self.with_core(engine, lambda core: core.policy.take_pending())
+        taken: Stats = await self.with_core(engine, event, lambda core: core.policy.take_pending())
         if taken.is_empty():
             return
         try:
             await engine.store.update(STATS_KEY, lambda stored: merge_stats(stored, taken))
         except Exception:
             # Counts not written go back to the session, for the next flush.
-            await self.with_core(engine, lambda core: core.policy.pending.add(taken))
+            await self.with_core(engine, event, lambda core: core.policy.pending.add(taken))
             raise
+
+
+@dataclass(slots=True)
+class _HotCore:
+    """A session's core in memory, and the event it was loaded for until another one comes."""
+
+    core: LoopBreakerCore
+    loaded_for: Event | None
+    stored: dict[str, Any] | None = None
+    """What `engine.state` holds, as last read or written here."""
 
 
 def _ignore_list(value: object) -> list[str]:
@@ -180,7 +225,9 @@ def register(on: Any, options: Options) -> None:
             try:
                 now = await engine.clock.now()
                 stop = await runtime.with_core(
-                    engine, lambda core: core.check_stop(loop_id, event.tool, event.input, now)
+                    engine,
+                    event,
+                    lambda core: core.check_stop(loop_id, event.tool, event.input, now),
                 )
             except Exception as error:
                 runtime.log_once(engine, "auto-stop check", error)
@@ -202,7 +249,9 @@ def register(on: Any, options: Options) -> None:
                 text=text,
                 at_ms=now,
             )
-            decisions = await runtime.with_core(engine, lambda core: core.observe(observation))
+            decisions = await runtime.with_core(
+                engine, event, lambda core: core.observe(observation)
+            )
             answered = _carry_out(engine, result, decisions)
             if runtime.timing_on(engine):
                 runtime.record_overhead(engine, time.perf_counter_ns() - started)
@@ -217,7 +266,7 @@ def register(on: Any, options: Options) -> None:
         if entered.drop is None and event.origin_kind in PERSON_ORIGIN_KINDS:
             try:
                 now = await engine.clock.now()
-                await runtime.with_core(engine, lambda core: core.person_prompt(now))
+                await runtime.with_core(engine, event, lambda core: core.person_prompt(now))
             except Exception as error:
                 runtime.log_once(engine, "prompt.submit", error)
         return entered
@@ -239,14 +288,15 @@ def register(on: Any, options: Options) -> None:
                     core.turn_end()
                 return decisions
 
-            for decision in await runtime.with_core(engine, finish):
+            for decision in await runtime.with_core(engine, event, finish):
                 if decision.kind == "nudge":
                     await engine.session.append(decision.text)
                 elif decision.kind == "escalate":
                     engine.ui.toast(decision.text, timeout_ms=TOAST_MS)
                     engine.transcript.line(decision.text)
             if event.agent_id is None:
-                await runtime.flush(engine)
+                await runtime.flush(engine, event)
+                await runtime.persist(engine)
         except Exception as error:
             runtime.log_once(engine, "turn.complete", error)
         return completed
@@ -255,15 +305,15 @@ def register(on: Any, options: Options) -> None:
         try:
             if runtime.timing_on(engine):
                 runtime.report_overhead(engine)
-            await runtime.flush(engine)
+            await runtime.flush(engine, event)
         except Exception as error:
             runtime.log_once(engine, "session.end", error)
-        runtime.primed.discard(engine.session.id)
+        runtime.forget(engine)
         return await call_next(event)
 
     async def on_command(engine: Engine, event: CommandRun, call_next: CallNext) -> CommandReply:
         try:
-            text = await _command(engine, runtime, event.arguments.strip())
+            text = await _command(engine, runtime, event)
             return CommandReply(text=text, by=PLUGIN_NAME)
         except Exception as error:
             runtime.log_once(engine, "command.run", error)
@@ -278,18 +328,19 @@ def register(on: Any, options: Options) -> None:
     on("command.run", on_command, match={"command": COMMAND})
 
 
-async def _command(engine: Engine, runtime: _Runtime, arguments: str) -> str:
+async def _command(engine: Engine, runtime: _Runtime, event: CommandRun) -> str:
+    arguments = event.arguments.strip()
     verb, _, rest = arguments.partition(" ")
     if verb == "":
         stored = await engine.store.get(STATS_KEY)
-        return await runtime.with_core(engine, lambda core: render(core, stored))
+        return await runtime.with_core(engine, event, lambda core: render(core, stored))
     if verb in ("off", "on"):
         paused = verb == "off"
 
         def pause(core: LoopBreakerCore) -> None:
             core.policy.paused = paused
 
-        await runtime.with_core(engine, pause)
+        await runtime.with_core(engine, event, pause)
         return f"{PLUGIN_NAME} is {'paused for this session' if paused else 'on'}."
     if verb == "ignore":
         entry = rest.strip()
@@ -306,7 +357,7 @@ async def _command(engine: Engine, runtime: _Runtime, arguments: str) -> str:
             return entries[-IGNORE_ENTRY_MAX_COUNT:]
 
         entries = await engine.store.update(IGNORE_KEY, added)
-        await runtime.with_core(engine, lambda core: core.policy.set_ignores(list(entries)))
+        await runtime.with_core(engine, event, lambda core: core.policy.set_ignores(list(entries)))
         return f"{PLUGIN_NAME}: will ignore loops matching {entry!r} from now on."
     return (
         f"{PLUGIN_NAME}: unknown argument {verb!r}. Use: /loop-breaker [off | on | ignore <text>]"

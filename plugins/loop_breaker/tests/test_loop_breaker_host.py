@@ -17,11 +17,13 @@ from framework import (
     PromptSubmit,
     SessionEnd,
     SessionStart,
+    StoreBackend,
     ToolCall,
     ToolResult,
     TurnComplete,
     TurnResult,
     hookimpl,
+    open_backend,
 )
 from structlog.testing import capture_logs
 
@@ -32,11 +34,15 @@ pytestmark = pytest.mark.anyio
 FAIL = "FAIL tests/test_api.py\nAssertionError: expected 200, got 500"
 
 
-def _host(options: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Host:
+def _host(
+    options: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    store: StoreBackend | None = None,
+) -> Host:
     return Host(
         plugins=[loop_breaker],
         entry_points=False,
-        store="memory://",
+        store=store or "memory://",
         clock=FakeClock(start_ms=1_700_000_000_000),
         env=dict(env or {}),
         options={"loop-breaker": dict(options or {})},
@@ -281,3 +287,39 @@ async def test_overlong_ignore_options_are_reported_once_and_the_rest_apply() ->
         for index in range(3):
             outcome = await host.dispatch(_call(index), terminal=terminal)
         assert outcome.result.notes == ()
+
+
+async def test_a_host_per_hook_call_loses_no_call() -> None:
+    # Without a warm host every event runs in a fresh one: the state must reach the store.
+    backend = open_backend("memory://")
+    terminal = Terminal()
+    notes = []
+    for index in range(3):
+        async with _host({"auto_stop": True}, store=backend) as host:
+            outcome = await host.dispatch(_call(index), terminal=terminal)
+            notes.append(len(outcome.result.notes))
+    assert notes == [0, 0, 1]
+    await backend.aclose()
+
+
+async def test_a_warm_host_stores_the_state_at_turn_end_for_a_restarted_one() -> None:
+    backend = open_backend("memory://")
+    terminal = Terminal()
+    async with _host(store=backend) as warm:
+        await warm.dispatch(SessionStart(session_id="s1"))
+        for index in range(2):
+            await warm.dispatch(_call(index), terminal=terminal)
+        await warm.dispatch(TurnComplete(session_id="s1", turn_id="t1"))
+    async with _host(store=backend) as restarted:
+        third = await restarted.dispatch(_call(2), terminal=terminal)
+    assert len(third.result.notes) == 1
+    await backend.aclose()
+
+
+async def test_session_end_forgets_the_session(host: Host) -> None:
+    terminal = Terminal()
+    for index in range(2):
+        await host.dispatch(_call(index), terminal=terminal)
+    await host.dispatch(SessionEnd(session_id="s1"))
+    again = await host.dispatch(_call(3), terminal=terminal)
+    assert again.result.notes == ()

@@ -236,3 +236,16 @@ def _ok() -> Any:
     from loop_breaker.core import Observation
 
     return Observation("ok1", MAIN_LOOP, "Bash", {"command": "make"}, "ok", "built", 99)
+
+
+def test_a_dump_is_a_snapshot_that_later_changes_do_not_touch(session: Factory) -> None:
+    s = session()
+    _three_failures(s, "make")
+    s.edit("/src/a.py", "a", "b")
+    before = dump(s.core)
+    frozen = json.dumps(before)
+    s.edit("/src/a.py", "b", "a")
+    _three_failures(s, "make test")
+    s.core.turn_complete(MAIN_LOOP, "t1", True, "blocked", 5)
+    assert json.dumps(before) == frozen
+    assert dump(s.core) != before

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import astuple, fields
+from dataclasses import fields
+from operator import attrgetter
 from typing import Any
 
 from .policy import SignatureState, Stats, TimelineEntry
@@ -12,6 +13,10 @@ from .window import FileHistory, LoopWindow
 
 FORMAT_VERSION = 1
 _RECORD_FIELDS = len(fields(CallRecord))
+# Every field is a plain value, so reading them in order is what `astuple` would give, minus
+# its recursive deep copy.
+_record_values = attrgetter(*(f.name for f in fields(CallRecord)))
+_timeline_values = attrgetter(*(f.name for f in fields(TimelineEntry)))
 
 
 def _resolve_out(when: ResolveWhen) -> list[Any]:
@@ -24,16 +29,19 @@ def _resolve_in(data: list[Any]) -> ResolveWhen:
 
 
 def dump(core: LoopBreakerCore) -> dict[str, Any]:
-    """Everything the core remembers, as plain JSON values (no call content beyond labels)."""
+    """Everything the core remembers, as plain JSON values (no call content beyond labels).
+
+    The result shares nothing mutable with the core, so it stays a snapshot.
+    """
     policy = core.policy
     return {
         "version": FORMAT_VERSION,
         "observed": core.observed,
         "loops": {
             loop_id: {
-                "records": [list(astuple(record)) for record in window.records],
+                "records": [list(_record_values(record)) for record in window.records],
                 "files": {
-                    name: [history.states, [list(move) for move in history.moves]]
+                    name: [list(history.states), [list(move) for move in history.moves]]
                     for name, history in window.file_states.items()
                 },
                 "epoch": window.epoch,
@@ -60,13 +68,13 @@ def dump(core: LoopBreakerCore) -> dict[str, Any]:
             for state in policy.signatures.values()
         ],
         "nudges_this_turn": policy.nudges_this_turn,
-        "covered": policy.covered,
+        "covered": {loop_id: dict(ids) for loop_id, ids in policy.covered.items()},
         "paused": policy.paused,
         "stored_ignores": list(policy.stored_ignores),
         "pending": policy.pending.as_dict(),
-        "timeline": [list(astuple(entry)) for entry in policy.timeline],
+        "timeline": [list(_timeline_values(entry)) for entry in policy.timeline],
         "stop_streaks": {
-            loop_id: [streak.feedback_fp, streak.evidence, streak.snippet]
+            loop_id: [streak.feedback_fp, list(streak.evidence), streak.snippet]
             for loop_id, streak in core.stop_streaks.items()
         },
     }
