@@ -117,6 +117,16 @@ def _is_loopback(address: Any) -> bool:
         return False
 
 
+async def _drain(stream: SocketStream) -> None:
+    """Read what the client still sends after an early refusal: closing a socket with unread
+    data resets the connection, and the client would never see the status it was given."""
+    await stream.send_eof()
+    received = 0
+    with anyio.move_on_after(2.0):
+        while received <= 2 * MAX_BODY_BYTES:
+            received += len(await stream.receive(65536))
+
+
 class _Reject(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -160,6 +170,8 @@ class HttpFrontend:
                 return
             with contextlib.suppress(Exception):
                 await self._send(stream, connection, status, payload)
+                if status >= 400:
+                    await _drain(stream)
 
     async def _read(
         self, stream: SocketStream, connection: h11.Connection
