@@ -151,13 +151,19 @@ class Server:
                 self.bridge = ClaudeBridge(
                     self.host, task_group, suspend_timeout=self.options.suspend_timeout_s
                 )
-                task_group.start_soon(self._idle_watch)
+                task_group.start_soon(self._idle_watch, identity)
                 await self._start_http(task_group)
                 await listener.serve(self._handle, task_group=task_group)
         finally:
             with contextlib.suppress(OSError):
                 if path.stat().st_ino == identity:
                     path.unlink()
+
+    def _socket_is_ours(self, identity: int) -> bool:
+        try:
+            return self.options.socket_path.stat().st_ino == identity
+        except OSError:
+            return False
 
     async def _start_http(self, task_group: TaskGroup) -> None:
         """Serve http hooks too when they were set up; the socket keeps working if that fails."""
@@ -178,10 +184,14 @@ class Server:
             return
         self.http_port = credentials.port
 
-    async def _idle_watch(self) -> None:
+    async def _idle_watch(self, identity: int) -> None:
         period = max(0.05, min(5.0, self.options.idle_exit_s / 10))
         while True:
             await anyio.sleep(period)
+            if not self._socket_is_ours(identity):
+                _log.info("socket removed or replaced: host exits")
+                self.stop()
+                return
             quiet = time.monotonic() - self.last_activity
             busy = self.in_flight or (self.bridge is not None and self.bridge.suspended_count)
             if quiet >= self.options.idle_exit_s and not busy:

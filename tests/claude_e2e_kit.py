@@ -126,6 +126,7 @@ def claude_side(**extra_env: str) -> Iterator[ClaudeSide]:
         "HOOKCHAIN_PLUGINS": "claude-probe",
         "HOOKCHAIN_PLUGIN_MODULES": "claude_probe_plugin",
         "HOOKCHAIN_CONNECT_DEADLINE": "20",
+        "HOOKCHAIN_IDLE_EXIT": "120",
         "PYTHONPATH": str(TESTS),
         "CLAUDE_PROBE_LOG": str(root / "probe.jsonl"),
         **extra_env,

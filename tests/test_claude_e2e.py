@@ -217,3 +217,13 @@ def test_hookchain_hook_forwards_like_the_client_and_serve_refuses_a_second_host
         second = subprocess.run([*command, "serve"], env=side.env, capture_output=True)
         assert second.returncode == 1
         assert b"already runs" in second.stderr
+
+
+def test_a_host_whose_socket_is_removed_exits() -> None:
+    with claude_side(HOOKCHAIN_IDLE_EXIT="1") as side:
+        side.hook("Notification", {"session_id": "s", "hook_event_name": "Notification"})
+        pid = side.lock_pid()
+        assert pid is not None
+        side.hook("PreToolUse", pre("ls", "t", "s"))  # a suspended call keeps it from idling out
+        (side.runtime / _client_core.SOCKET_NAME).unlink()
+        assert side.wait_gone(pid, timeout=15)
