@@ -5,6 +5,8 @@ from __future__ import annotations
 import inspect
 import os
 import uuid
+from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -20,15 +22,17 @@ from write_guard._approvals import (
 )
 from write_guard._decide import (
     GitHold,
+    Resolved,
     git_hold,
     git_hold_denial,
     preset_denial,
     protected_denial,
+    resolve_all,
 )
 from write_guard._options import Options
 from write_guard._paths import PathContext
 from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, Policy
-from write_guard._surface import extract_surface
+from write_guard._surface import Surface, extract_surface
 
 PLUGIN = "write-guard"
 WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "notebookedit", "bash", "apply_patch",
@@ -36,6 +40,18 @@ WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "notebookedit", "bash", "
 CWD_LIMIT_S = 0.25
 HELD_PREFIX = "held:"
 RECORD_TTL_S = 24 * 3600.0
+DECISIONS_KEPT = 8
+
+
+@dataclass(slots=True)
+class _Decision:
+    """What both handlers of one tool call work out alike: surface, context, policy, paths."""
+
+    event: ToolCall
+    surface: Surface
+    context: PathContext | None = None
+    policy: Policy | None = None
+    resolved: Resolved | None = None
 
 
 def is_write_tool(tool: str) -> bool:
@@ -63,6 +79,27 @@ class Guard:
         self.cwd_warned = False
         self.host_paths = store_file_paths(dict(os.environ))
         self.default_home = os.path.expanduser("~")
+        # The fail-closed and the fail-open handler see the same call back to back; each works
+        # it out once. Keyed by the event object itself, so a handler in between that replaces
+        # the event gets a fresh decision.
+        self.decisions: deque[_Decision] = deque(maxlen=DECISIONS_KEPT)
+
+    def decision(self, event: ToolCall) -> _Decision:
+        for known in self.decisions:
+            if known.event is event:
+                return known
+        made = _Decision(event, extract_surface(event.tool, event.input))
+        self.decisions.append(made)
+        return made
+
+    async def decided_paths(
+        self, engine: Engine, decision: _Decision
+    ) -> tuple[PathContext, Policy, Resolved]:
+        if decision.context is None or decision.policy is None or decision.resolved is None:
+            context, policy = await self.context_and_policy(engine, decision.event)
+            decision.context, decision.policy = context, policy
+            decision.resolved = resolve_all(decision.surface, context)
+        return decision.context, decision.policy, decision.resolved
 
     async def session_cwd(self, engine: Engine) -> str:
         """The session's cwd, read per event within 250 ms; else the setup dir (one warning)."""
@@ -133,10 +170,11 @@ class Guard:
 
     async def protect(self, engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
         """Protected paths and malformed input; registered fail-closed."""
-        surface = extract_surface(event.tool, event.input)
+        decision = self.decision(event)
+        surface = decision.surface
         if surface.writes or surface.uncertain:
-            context, policy = await self.context_and_policy(engine, event)
-            denial = protected_denial(surface, context, policy)
+            context, policy, resolved = await self.decided_paths(engine, decision)
+            denial = protected_denial(surface, context, policy, resolved)
             if denial is not None:
                 return ToolResult.denied(denial.reason, by=PLUGIN)
         result: ToolResult = await call_next(event)
@@ -151,13 +189,14 @@ class Guard:
         return result
 
     async def refusal(self, engine: Engine, event: ToolCall) -> ToolResult | None:
-        surface = extract_surface(event.tool, event.input)
+        decision = self.decision(event)
+        surface = decision.surface
         if surface.uncertain and surface.command is not None:
             engine.ui.log(f"could not fully analyse a Bash command: {surface.uncertain[0]}")
         if not surface.writes:
             return None
-        context, policy = await self.context_and_policy(engine, event)
-        denial = preset_denial(surface, context, policy)
+        context, policy, resolved = await self.decided_paths(engine, decision)
+        denial = preset_denial(surface, context, policy, resolved)
         if denial is not None:
             return ToolResult.denied(denial.reason, by=PLUGIN)
         hold = git_hold(surface) if self.options.git_gate else None

@@ -19,6 +19,19 @@ _KEYWORDS = frozenset(
 )
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _SUBSTITUTION = re.compile(r"\$\(((?:[^()]|\([^()]*\))*)\)|`([^`]*)`")
+# One regex step per run of characters, in the states of a POSIX `shlex.shlex` with our
+# punctuation, blanks " \t\r", `#` comments and whitespace_split; `_lexer_tokens` is the reference.
+_SEGMENT = re.compile(
+    r"""(?P<blank>[ \t\r]+)
+    |(?P<comment>\#[^\n]*\n?)
+    |(?P<punct>[;&|<>()\n]+)
+    |(?P<plain>[^ \t\r;&|<>()\n'"\\\#]+)
+    |'(?P<single>[^']*)'
+    |"(?P<double>(?:[^"\\]|\\.)*)"
+    |\\(?P<escaped>.)""",
+    re.VERBOSE | re.DOTALL,
+)
+_QUOTED_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 
 
 class ShellParseError(ValueError):
@@ -47,19 +60,61 @@ def parse_line(command: str) -> ParsedLine:
     """Parse a command line; raises `ShellParseError` when it cannot be split with confidence."""
     text = command.replace("\\\r\n", "").replace("\\\n", "")
     text, heredocs = _cut_heredocs(text)
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=_PUNCTUATION)
-    lexer.whitespace = " \t\r"
-    lexer.whitespace_split = True
-    lexer.commenters = "#"
-    try:
-        raw_tokens = list(lexer)
-    except ValueError as error:
-        raise ShellParseError(str(error)) from None
+    raw_tokens = shell_tokens(text)
     # Substitutions are read from the raw text: a word split by spaces would hide them.
     substitutions = [m.group(1) or m.group(2) or "" for m in _SUBSTITUTION.finditer(text)]
     parsed = ParsedLine(heredocs=heredocs, substitutions=substitutions)
     _collect(_split_operators(raw_tokens), parsed)
     return parsed
+
+
+def shell_tokens(text: str) -> list[str]:
+    """Words and punctuation runs of `text`, exactly as the POSIX lexer splits them."""
+    tokens: list[str] = []
+    word: list[str] = []
+    in_word = False
+    position = 0
+    end = len(text)
+    while position < end:
+        match = _SEGMENT.match(text, position)
+        if match is None:
+            # An unclosed quote or a trailing escape: the lexer words the refusal.
+            return _lexer_tokens(text)
+        position = match.end()
+        kind = match.lastgroup
+        if kind in ("blank", "comment", "punct"):
+            if in_word:
+                tokens.append("".join(word))
+                word.clear()
+                in_word = False
+            if kind == "punct":
+                tokens.append(match.group(0))
+            continue
+        in_word = True
+        if kind == "double":
+            # Inside double quotes only a quote or a backslash is escaped; else both stay.
+            word.append(_QUOTED_ESCAPE.sub(_unescape_in_quotes, match.group("double")))
+        else:
+            word.append(match.group(kind or "plain"))
+    if in_word:
+        tokens.append("".join(word))
+    return tokens
+
+
+def _unescape_in_quotes(match: re.Match[str]) -> str:
+    char = match.group(1)
+    return char if char in '"\\' else "\\" + char
+
+
+def _lexer_tokens(text: str) -> list[str]:
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=_PUNCTUATION)
+    lexer.whitespace = " \t\r"
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    try:
+        return list(lexer)
+    except ValueError as error:
+        raise ShellParseError(str(error)) from None
 
 
 def _cut_heredocs(text: str) -> tuple[str, list[str]]:

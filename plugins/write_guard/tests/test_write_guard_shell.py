@@ -1,0 +1,87 @@
+"""The shell tokenizer splits every line exactly as the POSIX lexer (shlex) does."""
+
+from __future__ import annotations
+
+import json
+import random
+import shlex
+from pathlib import Path
+
+import pytest
+from write_guard._shell import ShellParseError, parse_line, shell_tokens
+
+CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "transcripts"
+ALPHABET = "ab/.-_~*=$`{}! \t\r\n;&|<>()0é'\"\\#"
+
+
+def _lexer_tokens(text: str) -> list[str]:
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|<>()\n")
+    lexer.whitespace = " \t\r"
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    return list(lexer)
+
+
+def _corpus_commands() -> list[str]:
+    if not CORPUS.is_dir():
+        pytest.fail(f"the shared corpus is missing: expected it at {CORPUS} (beside the clone)")
+    commands: list[str] = []
+    for path in sorted(CORPUS.rglob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if '"Bash"' not in line:
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            content = record.get("message", {}).get("content") if isinstance(record, dict) else None
+            for block in content if isinstance(content, list) else []:
+                if isinstance(block, dict) and block.get("name") == "Bash":
+                    command = block.get("input", {}).get("command")
+                    if isinstance(command, str):
+                        commands.append(command)
+    return commands
+
+
+def _same_as_lexer(text: str) -> None:
+    try:
+        expected = _lexer_tokens(text)
+    except ValueError:
+        with pytest.raises(ShellParseError):
+            shell_tokens(text)
+        return
+    assert shell_tokens(text) == expected, repr(text)
+
+
+def test_every_corpus_command_splits_as_the_lexer_splits_it() -> None:
+    commands = _corpus_commands()
+    assert len(commands) > 100
+    quoted = 0
+    for command in commands:
+        quoted += bool(set("'\"\\") & set(command))
+        _same_as_lexer(command)
+    assert quoted > 20
+
+
+def test_random_lines_split_as_the_lexer_splits_them() -> None:
+    chooser = random.Random(20260301)
+    for _ in range(20000):
+        length = chooser.randint(0, 16)
+        _same_as_lexer("".join(chooser.choices(ALPHABET, k=length)))
+
+
+def test_plain_lines_keep_their_redirections_and_separators() -> None:
+    parsed = parse_line("cd build&&make>log.txt 2>&1;ls|tee out")
+    assert [command.argv for command in parsed.commands] == [
+        ("cd", "build"),
+        ("make",),
+        ("ls",),
+        ("tee", "out"),
+    ]
+    assert parsed.commands[1].redirects == ((">", "log.txt"),)
+    assert parsed.commands[1].cwd_prefix == "build"
+
+
+def test_an_unclosed_quote_is_still_refused() -> None:
+    with pytest.raises(ShellParseError):
+        parse_line("echo 'open > x")
