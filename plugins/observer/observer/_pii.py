@@ -185,14 +185,17 @@ def scrub(text: str) -> str:
     return text
 
 
-# Records repeat the same few field names; a key is scrubbed once per process.
+# Records repeat the same field names and many short values (ids, kinds, buckets): each is
+# scrubbed once per process. Long text is scrubbed every time and never kept.
 _scrub_key = lru_cache(maxsize=1024)(scrub)
+_scrub_short = lru_cache(maxsize=4096)(scrub)
+_SHORT = 128
 
 
 def scrub_value(value: Any) -> Any:
     """A JSON-like value with every string in it (keys included) passed through `scrub`."""
     if isinstance(value, str):
-        return scrub(value)
+        return _scrub_short(value) if len(value) <= _SHORT else scrub(value)
     if isinstance(value, Mapping):
         return {_scrub_key(str(key)): scrub_value(item) for key, item in value.items()}
     if isinstance(value, list | tuple):

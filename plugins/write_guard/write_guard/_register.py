@@ -41,6 +41,7 @@ CWD_LIMIT_S = 0.25
 HELD_PREFIX = "held:"
 RECORD_TTL_S = 24 * 3600.0
 DECISIONS_KEPT = 8
+BUILT_KEPT = 64
 
 
 @dataclass(slots=True)
@@ -83,6 +84,10 @@ class Guard:
         # it out once. Keyed by the event object itself, so a handler in between that replaces
         # the event gets a fresh decision.
         self.decisions: deque[_Decision] = deque(maxlen=DECISIONS_KEPT)
+        # Context and policy depend only on these inputs and the options, fixed per host.
+        self.built: dict[
+            tuple[str, str | None, str | None, str | None], tuple[PathContext, Policy]
+        ] = {}
 
     def decision(self, event: ToolCall) -> _Decision:
         for known in self.decisions:
@@ -104,9 +109,9 @@ class Guard:
     async def session_cwd(self, engine: Engine) -> str:
         """The session's cwd, read per event within 250 ms; else the setup dir (one warning)."""
         try:
-            with anyio.fail_after(CWD_LIMIT_S):
-                value: Any = engine.session.cwd
-                if inspect.isawaitable(value):
+            value: Any = engine.session.cwd
+            if inspect.isawaitable(value):
+                with anyio.fail_after(CWD_LIMIT_S):
                     value = await value
             if isinstance(value, str) and value:
                 return value
@@ -131,6 +136,17 @@ class Guard:
         self, cwd: str, project: str | None, home: str | None, agent_type: str | None
     ) -> tuple[PathContext, Policy]:
         """The path context and policy for one event (pure apart from the options)."""
+        key = (cwd, project, home, agent_type)
+        built = self.built.get(key)
+        if built is None:
+            if len(self.built) >= BUILT_KEPT:
+                self.built.clear()
+            built = self.built[key] = self._build(cwd, project, home, agent_type)
+        return built
+
+    def _build(
+        self, cwd: str, project: str | None, home: str | None, agent_type: str | None
+    ) -> tuple[PathContext, Policy]:
         options = self.options
         root = options.workspace_root or project or cwd
         context = PathContext(
