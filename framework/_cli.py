@@ -12,8 +12,9 @@ import anyio
 import typer
 
 from framework import __version__
+from framework._chain import Outcome
 from framework._contract import CONTRACT_VERSION, ContractError, Event, build_event
-from framework._host import Host, Outcome
+from framework._host import Host
 from framework._logging import configure_logging
 from framework._settings import SettingsError, find_config, load_settings, read_config
 

@@ -39,8 +39,9 @@ def check_plugins(names: list[str], contract: str | None) -> dict[str, Any]:
             except Exception as error:
                 report = PluginReport(installed.name, installed.distribution, installed.version, [])
                 for check in CHECKS:
-                    report.checks[check] = _failed(f"cannot import {installed.value}: "
-                                                   f"{type(error).__name__}: {error}")
+                    report.checks[check] = _failed(
+                        f"cannot import {installed.value}: {type(error).__name__}: {error}"
+                    )
                 reports.append(report.as_json())
                 continue
             report = await run_suite(

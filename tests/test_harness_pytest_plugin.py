@@ -10,7 +10,7 @@ from pathlib import Path
 
 BROKEN = Path(__file__).parent / "broken_plugins"
 
-AUTHOR_TEST = '''
+AUTHOR_TEST = """
 from __future__ import annotations
 
 import pytest
@@ -44,7 +44,7 @@ def test_fake_engine(fake_engine) -> None:
     import anyio
 
     anyio.run(_handler_runs_on_fake_engine, fake_engine)
-'''
+"""
 
 
 def _pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:

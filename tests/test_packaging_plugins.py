@@ -48,8 +48,20 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _run(_pip("wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(house), *sources), ROOT)
     built = sorted(str(wheel) for wheel in house.glob("*.whl"))
     # Dependencies (and the build backend, for installing a scaffolded plugin) from the registry.
-    _run(_pip("wheel", "-q", "-w", str(house), "--find-links", str(house), *built,
-              "pytest", "hatchling"), ROOT)
+    _run(
+        _pip(
+            "wheel",
+            "-q",
+            "-w",
+            str(house),
+            "--find-links",
+            str(house),
+            *built,
+            "pytest",
+            "hatchling",
+        ),
+        ROOT,
+    )
     return house
 
 
@@ -83,7 +95,12 @@ def test_plugin_installs_alone_is_listed_and_passes_check(
 
     checked = subprocess.run(
         [str(bin_dir / "hookchain"), "check", "--json"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240, check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
     )
     report = json.loads(checked.stdout)
     failures = {
@@ -107,8 +124,11 @@ def _has_pytest11_entry_point(wheelhouse: Path) -> bool:
 def test_scaffolded_plugin_is_green_out_of_the_box(wheelhouse: Path, tmp_path: Path) -> None:
     env = _clean_env(tmp_path)
     bin_dir = _fresh_venv(tmp_path / "venv", wheelhouse, "hookchain")
-    _run([str(bin_dir / "hookchain"), "new-plugin", "demo-notes", "--dir", str(tmp_path)],
-         tmp_path, env)
+    _run(
+        [str(bin_dir / "hookchain"), "new-plugin", "demo-notes", "--dir", str(tmp_path)],
+        tmp_path,
+        env,
+    )
     project = tmp_path / "demo-notes"
     install = ("install", "-q", "--no-index", "--find-links", str(wheelhouse), f"{project}[test]")
     _run(_pip("--python", str(bin_dir / "python"), *install), tmp_path)

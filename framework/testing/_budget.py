@@ -44,9 +44,7 @@ class StalledBackend:
         await anyio.sleep_forever()
         raise AssertionError("unreachable")
 
-    async def update(
-        self, key: str, fn: Callable[[Any], Any], *, ttl: float | None = None
-    ) -> Any:
+    async def update(self, key: str, fn: Callable[[Any], Any], *, ttl: float | None = None) -> Any:
         await anyio.sleep_forever()
 
     async def clear(self, prefix: str = "") -> int:

@@ -141,9 +141,11 @@ async def load(
         handlers: list[HandlerUnderTest] = []
         names = _event_names(classic_events)
         own = getattr(record, "registrations", None)
-        registrations = list(own) if own is not None else [
-            reg for name in names for reg in host.chain(name) if reg.plugin == record.name
-        ]
+        registrations = (
+            list(own)
+            if own is not None
+            else [reg for name in names for reg in host.chain(name) if reg.plugin == record.name]
+        )
         for reg in registrations:
             handlers.append(
                 HandlerUnderTest(

@@ -138,7 +138,7 @@ def _in_sandbox(vector: Vector, sandbox: str) -> Vector:
 
 
 def declared_access(obj: Any, info: Any) -> frozenset[str]:
-    """What the plugin says it does itself: `PluginInfo.access` ("files", "network", "subprocess")."""
+    """What the plugin does itself: `PluginInfo.access` ("files", "network", "subprocess")."""
     return frozenset(getattr(info, "access", ()))
 
 
@@ -161,8 +161,10 @@ def _check_deterministic(
     if not second.loaded:
         check.failed(f"the second load failed: {second.error}")
     elif one != two:
-        check.failed(f"first load registered {len(one)} handlers, the second {len(two)}, or in "
-                     "another order or with other filters")
+        check.failed(
+            f"first load registered {len(one)} handlers, the second {len(two)}, or in "
+            "another order or with other filters"
+        )
     else:
         check.passed()
 
@@ -185,8 +187,10 @@ def _takes_any_text(annotation: Any) -> bool:
     if annotation in (str, Any, object) or getattr(annotation, "__name__", "") in _PATH_TYPES:
         return True
     origin = get_origin(annotation)
-    return origin is not None and origin not in (list, set, frozenset, tuple, dict) and any(
-        _takes_any_text(arg) for arg in get_args(annotation)
+    return (
+        origin is not None
+        and origin not in (list, set, frozenset, tuple, dict)
+        and any(_takes_any_text(arg) for arg in get_args(annotation))
     )
 
 
@@ -230,5 +234,3 @@ def _check_options(plugin: PluginUnderTest, check: CheckResult) -> None:
                 check.failed(f"rejected {variable} without naming the field: {str(error)[:120]}")
             return
     check.failed(f"accepted {variable}={_BAD_ENV_VALUE!r} for a non-text field")
-
-

@@ -79,7 +79,10 @@ def pytest_collection_modifyitems(
         for check in CHECKS:
             items.append(
                 ConformanceItem.from_parent(
-                    session, name=f"hookchain[{label}][{check}]", plugin=load, label=label,
+                    session,
+                    name=f"hookchain[{label}][{check}]",
+                    plugin=load,
+                    label=label,
                     check=check,
                 )
             )

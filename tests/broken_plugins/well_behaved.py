@@ -45,6 +45,7 @@ def register(on: Any, options: Options) -> None:
 
     async def watch_step(engine: Any, event: Any, call_next: Any) -> Any:
         stream = await call_next(event)
+
         def remember(chunk: Any) -> None:
             engine.spawn(engine.state.set, "last", chunk.kind)
 
