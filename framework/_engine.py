@@ -288,7 +288,7 @@ class Engine:
 
     @property
     def sandboxed(self) -> bool:
-        """Whether the host runs in a sandbox (replays, tests): this plugin's files are throwaway."""
+        """Whether the host runs in a sandbox (replays, tests): plugin files are throwaway."""
         return self._host.sandbox is not None
 
     def data_dir(self, configured: str | os.PathLike[str] | None = None) -> Path:
