@@ -48,6 +48,7 @@ _LABEL_WIDTH = 60
 
 Progress = Callable[[int, int], None]
 
+
 def scratch_records(scratch: Path) -> dict[str, int]:
     """How many JSON lines each plugin wrote into its sandbox folder during the replay."""
     counts: dict[str, int] = {}
