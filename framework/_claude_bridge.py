@@ -30,6 +30,7 @@ from framework._contract import (
     TurnStart,
     TurnStep,
 )
+from framework._engine import current_dispatch
 
 _log = structlog.get_logger("hookchain.claude")
 
@@ -49,6 +50,7 @@ class _Suspended:
     done: anyio.Event = field(default_factory=anyio.Event)
     at_terminal: bool = False
     final_input: Mapping[str, Any] | None = None
+    early_actions: tuple[Any, ...] = ()
     tool_result: ToolResult | None = None
     outcome: Outcome | None = None
     scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
@@ -215,7 +217,7 @@ class ClaudeBridge:
                 key = cmap.input_key(call.session_id, call.tool, pending.final_input)
                 if key != call.tool_use_id:
                     self._park(key, pending)
-            return cmap.pre_tool_use_answer(call, None, pending.final_input)
+            return cmap.pre_tool_use_answer(call, None, pending.final_input, pending.early_actions)
         outcome = pending.outcome
         if outcome is None or not isinstance(outcome.result, ToolResult):
             return cmap.NO_ANSWER
@@ -237,6 +239,10 @@ class ClaudeBridge:
 
     async def _run_suspended(self, pending: _Suspended) -> None:
         async def terminal(event: ToolCall) -> ToolResult:
+            # Toasts and messages recorded on the way down reach Claude Code with the PreToolUse
+            # answer, before the tool runs, rather than waiting for its result.
+            dispatch = current_dispatch.get()
+            pending.early_actions = tuple(dispatch.actions) if dispatch is not None else ()
             pending.at_terminal = True
             pending.final_input = event.input
             pending.reached.set()
@@ -277,7 +283,10 @@ class ClaudeBridge:
         outcome = pending.outcome
         if outcome is None or not isinstance(outcome.result, ToolResult):
             return cmap.NO_ANSWER
-        return cmap.post_tool_use_answer(name, outcome.result, outcome.actions)
+        later = outcome.actions[len(pending.early_actions) :]
+        return cmap.post_tool_use_answer(
+            name, outcome.result, later, recorded=recorded, tool=pending.call.tool
+        )
 
     async def _replay(
         self, name: str, payload: Mapping[str, Any], recorded: ToolResult
@@ -291,10 +300,13 @@ class ClaudeBridge:
         async def terminal(event: ToolCall) -> ToolResult:
             return recorded
 
-        outcome = await self.host.dispatch(cmap.tool_call(payload), terminal=terminal)
+        call = cmap.tool_call(payload)
+        outcome = await self.host.dispatch(call, terminal=terminal)
         if not isinstance(outcome.result, ToolResult):
             return cmap.NO_ANSWER
-        return cmap.post_tool_use_answer(name, outcome.result, outcome.actions)
+        return cmap.post_tool_use_answer(
+            name, outcome.result, outcome.actions, recorded=recorded, tool=call.tool
+        )
 
     def cancel_session_calls(self, session_id: str) -> None:
         for queue in list(self._suspended.values()):

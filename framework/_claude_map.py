@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import structlog
 from pydantic import ValidationError
 
 from framework._contract import (
@@ -24,6 +25,8 @@ from framework._contract import (
     TurnComplete,
     TurnResult,
 )
+
+_log = structlog.get_logger("hookchain.claude")
 
 TEXT_CAP = 10_000
 """Claude Code caps every output string at this many characters."""
@@ -372,12 +375,72 @@ def pre_tool_use_answer(
     return _envelope("PreToolUse", context=context, person=person, specific=specific)
 
 
+def _json_kind(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "object"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return "null" if value is None else "other"
+
+
+def _plain(value: Any) -> Any:
+    """Frozen mappings and tuples as JSON objects and arrays."""
+    if isinstance(value, Mapping):
+        return {str(key): _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    return value
+
+
+def updated_tool_output(
+    recorded: ToolResult | None, result: ToolResult, tool: str
+) -> dict[str, Any]:
+    """The `updatedToolOutput` fields when a plugin changed what the tool returned, else {}.
+
+    Claude Code needs the replacement shaped like the tool's own output, so one of another JSON
+    kind (an object turned into a string, say) is refused: the model then sees the real output.
+    """
+    if recorded is None or recorded.is_error or result.is_error:
+        return {}
+    if result.output == recorded.output:
+        return {}
+    if _json_kind(result.output) != _json_kind(recorded.output):
+        _log.warning(
+            "changed tool output not sent: Claude Code needs the tool's own shape",
+            tool=tool,
+            expected=_json_kind(recorded.output),
+            got=_json_kind(result.output),
+        )
+        return {}
+    output = _cap_all(_plain(result.output))
+    fields: dict[str, Any] = {"updatedToolOutput": output}
+    if tool.startswith("mcp__"):
+        # Claude Code before 2.1.121 rewrites only MCP tools' output, through this field.
+        fields["updatedMCPToolOutput"] = output
+    return fields
+
+
 def post_tool_use_answer(
-    event_name: str, result: ToolResult, actions: Sequence[Any] = ()
+    event_name: str,
+    result: ToolResult,
+    actions: Sequence[Any] = (),
+    *,
+    recorded: ToolResult | None = None,
+    tool: str = "",
 ) -> HookAnswer:
-    """PostToolUse / PostToolUseFailure: notes and appended messages go to the model."""
+    """PostToolUse / PostToolUseFailure: notes and appended messages go to the model; an output
+    a plugin changed (compared with `recorded`, what the tool returned) replaces the tool's."""
     context = _note_texts(result) + model_messages(actions)
-    return _envelope(event_name, context=context, person=person_messages(actions))
+    specific = updated_tool_output(recorded, result, tool) if event_name == "PostToolUse" else {}
+    return _envelope(
+        event_name, context=context, person=person_messages(actions), specific=specific
+    )
 
 
 def prompt_answer(

@@ -45,12 +45,21 @@ async def guard(engine: Engine, event: ToolCall, call_next: CallNext) -> ToolRes
         return ToolResult.denied("destructive command", by=plugin.name)
     if command.startswith("echo REWRITE"):
         event = event.model_copy(update={"input": {**event.input, "command": "echo rewritten"}})
+    if "TOAST" in command:
+        engine.ui.toast("probe looked before the tool")
+        await engine.session.append("probe note before the tool")
     try:
         result: ToolResult = await call_next(event)
     except anyio.get_cancelled_exc_class():
         record("cancelled", event.tool_use_id)
         raise
     record("tool", event.session_id, event.tool_use_id, event.tool, result.is_error)
+    if "TOAST" in command:
+        engine.ui.toast("probe looked after the tool")
+    if "REDACT" in command and isinstance(result.output, dict):
+        result = result.model_copy(update={"output": {**result.output, "stdout": "[redacted]"}})
+    if "FLATTEN" in command:
+        result = result.model_copy(update={"output": "flattened"})
     state = "error" if result.is_error else "ok"
     return result.with_note(f"probe saw {event.tool} ({state})", by=plugin.name)
 
@@ -98,6 +107,12 @@ async def classic(engine: Engine, event: Any, call_next: CallNext) -> Any:
 
 async def ended(engine: Engine, event: Any, call_next: CallNext) -> Any:
     record("session.end", event.session_id, event.reason)
+    if event.reason == "slow-probe":
+        try:
+            await anyio.sleep(60)
+        except anyio.get_cancelled_exc_class():
+            record("session.end cut", event.session_id)
+            raise
     return await call_next(event)
 
 

@@ -11,8 +11,9 @@ from typing import Any
 import anyio
 import claude_probe_plugin as probe
 import pytest
+from structlog.testing import capture_logs
 
-from framework import Host
+from framework import Host, HostSettings
 from framework import _claude_map as cmap
 from framework._claude_bridge import ClaudeBridge
 
@@ -26,9 +27,13 @@ def _fresh_probe() -> None:
 
 
 @asynccontextmanager
-async def bridged(suspend_timeout: float = 60.0) -> AsyncIterator[ClaudeBridge]:
+async def bridged(
+    suspend_timeout: float = 60.0, settings: HostSettings | None = None
+) -> AsyncIterator[ClaudeBridge]:
     async with (
-        Host(plugins=[probe], entry_points=False, store="memory://", env={}) as host,
+        Host(
+            plugins=[probe], entry_points=False, store="memory://", env={}, settings=settings
+        ) as host,
         anyio.create_task_group() as task_group,
     ):
         bridge = ClaudeBridge(host, task_group, suspend_timeout=suspend_timeout)
@@ -89,7 +94,12 @@ async def test_a_tool_call_is_suspended_at_the_terminal_until_its_result_arrives
         assert bridge.suspended_count == 1
         assert seen("tool") == []
         answer = await ask(bridge, post(pre("ls")))
-        assert context_of(answer) == "[claude-probe] probe saw Bash (ok)"
+        assert answer == {
+            "hookSpecificOutput": {
+                "hookEventName": "PostToolUse",
+                "additionalContext": "[claude-probe] probe saw Bash (ok)",
+            }
+        }
         assert seen("tool") == [("tool", SESSION, "toolu_1", "Bash", False)]
         assert bridge.suspended_count == 0
         assert bridge.replays == 0
@@ -145,9 +155,12 @@ async def test_parallel_calls_resume_in_any_order_with_their_own_results() -> No
 @pytest.mark.anyio
 async def test_a_result_for_an_unknown_call_replays_the_chain_around_it() -> None:
     async with bridged() as bridge:
-        answer = await ask(bridge, post(pre("ls", tool_use_id="toolu_unknown")))
+        with capture_logs() as logs:
+            answer = await ask(bridge, post(pre("ls", tool_use_id="toolu_unknown")))
         assert "probe saw Bash (ok)" in context_of(answer)
         assert bridge.replays == 1
+        replayed = [entry for entry in logs if "replaying its chain" in entry["event"]]
+        assert [(entry["log_level"], entry["tool"]) for entry in replayed] == [("debug", "Bash")]
         assert seen("tool") == [("tool", SESSION, "toolu_unknown", "Bash", False)]
 
 
@@ -174,6 +187,75 @@ async def test_session_end_cancels_that_sessions_suspended_calls_only() -> None:
         assert seen("session.end") == [("session.end", "s1", "other")]
         answer = await ask(bridge, post(pre("b", tool_use_id="toolu_b", session="s2")))
         assert "ok" in context_of(answer)
+
+
+@pytest.mark.anyio
+async def test_what_handlers_record_before_the_tool_reaches_pre_tool_use_and_only_there() -> None:
+    async with bridged() as bridge:
+        call = pre("TOAST ls")
+        before = await ask(bridge, call)
+        assert before == {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "additionalContext": "[claude-probe] probe note before the tool",
+            },
+            "systemMessage": "[claude-probe] probe looked before the tool",
+        }
+        after = await ask(bridge, post(call))
+        assert context_of(after) == "[claude-probe] probe saw Bash (ok)"
+        assert after["systemMessage"] == "[claude-probe] probe looked after the tool"
+
+
+@pytest.mark.anyio
+async def test_a_replayed_call_reports_everything_its_handlers_recorded() -> None:
+    async with bridged() as bridge:
+        answer = await ask(bridge, post(pre("TOAST ls", tool_use_id="toolu_new")))
+        assert "probe note before the tool" in context_of(answer)
+        assert answer["systemMessage"].splitlines() == [
+            "[claude-probe] probe looked before the tool",
+            "[claude-probe] probe looked after the tool",
+        ]
+
+
+@pytest.mark.anyio
+async def test_an_output_a_plugin_changed_replaces_the_tools_output() -> None:
+    async with bridged() as bridge:
+        redacted = pre("cat secrets REDACT", tool_use_id="toolu_r")
+        await ask(bridge, redacted)
+        answer = await ask(bridge, post(redacted))
+        assert answer["hookSpecificOutput"]["updatedToolOutput"] == {"stdout": "[redacted]"}
+        assert "updatedMCPToolOutput" not in answer["hookSpecificOutput"]
+        replayed = await ask(bridge, post(pre("REDACT again", tool_use_id="toolu_unseen")))
+        assert replayed["hookSpecificOutput"]["updatedToolOutput"] == {"stdout": "[redacted]"}
+        mcp = {**pre("REDACT", tool_use_id="toolu_m"), "tool_name": "mcp__notes__read"}
+        await ask(bridge, mcp)
+        specific = (await ask(bridge, post(mcp)))["hookSpecificOutput"]
+        assert specific["updatedToolOutput"] == {"stdout": "[redacted]"}
+        assert specific["updatedMCPToolOutput"] == {"stdout": "[redacted]"}
+
+
+@pytest.mark.anyio
+async def test_an_output_of_another_shape_or_a_failure_is_never_rewritten() -> None:
+    async with bridged() as bridge:
+        flat = pre("FLATTEN", tool_use_id="toolu_f")
+        await ask(bridge, flat)
+        with capture_logs() as logs:
+            answer = await ask(bridge, post(flat))
+        assert "updatedToolOutput" not in answer["hookSpecificOutput"]
+        assert [e["expected"] for e in logs if "not sent" in e["event"]] == ["object"]
+        failed = pre("REDACT false", tool_use_id="toolu_x")
+        await ask(bridge, failed)
+        answer = await ask(bridge, post(failed, failed=True))
+        assert "updatedToolOutput" not in answer["hookSpecificOutput"]
+
+
+@pytest.mark.anyio
+async def test_session_end_handlers_are_cut_at_the_shared_budget() -> None:
+    assert HostSettings().session_end_budget == 1.5
+    async with bridged(settings=HostSettings(session_end_budget=0.2)) as bridge:
+        end = {"session_id": SESSION, "hook_event_name": "SessionEnd", "reason": "slow-probe"}
+        assert await ask(bridge, end) == {}
+        assert seen("session.end cut") == [("session.end cut", SESSION)]
 
 
 @pytest.mark.anyio

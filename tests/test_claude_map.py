@@ -208,6 +208,47 @@ def test_notes_after_the_tool_go_to_the_model_and_toasts_to_the_person() -> None
     assert answer["systemMessage"] == "[observer] saved"
 
 
+def test_a_changed_output_of_the_same_json_kind_becomes_updated_tool_output() -> None:
+    recorded = ToolResult(output={"stdout": "key=abc", "stderr": ""})
+    changed = recorded.model_copy(update={"output": {"stdout": "key=***", "stderr": ""}})
+    answer = answer_json(
+        cmap.post_tool_use_answer("PostToolUse", changed, recorded=recorded, tool="Bash")
+    )
+    assert answer == {
+        "hookSpecificOutput": {
+            "hookEventName": "PostToolUse",
+            "updatedToolOutput": {"stdout": "key=***", "stderr": ""},
+        }
+    }
+    unchanged = cmap.post_tool_use_answer("PostToolUse", recorded, recorded=recorded, tool="Bash")
+    assert unchanged == cmap.NO_ANSWER
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [({"stdout": "x"}, "x"), ("text", ["text"]), ([1], {"a": 1}), (1, True), ("a", None)],
+)
+def test_an_output_of_another_json_kind_is_not_sent(before: Any, after: Any) -> None:
+    recorded = ToolResult(output=before)
+    assert cmap.updated_tool_output(recorded, ToolResult(output=after), "Read") == {}
+
+
+def test_rewritten_output_is_plain_json_capped_and_doubled_for_mcp_tools() -> None:
+    recorded = ToolResult(output={"rows": ["a"], "text": "short"})
+    changed = ToolResult(output={"rows": ("b",), "text": "z" * 20_000})
+    fields = cmap.updated_tool_output(recorded, changed, "mcp__db__query")
+    assert fields["updatedToolOutput"]["rows"] == ["b"]
+    assert fields["updatedToolOutput"]["text"].endswith(cmap.CUT_MARKER)
+    assert len(fields["updatedToolOutput"]["text"]) == cmap.TEXT_CAP
+    assert fields["updatedMCPToolOutput"] == fields["updatedToolOutput"]
+    failed = ToolResult(output="Exit code 1", is_error=True)
+    assert cmap.updated_tool_output(failed, ToolResult(output="Exit code 0"), "Bash") == {}
+    failure = cmap.post_tool_use_answer(
+        "PostToolUseFailure", ToolResult(output="changed", is_error=True), recorded=failed
+    )
+    assert failure == cmap.NO_ANSWER
+
+
 def test_a_failure_answer_names_its_own_event() -> None:
     result = ToolResult(output="Exit code 1", is_error=True).with_note("n", by="p")
     answer = answer_json(cmap.post_tool_use_answer("PostToolUseFailure", result))
@@ -269,6 +310,14 @@ def test_long_texts_are_cut_to_the_cap_with_a_marker() -> None:
     denied = ToolResult.denied(text, by="p")
     reason = answer_json(cmap.pre_tool_use_answer(call(), denied, None))["hookSpecificOutput"]
     assert reason["permissionDecisionReason"].endswith(cmap.CUT_MARKER)
+    toast = Action(by="p", kind="toast", text=text, event="tool.call")
+    shown = answer_json(cmap.pre_tool_use_answer(call(), None, None, [toast]))
+    assert len(shown["systemMessage"]) == cmap.TEXT_CAP
+    stop = cmap.turn_complete({**of("Stop")[0], "stop_hook_active": False}, "t")
+    blocked = answer_json(cmap.stop_answer("Stop", stop, TurnResult().continued(text, by="p")))
+    assert len(blocked["reason"]) == cmap.TEXT_CAP
+    dropped = answer_json(cmap.prompt_answer(PromptResult(text="x").dropped(text, by="p"), None))
+    assert dropped["reason"].endswith(cmap.CUT_MARKER)
 
 
 # -- the stop reason at Stop ---------------------------------------------------------------------
