@@ -137,13 +137,13 @@ class Host:
         if self._entry_points:
             explicit_names = {candidate.name for candidate in candidates}
             candidates += [c for c in entry_point_candidates() if c.name not in explicit_names]
-        options = {
-            name: {**table, **dict(self._options.get(name, {}))}
-            for name, table in self._config.items()
-            if isinstance(table, dict)
-        }
+        # A plugin's table in hookchain.toml may be spelled [write-guard] or [write_guard].
+        options: dict[str, dict[str, Any]] = {}
+        for name, table in self._config.items():
+            if isinstance(table, dict) and name != "hookchain":
+                options.setdefault(name.replace("_", "-"), {}).update(table)
         for name, values in self._options.items():
-            options.setdefault(name, dict(values))
+            options.setdefault(name, {}).update(values)
         self.plugins = load_plugins(
             self.pm,
             candidates,

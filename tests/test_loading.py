@@ -175,3 +175,15 @@ async def test_entry_point_plugins_load_in_isolation(
     assert "hookchain-broken 0.3.1" in (records["broken"].error or "")
     assert "missing_dependency" in (records["broken"].error or "")
     assert outcome.result.output == "done"
+
+
+def test_a_plugin_table_may_use_underscores_and_explicit_options_win() -> None:
+    seen: list[Any] = []
+
+    def register(on: Any, options: Any) -> None:
+        seen.append(options)
+
+    plugin = make_plugin("rate-limiter", register, options=Limits)
+    config = {"rate_limiter": {"mode": "block", "limit": 5}}
+    host_with(plugin, config=config, options={"rate-limiter": {"limit": 9}}).load()
+    assert (seen[0].mode, seen[0].limit) == ("block", 9)
