@@ -83,7 +83,10 @@ def settings_path(scope: Scope, project_dir: Path, home: Path | None = None) -> 
 
 def client_command(event: str, python: str | None = None, client: str | None = None) -> str:
     """The shell command of one event: the absolute interpreter, `-S`, the client, the marker."""
-    interpreter = python or sys.executable
+    interpreter = sys.executable if python is None else python
+    if not Path(interpreter).is_absolute():
+        # Claude Code runs hooks with its own PATH and cwd: only an absolute path is certain.
+        raise InstallError(f"the interpreter path {interpreter!r} is not absolute")
     script = client or str(Path(_client.__file__).resolve())
     return f"{shlex.quote(interpreter)} -S {shlex.quote(script)} {event} {MARKER}"
 

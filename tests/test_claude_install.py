@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from framework import _client
+from framework import _client, _http
 from framework import _install as inst
 
 OTHER_HOOK = {"type": "command", "command": "echo keep-me", "timeout": 5}
@@ -68,6 +68,12 @@ def test_the_command_runs_the_client_with_the_absolute_interpreter_and_minus_s()
     words = shlex.split(command, comments=True)
     assert words == [sys.executable, "-S", str(Path(_client.__file__).resolve()), "PreToolUse"]
     assert Path(words[0]).is_absolute()
+
+
+def test_an_interpreter_without_an_absolute_path_is_refused() -> None:
+    for python in ("python3", "", "bin/python"):
+        with pytest.raises(inst.InstallError, match="not absolute"):
+            inst.client_command("Stop", python=python)
 
 
 def test_bad_event_names_and_bad_settings_are_refused() -> None:
@@ -193,3 +199,88 @@ def test_precompiling_writes_the_client_bytecode_where_imports_look() -> None:
     written = inst.precompile_client()
     assert written == Path(importlib.util.cache_from_source(_client_core.__file__))
     assert written.stat().st_mtime >= Path(_client_core.__file__).stat().st_mtime
+
+
+def cli_app() -> Any:
+    import typer
+
+    from framework import _cli_claude
+
+    app = typer.Typer()
+    _cli_claude.register(app)
+    return app
+
+
+def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str | None) -> None:
+    """A `claude` on PATH that prints `version`, or none at all; HOME and the data dir private."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    if version is not None:
+        script = bin_dir / "claude"
+        script.write_text(f"#!/bin/sh\necho '{version} (Claude Code)'\n")
+        script.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HOOKCHAIN_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("HOOKCHAIN_UNREACHABLE", raising=False)
+    monkeypatch.delenv("HOOKCHAIN_HTTP_PORT", raising=False)
+    (tmp_path / "project").mkdir()
+    monkeypatch.chdir(tmp_path / "project")
+
+
+def installed(tmp_path: Path) -> dict[str, Any]:
+    settings: dict[str, Any] = json.loads(
+        (tmp_path / "project" / ".claude" / "settings.json").read_text()
+    )
+    return settings
+
+
+def test_cli_refuses_http_on_a_claude_code_older_than_2_1_63(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_claude(tmp_path, monkeypatch, "2.1.62")
+    done = CliRunner().invoke(cli_app(), ["install", "--transport", "http"])
+    assert done.exit_code == 2
+    assert "Claude Code 2.1.62 has no http hooks" in done.output
+    assert not (tmp_path / "project" / ".claude").exists()
+    assert not (tmp_path / "data").exists()
+
+
+def test_cli_http_install_keeps_pre_tool_use_on_command_when_fail_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_claude(tmp_path, monkeypatch, "2.1.63")
+    done = CliRunner().invoke(cli_app(), ["install", "--transport", "http", "--fail-closed"])
+    assert done.exit_code == 0, done.output
+    settings = installed(tmp_path)
+    pre = handlers(settings, "PreToolUse")[0]
+    assert pre["command"] == inst.client_command("PreToolUse")
+    post = handlers(settings, "PostToolUse")[0]
+    assert post["type"] == "http"
+    token_file = _http.token_path(tmp_path / "data")
+    assert token_file.read_text().strip() not in json.dumps(settings)
+    assert f'export HOOKCHAIN_TOKEN="$(cat {token_file})"' in done.output
+    assert "PreToolUse stays on the command client" in done.output
+
+
+def test_cli_reads_fail_closed_from_hookchain_unreachable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_claude(tmp_path, monkeypatch, "2.2.0")
+    monkeypatch.setenv("HOOKCHAIN_UNREACHABLE", "closed")
+    done = CliRunner().invoke(cli_app(), ["install", "--transport", "http"])
+    assert done.exit_code == 0, done.output
+    assert handlers(installed(tmp_path), "PreToolUse")[0]["type"] == "command"
+    assert handlers(installed(tmp_path), "Stop")[0]["type"] == "http"
+
+
+def test_cli_warns_when_claude_is_not_found_and_user_scope_writes_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_claude(tmp_path, monkeypatch, None)
+    done = CliRunner().invoke(cli_app(), ["install", "--user", "--transport", "http"])
+    assert done.exit_code == 0, done.output
+    assert "could not run `claude --version`" in done.output
+    user_file = tmp_path / "home" / ".claude" / "settings.json"
+    assert handlers(json.loads(user_file.read_text()), "PreToolUse")[0]["type"] == "http"
+    assert not (tmp_path / "project" / ".claude").exists()
