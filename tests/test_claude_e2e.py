@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
+import anyio
+import claude_probe_plugin as probe
 import pytest
 from claude_e2e_kit import CLIENT, claude_side, post, pre
 
-from framework import _client_core, _daemon
+from framework import Host, _client_core, _daemon
 
 PAYLOADS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "hook-payloads"
 pytestmark = pytest.mark.slow
@@ -227,3 +231,103 @@ def test_a_host_whose_socket_is_removed_exits() -> None:
         side.hook("PreToolUse", pre("ls", "t", "s"))  # a suspended call keeps it from idling out
         (side.runtime / _client_core.SOCKET_NAME).unlink()
         assert side.wait_gone(pid, timeout=15)
+
+
+@pytest.mark.anyio
+async def test_a_connection_from_another_uid_is_refused_unanswered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Another user cannot be made to connect here, so the kernel's answer is replaced.
+    root = Path(tempfile.mkdtemp(prefix="hc-"))
+    monkeypatch.setenv("HOOKCHAIN_DATA_DIR", str(root / "data"))
+    options = _daemon.ServeOptions(runtime_dir=root / "rt")
+    _daemon.ensure_private_dir(options.runtime_dir)
+
+    def exchange() -> bytes:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10)
+            sock.connect(str(options.socket_path))
+            sock.sendall(b"HC1 - - @status\n")
+            sock.shutdown(socket.SHUT_WR)
+            try:
+                return b"".join(iter(lambda: sock.recv(65536), b""))
+            except ConnectionResetError:
+                return b""  # closed with the request unread: refused all the same
+
+    try:
+        async with (
+            Host(plugins=[probe], entry_points=False, store="memory://", env={}) as host,
+            anyio.create_task_group() as group,
+        ):
+            server = _daemon.Server(options, host)
+            group.start_soon(server.run)
+            for _ in range(1000):
+                if options.socket_path.exists():
+                    break
+                await anyio.sleep(0.01)
+            assert b'"pid"' in await anyio.to_thread.run_sync(exchange)
+            monkeypatch.setattr(_daemon, "peer_uid", lambda sock: os.getuid() + 1)
+            assert await anyio.to_thread.run_sync(exchange) == b""
+            assert server.refused_peers == 1
+            assert server.bridge is not None
+            assert server.bridge.served == 0
+            server.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_the_client_imports_nothing_beyond_the_standard_library() -> None:
+    with claude_side() as side:
+        assert side.hook("PreToolUse", pre("rm -rf w", "t0", "s")).code == 0  # the host is warm
+        process = subprocess.run(
+            [sys.executable, "-S", "-X", "importtime", CLIENT, "PreToolUse"],
+            input=json.dumps(pre("rm -rf x", "t1", "s")).encode(),
+            env=side.env,
+            capture_output=True,
+            timeout=30,
+        )
+        assert json.loads(process.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+        imported = {
+            line.rsplit("|", 1)[1].strip().split(".")[0]
+            for line in process.stderr.decode().splitlines()
+            if line.startswith("import time:") and not line.endswith("imported package")
+        }
+        assert "_client_core" in imported
+        assert imported - {"_client_core"} <= set(sys.stdlib_module_names)
+        assert not {"framework", "json", "typing", "socket", "os"} & imported
+
+
+def host_script(pid: int) -> str:
+    """The client file a host was started from (its argv[1])."""
+    return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1].decode()
+
+
+def test_a_client_of_another_installation_restarts_the_host_as_its_own() -> None:
+    with claude_side() as side:
+        other = side.root / "other"
+        shutil.copytree(
+            Path(CLIENT).parent,
+            other / "framework",
+            ignore=shutil.ignore_patterns("__pycache__"),
+            copy_function=shutil.copy,  # new times, as an install of another version has
+        )
+        other_client = str(other / "framework" / "_client.py")
+        first = subprocess.run(
+            [sys.executable, "-S", other_client, "PreToolUse"],
+            input=json.dumps(pre("rm -rf a", "t1", "s")).encode(),
+            env=side.env,
+            capture_output=True,
+            timeout=60,
+        )
+        assert json.loads(first.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+        old = side.host_pid()
+        assert old is not None
+        assert host_script(old).startswith(str(other))
+        again = side.hook("PreToolUse", pre("rm -rf b", "t2", "s"))
+        assert again.code == 0
+        assert again.stderr == ""
+        assert again.answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert side.wait_gone(old)
+        new = side.host_pid()
+        assert new not in (None, old)
+        assert host_script(new) == str(Path(_client_core.__file__))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import http.client
+import ipaddress
 import json
 import os
 import signal
+import socket
 import stat
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -130,3 +132,37 @@ def test_a_restarted_host_serves_http_on_the_recorded_port() -> None:
         status, answer = post_hook(credentials.port, pre("rm -rf /", "t", "s"), credentials.token)
         assert status == 200
         assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def non_loopback_address() -> str | None:
+    """An address of this machine that is not loopback (no packet is sent to find it)."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.connect(("198.51.100.1", 9))
+            address = str(probe.getsockname()[0])
+    except OSError:
+        return None
+    return None if ipaddress.ip_address(address).is_loopback else address
+
+
+def test_a_peer_that_is_not_loopback_is_refused_and_nothing_dispatched() -> None:
+    address = non_loopback_address()
+    if address is None:
+        pytest.skip("this machine has no address besides loopback to connect from")
+    with claude_side() as side:
+        credentials = http_side(side)
+        connection = http.client.HTTPConnection(
+            "127.0.0.1", credentials.port, timeout=30, source_address=(address, 0)
+        )
+        try:
+            body = json.dumps(pre("ls", "t", "s"))
+            headers = {"Authorization": f"Bearer {credentials.token}"}
+            connection.request("POST", "/hook", body=body, headers=headers)
+            response = connection.getresponse()
+            assert response.status == 403
+            assert "loopback" in json.loads(response.read())["error"]
+        finally:
+            connection.close()
+        assert side.probe("tool") == []
+        status, _ = post_hook(credentials.port, pre("rm -rf /", "t", "s"), credentials.token)
+        assert status == 200
