@@ -7,6 +7,7 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, get_args, get_origin
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -127,7 +128,9 @@ async def _run_handlers(
                 await runner.run(handler, vector)
     runner.access.extend(seen)
     runner.finish_access()
-    await check_budget(obj, tuple(handled.values()), runner.results["budget"])
+    await check_budget(
+        obj, tuple(handled.values()), runner.results["budget"], sandbox=Path(sandbox)
+    )
     _merge(report, runner.results, contract_version, len(report.contract_versions) > 1)
 
 

@@ -1,4 +1,5 @@
-"""Broken on purpose (check budget): when the store is slow it falls back to a blocking wait."""
+"""Broken on purpose (check budget): when the store is slow it falls back to a blocking wait
+longer than the budget it names."""
 
 from __future__ import annotations
 
@@ -22,4 +23,4 @@ def register(on: Any, options: Any) -> None:
             time.sleep(1.0)  # noqa: ASYNC251 (the bug: blocks the loop, no budget can stop it)
         return result
 
-    on("tool.call", remember)
+    on("tool.call", remember, budget=0.5)
