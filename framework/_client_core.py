@@ -27,6 +27,9 @@ VERSION = "1"
 """Bump when the wire format or the host's behaviour changes incompatibly."""
 
 DEFAULT_DEADLINE_S = 2.0
+ENDS_SESSION = "SessionEnd"
+"""Never starts a host: a new one knows nothing of the session, and Claude Code gives this event
+only 1.5 s in all."""
 SOCKET_NAME = "host.sock"
 LOCK_NAME = "host.lock"
 _CHUNK = 65536
@@ -210,7 +213,7 @@ def forward(event: str, payload: bytes) -> int:
                 _write_all(1, stdout)
             return code
         now = time.monotonic()
-        if now >= deadline:
+        if now >= deadline or event == ENDS_SESSION:
             return _unreachable(event, why)
         if now >= next_start and not _lock_is_held(folder + "/" + LOCK_NAME):
             try:

@@ -331,3 +331,16 @@ def test_a_client_of_another_installation_restarts_the_host_as_its_own() -> None
         new = side.host_pid()
         assert new not in (None, old)
         assert host_script(new) == str(Path(_client_core.__file__))
+
+
+def test_session_end_never_starts_a_host_and_skips_at_once() -> None:
+    with claude_side() as side:
+        end = {"session_id": "s", "hook_event_name": "SessionEnd", "reason": "other"}
+        skipped = side.hook("SessionEnd", end)
+        assert skipped.code == 0
+        assert skipped.stderr.startswith("hookchain: host unreachable")
+        assert not side.runtime.exists()
+        assert side.hook("Stop", {"session_id": "s", "hook_event_name": "Stop"}).stderr == ""
+        served = side.hook("SessionEnd", end)
+        assert (served.code, served.stdout, served.stderr) == (0, "", "")
+        assert side.probe("session.end") == [["session.end", "s", "other"]]
