@@ -50,6 +50,20 @@ def _encode(value: Any) -> str:
         raise StoreError(f"store values must be JSON-compatible: {error}") from None
 
 
+# The memory backend's own encoder, built once: key order is irrelevant to a copy kept in this
+# process (the persistent backends still sort theirs), and a circular or non-JSON value is
+# still refused.
+_memory_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+_memory_decode = json.JSONDecoder().decode
+
+
+def _memory_copy(value: Any) -> str:
+    try:
+        return _memory_encode(value)
+    except (TypeError, ValueError) as error:
+        raise StoreError(f"store values must be JSON-compatible: {error}") from None
+
+
 class MemoryBackend:
     """A process-local store for tests and replays; values are copied in and out as JSON."""
 
@@ -69,10 +83,10 @@ class MemoryBackend:
 
     async def get(self, key: str) -> Any | None:
         text = self._live(key)
-        return None if text is None else json.loads(text)
+        return None if text is None else _memory_decode(text)
 
     async def set(self, key: str, value: Any, *, ttl: float | None = None) -> None:
-        self._data[key] = (_encode(value), None if ttl is None else time.time() + ttl)
+        self._data[key] = (_memory_copy(value), None if ttl is None else time.time() + ttl)
 
     async def delete(self, key: str) -> None:
         self._data.pop(key, None)
@@ -85,8 +99,8 @@ class MemoryBackend:
     ) -> Any:
         # No await between read and write: atomic within the event loop.
         text = self._live(key)
-        new = fn(None if text is None else json.loads(text))
-        self._data[key] = (_encode(new), None if ttl is None else time.time() + ttl)
+        new = fn(None if text is None else _memory_decode(text))
+        self._data[key] = (_memory_copy(new), None if ttl is None else time.time() + ttl)
         return new
 
     async def clear(self, prefix: str = "") -> int:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from write_guard._bash import WriteTarget
 from write_guard._git import dangerous_git
-from write_guard._paths import PathContext, PathRejection, ResolvedPath, resolve_path
+from write_guard._paths import PathContext, PathRejection, Resolutions, ResolvedPath, resolve_path
 from write_guard._policy import (
     PROTECTED_MARKERS,
     PathVerdict,
@@ -52,13 +52,15 @@ def _from_verdict(verdict: PathVerdict) -> GuardDenial:
     return _deny(verdict.rule, shown, verdict.explanation, verdict.instead)
 
 
-def resolve_target(target: WriteTarget, context: PathContext) -> ResolvedPath | PathRejection:
+def resolve_target(
+    target: WriteTarget, context: PathContext, known: Resolutions | None = None
+) -> ResolvedPath | PathRejection:
     """Resolve a target, first anchoring it at the directory a preceding `cd` moved to."""
     raw = target.path
     prefix = target.cwd_prefix
     if prefix is not None and not raw.startswith(("/", "~", "$")):
         raw = prefix.rstrip("/") + "/" + raw
-    return resolve_path(raw, context)
+    return resolve_path(raw, context, known)
 
 
 def mentions_protected(text: str, policy: Policy) -> bool:
@@ -72,8 +74,10 @@ Resolved = list[tuple[WriteTarget, ResolvedPath | PathRejection]]
 
 
 def resolve_all(surface: Surface, context: PathContext) -> Resolved:
-    """Every target of the surface with its resolution (done once per decision)."""
-    return [(target, resolve_target(target, context)) for target in surface.targets]
+    """Every target of the surface with its resolution (done once per decision, the targets
+    sharing the resolutions of their common ancestors)."""
+    known: Resolutions = {}
+    return [(target, resolve_target(target, context, known)) for target in surface.targets]
 
 
 def protected_denial(

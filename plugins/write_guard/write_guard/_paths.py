@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import re
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -47,8 +49,18 @@ class PathRejection:
     why: str
 
 
-def resolve_path(raw: str, context: PathContext) -> ResolvedPath | PathRejection:
-    """Expand `~` and the known variables, anchor at the cwd, clean, and resolve symlinks."""
+Resolutions = dict[str, tuple[str, bool]]
+"""Absolute path → (its `os.path.realpath`, whether that exists); for one decision only, since
+the file system may change between decisions."""
+
+
+def resolve_path(
+    raw: str, context: PathContext, known: Resolutions | None = None
+) -> ResolvedPath | PathRejection:
+    """Expand `~` and the known variables, anchor at the cwd, clean, and resolve symlinks.
+
+    `known` carries the resolutions of one decision, so that its targets share their ancestors.
+    """
     if "\x00" in raw:
         return PathRejection(raw, "the path contains a NUL byte")
     try:
@@ -66,8 +78,40 @@ def resolve_path(raw: str, context: PathContext) -> ResolvedPath | PathRejection
     if requested.startswith("//"):
         requested = "/" + requested.lstrip("/")
     # realpath works on the unnormalised form so that "link/.." follows the link like the kernel.
-    resolved = os.path.realpath(anchored)
+    resolved = os.path.realpath(anchored) if known is None else realpath(anchored, known)[0]
     return ResolvedPath(raw=raw, requested=requested, resolved=resolved)
+
+
+def realpath(path: str, known: Resolutions) -> tuple[str, bool]:
+    """`os.path.realpath(path)` built from its parent's, each resolution kept in `known`.
+
+    The realpath of `parent/name`, for a plain `name` that is not a symlink, is the parent's
+    realpath joined with `name`; a name below a missing parent is missing too, with no syscall.
+    Anything else (a symlink, `.`, `..`, a relative path) goes to `os.path.realpath` itself.
+    """
+    found = known.get(path)
+    if found is not None:
+        return found
+    parent, name = os.path.split(path)
+    if not name or name in (".", "..") or not parent.startswith("/"):
+        found = (os.path.realpath(path), True)
+    else:
+        base, parent_exists = realpath(parent, known)
+        candidate = os.path.join(base, name)
+        found = (candidate, False)
+        if parent_exists:
+            try:
+                mode = os.lstat(candidate).st_mode
+            except OSError as error:
+                # realpath keeps the name as written; only a name known to be absent spares its
+                # descendants their lstat (any other failure leaves them to be tried).
+                if error.errno not in (errno.ENOENT, errno.ENOTDIR):
+                    found = (candidate, True)
+            else:
+                # A symlink, and only a symlink, needs the full walk.
+                found = (os.path.realpath(path), True) if stat.S_ISLNK(mode) else (candidate, True)
+    known[path] = found
+    return found
 
 
 def _expand(raw: str, context: PathContext) -> str | PathRejection:

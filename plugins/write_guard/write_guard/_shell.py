@@ -11,6 +11,8 @@ _OPERATORS = (
     "&>>", "<<<", "<<-", "&&", "||", ";;", "|&", ">>", ">|", ">&", "&>", "<<", "<&", "<>",
     ";", "&", "|", "(", ")", "\n", ">", "<",
 )  # fmt: skip
+# The alternation tries longer operators first, as `_OPERATORS` lists them.
+_OPERATOR = re.compile("|".join(re.escape(operator) for operator in _OPERATORS))
 _SEPARATORS = frozenset({";", ";;", "&", "&&", "||", "|", "|&", "\n"})
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 _READ_REDIRECTS = frozenset({"<", "<<<", "<&", "<<", "<<-"})
@@ -146,16 +148,11 @@ def _split_operators(tokens: list[str]) -> list[tuple[str, bool]]:
     """Break punctuation runs (`)\\n`, `>&`) into operators; flag which tokens are operators."""
     out: list[tuple[str, bool]] = []
     for token in tokens:
-        if not token or any(char not in _PUNCTUATION for char in token):
+        # A token is an operator run only when stripping punctuation leaves nothing of it.
+        if not token or token.strip(_PUNCTUATION):
             out.append((token, False))
             continue
-        rest = token
-        while rest:
-            for operator in _OPERATORS:
-                if rest.startswith(operator):
-                    out.append((operator, True))
-                    rest = rest[len(operator) :]
-                    break
+        out.extend((operator, True) for operator in _OPERATOR.findall(token))
     return out
 
 

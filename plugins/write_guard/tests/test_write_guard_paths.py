@@ -1,0 +1,89 @@
+"""The decision-scoped realpath: always what `os.path.realpath` says, with fewer syscalls."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from write_guard._paths import Resolutions, realpath
+
+CASES = [
+    "{ws}/sub/new.txt",
+    "{ws}/escape/new.txt",
+    "{ws}/escape/deeper/new.txt",
+    "{ws}/evil.txt",
+    "{ws}/inner/../../outside/x",
+    "{ws}/inner/./y.txt",
+    "{ws}/missing/dir/x",
+    "{ws}/.git/config/not-a-dir/x",
+    "{ws}//sub//x",
+    "{ws}/sub/",
+    "{ws}/loop/x",
+    "{ws}/loop/../sub/x",
+    "{scratch}/planted/x",
+    "/",
+    "//etc/x",
+]
+
+
+def _expected(layout: Any, case: str) -> str:
+    return os.path.realpath(str(layout.fill(case)))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_each_path_resolves_as_realpath_does(layout: Any, case: str) -> None:
+    os.symlink(layout.ws / "loop", layout.ws / "loop")
+    assert realpath(layout.fill(case), {})[0] == _expected(layout, case)
+
+
+def test_paths_sharing_one_decision_resolve_as_realpath_does(layout: Any) -> None:
+    os.symlink(layout.ws / "loop", layout.ws / "loop")
+    known: Resolutions = {}
+    for case in CASES + CASES[::-1]:
+        assert realpath(layout.fill(case), known)[0] == _expected(layout, case), case
+
+
+def test_shared_ancestors_are_looked_up_once(layout: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    names = [f"{layout.ws}/sub/file{index}.txt" for index in range(5)]
+    expected = [os.path.realpath(name) for name in names]
+    looked_up: list[str] = []
+    real_lstat = os.lstat
+
+    def counting_lstat(path: str) -> os.stat_result:
+        looked_up.append(path)
+        return real_lstat(path)
+
+    monkeypatch.setattr(os, "lstat", counting_lstat)
+    known: Resolutions = {}
+    assert [realpath(name, known)[0] for name in names] == expected
+    assert looked_up.count(f"{layout.ws}/sub") == 1
+    assert sorted(set(looked_up)) == sorted(looked_up)
+
+
+def test_nothing_below_a_missing_folder_is_looked_up(
+    layout: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    looked_up: list[str] = []
+    real_lstat = os.lstat
+
+    def counting_lstat(path: str) -> os.stat_result:
+        looked_up.append(path)
+        return real_lstat(path)
+
+    monkeypatch.setattr(os, "lstat", counting_lstat)
+    missing = Path(os.path.realpath(layout.ws)) / "gone"
+    resolved, exists = realpath(f"{missing}/a/b/c.txt", {})
+    assert (resolved, exists) == (f"{missing}/a/b/c.txt", False)
+    assert f"{missing}/a" not in looked_up
+    assert str(missing) in looked_up
+
+
+def test_a_symlink_swapped_in_between_decisions_is_seen(layout: Any) -> None:
+    target = f"{layout.ws}/swap/x.txt"
+    (layout.ws / "swap").mkdir()
+    assert realpath(target, {})[0] == os.path.realpath(target)
+    (layout.ws / "swap").rmdir()
+    os.symlink(layout.out, layout.ws / "swap")
+    assert realpath(target, {})[0] == os.path.join(os.path.realpath(layout.out), "x.txt")
