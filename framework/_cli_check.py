@@ -57,6 +57,18 @@ def check_plugins(names: list[str], contract: str | None) -> dict[str, Any]:
     return {"ok": all(plugin["ok"] for plugin in plugins), "plugins": plugins}
 
 
+def _silence_logs() -> None:
+    """The checks provoke handler failures on purpose; the matrix reports them, not the log."""
+    import logging
+
+    import structlog
+
+    from framework._logging import configure_logging
+
+    configure_logging("error")
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
+
+
 def _failed(reason: str) -> Any:
     from framework.testing._checks import CheckResult
 
@@ -120,10 +132,7 @@ def register(app: typer.Typer) -> None:
             message = f"unknown contract version {contract!r}; known: {_KNOWN}"
             typer.echo(f"hookchain: {message}", err=True)
             raise typer.Exit(2)
-        from framework._logging import configure_logging
-
-        # The checks provoke handler failures on purpose; the matrix reports them, not the log.
-        configure_logging("critical")
+        _silence_logs()
         try:
             report = check_plugins(list(plugins or ()), contract)
         except LookupError as error:

@@ -18,6 +18,7 @@ from framework.testing._loader import InstalledPlugin
 WELL = InstalledPlugin("well-behaved", "broken_plugins.well_behaved", "hookchain-well", "1.2")
 TWICE = InstalledPlugin("calls-next-twice", "broken_plugins.calls_next_twice", None, None)
 MISSING = InstalledPlugin("gone", "broken_plugins.not_there", "hookchain-gone", "0.1")
+WRONG = InstalledPlugin("wrong-result-type", "broken_plugins.wrong_result_type", None, None)
 
 
 @pytest.fixture
@@ -29,7 +30,7 @@ def app() -> typer.Typer:
 
 @pytest.fixture
 def installed(monkeypatch: pytest.MonkeyPatch) -> list[InstalledPlugin]:
-    plugins = [WELL, TWICE, MISSING]
+    plugins = [WELL, TWICE, MISSING, WRONG]
 
     def fake(names: list[str] = []) -> list[InstalledPlugin]:  # noqa: B006
         return [p for p in plugins if not names or p.name in names or p.distribution in names]
@@ -41,7 +42,9 @@ def installed(monkeypatch: pytest.MonkeyPatch) -> list[InstalledPlugin]:
 def test_check_json_reports_each_plugin_and_fails_overall(
     app: typer.Typer, installed: list[InstalledPlugin]
 ) -> None:
-    result = CliRunner().invoke(app, ["check", "--json"])
+    result = CliRunner().invoke(
+        app, ["check", "--json", "well-behaved", "calls-next-twice", "gone"]
+    )
     assert result.exit_code == 1, result.output
     report = json.loads(result.output)
     assert report["ok"] is False
@@ -105,3 +108,14 @@ def test_new_plugin_refuses_bad_name_and_existing_folder(app: typer.Typer, tmp_p
     taken = CliRunner().invoke(app, ["new-plugin", "taken", "--dir", str(tmp_path)])
     assert taken.exit_code == 2
     assert "already exists" in taken.output
+
+
+def test_check_keeps_the_failures_it_provokes_out_of_the_log(
+    app: typer.Typer, installed: list[InstalledPlugin]
+) -> None:
+    # The host logs a handler's wrong result as a warning; the matrix already reports it.
+    result = CliRunner().invoke(app, ["check", "wrong-result-type", "--json"])
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["plugins"][0]["checks"]["valid-result"].startswith("fail: ")
+    assert result.stderr == ""

@@ -200,3 +200,22 @@ def test_assert_conformant_names_every_failed_check() -> None:
     with pytest.raises(AssertionError, match=r"call-next-once: .*2 times"):
         assert_conformant(_module("calls_next_twice"))
     assert assert_conformant(_module("well_behaved")).ok
+
+
+def test_fake_engine_data_dir_follows_the_hosts_rule(tmp_path: Path) -> None:
+    plain = FakeEngine("p", cwd="/work/repo")
+    assert not plain.sandboxed
+    assert plain.data_dir() == Path("/work/repo/.hookchain/p")
+    assert plain.data_dir("state") == Path("/work/repo/state")
+    assert plain.data_dir("/var/p") == Path("/var/p")
+    boxed = FakeEngine("p", cwd="/work/repo", sandbox=tmp_path)
+    assert boxed.sandboxed
+    assert boxed.data_dir() == boxed.data_dir("/var/p") == tmp_path / "p"
+
+
+@pytest.mark.anyio
+async def test_host_kit_sandbox_holds_every_plugins_files(tmp_path: Path) -> None:
+    async with make_host(_module("well_behaved"), sandbox=tmp_path) as host:
+        outcome = await dispatch(host, session_start(cwd="/work/repo"))
+    statuses = [action.text for action in provenance(outcome, kind="status")]
+    assert statuses == [f"session.start: files in {tmp_path / 'well-behaved'} (a sandbox)"]

@@ -17,7 +17,7 @@ import pytest
 
 import well_behaved
 from framework import ToolResult
-from framework.testing import dispatch, returns, tool_call
+from framework.testing import command_run, dispatch, provenance, returns, session_start, tool_call
 
 
 @pytest.fixture
@@ -38,6 +38,19 @@ async def _handler_runs_on_fake_engine(fake_engine) -> None:
     engine = fake_engine("well-behaved")
     engine.ui.toast("x")
     assert engine.recorder.of("toast") == ["x"]
+
+
+@pytest.mark.anyio
+async def test_host_is_sandboxed_and_logs_are_recorded(
+    hookchain_host, hookchain_logs, tmp_path
+) -> None:
+    async with hookchain_host(well_behaved) as host:
+        outcome = await dispatch(host, session_start())
+        await dispatch(host, command_run("well-behaved"))
+    [status] = provenance(outcome, kind="status")
+    assert str(tmp_path / "hookchain-sandbox" / "well-behaved") in status.text
+    logged = [(e["plugin"], e["log_level"], e["event"]) for e in hookchain_logs if "plugin" in e]
+    assert logged == [("well-behaved", "info", "answered well-behaved")]
 
 
 def test_fake_engine(fake_engine) -> None:
@@ -68,7 +81,7 @@ def test_fixtures_work_in_an_authors_test_folder(tmp_path: Path) -> None:
     (tmp_path / "test_author.py").write_text(AUTHOR_TEST, encoding="utf-8")
     run = _pytest(tmp_path, "test_author.py")
     assert run.returncode == 0, run.stdout + run.stderr
-    assert "2 passed" in run.stdout
+    assert "3 passed" in run.stdout
 
 
 def test_conformance_flag_adds_one_test_per_check(tmp_path: Path) -> None:

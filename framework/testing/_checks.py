@@ -6,6 +6,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import anyio
@@ -177,7 +178,10 @@ class HandlerChecks:
             check.passed()
 
     def _engine(self, vector: Vector) -> FakeEngine:
-        return FakeEngine(self.plugin, session_id=vector.event.session_id, cwd=self.cwd)
+        # Sandboxed like a replay: whatever the plugin writes through data_dir stays in `cwd`.
+        return FakeEngine(
+            self.plugin, session_id=vector.event.session_id, cwd=self.cwd, sandbox=Path(self.cwd)
+        )
 
     # -- the runs --------------------------------------------------------------------------------
 
@@ -310,7 +314,10 @@ class HandlerChecks:
         expected = vector.chunks()
         for mode in ("iterate", "aclose", "athrow"):
             engine = FakeEngine.stalled(
-                self.plugin, session_id=vector.event.session_id, cwd=self.cwd
+                self.plugin,
+                session_id=vector.event.session_id,
+                cwd=self.cwd,
+                sandbox=Path(self.cwd),
             )
             terminal = ScriptedTerminal(vector.script())
             run = await self._call(handler, vector.event, terminal, engine, _STEP_TIMEOUT)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -188,8 +190,10 @@ class FakeEngine:
         env: Mapping[str, str] | None = None,
         dispatched: Callable[[Any], Awaitable[Any]] | None = None,
         cwd: str = "/project",
+        sandbox: Path | None = None,
     ) -> None:
         self.plugin = plugin
+        self.sandbox = sandbox
         self.recorder = _Recorder()
         self.clock = clock if clock is not None else TickingClock()
         self.store = store if store is not None else MemoryStore()
@@ -210,6 +214,21 @@ class FakeEngine:
         return cls(
             plugin, clock=StalledClock(), store=StalledStore(), state=StalledStore(), **kwargs
         )
+
+    @property
+    def sandboxed(self) -> bool:
+        """Whether this engine stands for a sandboxed host (given a `sandbox` folder)."""
+        return self.sandbox is not None
+
+    def data_dir(self, configured: str | os.PathLike[str] | None = None) -> Path:
+        """The plugin's own folder, by the host's rule: `<sandbox>/<plugin>` when sandboxed."""
+        if self.sandbox is not None:
+            return self.sandbox / self.plugin
+        workspace = Path(self.session.cwd or os.getcwd())
+        if configured is None:
+            return workspace / ".hookchain" / self.plugin
+        chosen = Path(configured).expanduser()
+        return chosen if chosen.is_absolute() else workspace / chosen
 
     async def dispatch(self, event: Any, terminal: Any = None) -> Any:
         from framework import neutral_result

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -27,10 +28,12 @@ def make_host(
     env: Mapping[str, str] | None = None,
     options: Mapping[str, Mapping[str, Any]] | None = None,
     store: str = "memory://",
+    sandbox: Path | None = None,
 ) -> Host:
     """A host loading only `plugins`, isolated from the person's environment and hookchain.toml.
 
-    Use it as `async with make_host(my_plugin) as host:`.
+    Use it as `async with make_host(my_plugin) as host:`. With `sandbox` (a folder) the host is
+    sandboxed: `engine.sandboxed` is true and every plugin's `engine.data_dir()` is in it.
     """
     settings = load_settings({}).model_copy(update={"plugins": [], "disable_plugins": []})
     return Host(
@@ -42,6 +45,7 @@ def make_host(
         clock=clock if clock is not None else FakeClock(),
         env=dict(env or {}),
         options=options,
+        sandbox=sandbox,
     )
 
 

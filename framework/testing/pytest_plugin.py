@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterator, MutableMapping
+from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog
 
 from framework import FakeClock, Host
 from framework.testing._checks import CHECKS
@@ -95,14 +98,16 @@ def hookchain_clock() -> FakeClock:
 
 
 @pytest.fixture
-def hookchain_host(hookchain_clock: FakeClock) -> Callable[..., Host]:
-    """`hookchain_host(plugin, ...)`: an unopened host on a memory store and `hookchain_clock`.
+def hookchain_host(hookchain_clock: FakeClock, tmp_path: Path) -> Callable[..., Host]:
+    """`hookchain_host(plugin, ...)`: an unopened host on a memory store and `hookchain_clock`,
+    sandboxed in the test's own temporary folder (`engine.data_dir()` is under it).
 
     Use it as `async with hookchain_host(my_plugin) as host:`.
     """
 
     def build(*plugins: Any, **kwargs: Any) -> Host:
         kwargs.setdefault("clock", hookchain_clock)
+        kwargs.setdefault("sandbox", tmp_path / "hookchain-sandbox")
         return make_host(*plugins, **kwargs)
 
     return build
@@ -112,3 +117,20 @@ def hookchain_host(hookchain_clock: FakeClock) -> Callable[..., Host]:
 def fake_engine() -> Callable[..., FakeEngine]:
     """`fake_engine("my-plugin")`: a recording engine port to call one handler directly."""
     return FakeEngine
+
+
+@pytest.fixture
+def hookchain_logs() -> Iterator[list[MutableMapping[str, Any]]]:
+    """Every log event while the test runs, at every level, as dicts (`event`, `log_level`,
+    `plugin`, ...): a plugin's `engine.ui.log(text, level=...)` arrives as `event=text`."""
+    saved = structlog.get_config()
+    capture = structlog.testing.LogCapture()
+    structlog.configure(
+        processors=[capture],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.DEBUG),
+        cache_logger_on_first_use=False,
+    )
+    try:
+        yield capture.entries
+    finally:
+        structlog.configure(**saved)

@@ -58,10 +58,12 @@ def register(on: Any, options: Options) -> None:
         return result
 
     async def answer(engine: Any, event: Any, call_next: Any) -> Any:
+        engine.ui.log("answered well-behaved", level="info")
         return CommandReply(text=f"limit is {options.limit}", by="well-behaved")
 
     async def observe(engine: Any, event: Any, call_next: Any) -> Any:
-        engine.ui.status(event.name)
+        where = "a sandbox" if engine.sandboxed else "the workspace"
+        engine.ui.status(f"{event.name}: files in {engine.data_dir()} ({where})")
         return await call_next(event)
 
     on("tool.call", count_then_note, match={"tool": options.watched})
