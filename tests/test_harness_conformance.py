@@ -23,6 +23,8 @@ EXPECTED_FAILURE = {
     "swallows_errors": "downstream-error",
     "swallows_cancellation": "cancellation",
     "reorders_chunks": "streams",
+    "wraps_stream_naively": "streams",
+    "holds_chunks_for_the_store": "streams",
     "hangs_on_store": "budget",
     "ignores_budget_cancellation": "budget",
     "registers_more_each_load": "deterministic",
@@ -104,3 +106,16 @@ async def test_budget_failures_say_which_way_the_budget_was_broken() -> None:
     assert "budget 0.5s" in blocking
     ignoring = (await run_suite(_module("ignores_budget_cancellation"))).checks["budget"].reason
     assert "ignores its budget's cancellation" in ignoring
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("stem", "reason"),
+    [
+        ("reorders_chunks", "reordered"),
+        ("wraps_stream_naively", "did not reach the stream below"),
+        ("holds_chunks_for_the_store", "held chunk 0 back"),
+    ],
+)
+async def test_each_way_of_breaking_a_stream_is_named(stem: str, reason: str) -> None:
+    assert reason in (await run_suite(_module(stem))).checks["streams"].reason
