@@ -7,7 +7,7 @@ so they share the same chains and the same suspended calls.
 from __future__ import annotations
 
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +37,8 @@ _log = structlog.get_logger("hookchain.claude")
 TRANSCRIPT_TAIL_BYTES = 64 * 1024
 DEFAULT_SUSPEND_TIMEOUT_S = 3600.0
 STREAM_READ_TIMEOUT_S = 5.0
+FINISHED_MEMORY = 4096
+"""How many calls answered in full at PreToolUse are remembered, so their result is not replayed."""
 TURN_EVENTS = frozenset({"UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure"})
 
 
@@ -104,6 +106,7 @@ class ClaudeBridge:
         self._task_group = task_group
         self.suspend_timeout = suspend_timeout
         self._suspended: dict[str, deque[_Suspended]] = {}
+        self._finished: OrderedDict[str, None] = OrderedDict()
         self._sessions: dict[str, _SessionState] = {}
         self.started = time.time()
         self.served = 0
@@ -221,7 +224,16 @@ class ClaudeBridge:
         outcome = pending.outcome
         if outcome is None or not isinstance(outcome.result, ToolResult):
             return cmap.NO_ANSWER
+        if outcome.result.denial is None:
+            # The chain answered without the tool, yet Claude Code runs it: its result must not
+            # run the chain a second time as if this host had never seen the call.
+            self._remember_finished(call.tool_use_id)
         return cmap.pre_tool_use_answer(call, outcome.result, None, outcome.actions)
+
+    def _remember_finished(self, key: str) -> None:
+        self._finished[key] = None
+        while len(self._finished) > FINISHED_MEMORY:
+            self._finished.popitem(last=False)
 
     def _park(self, key: str, pending: _Suspended) -> None:
         self._suspended.setdefault(key, deque()).append(pending)
@@ -274,7 +286,11 @@ class ClaudeBridge:
     async def _post_tool_use(self, payload: Mapping[str, Any]) -> cmap.HookAnswer:
         name: str = payload["hook_event_name"]
         recorded = cmap.tool_outcome(payload)
-        pending = self._take_suspended(cmap.call_key(payload))
+        key = cmap.call_key(payload)
+        pending = self._take_suspended(key)
+        if pending is None and key in self._finished:
+            del self._finished[key]
+            return cmap.NO_ANSWER
         if pending is None:
             return await self._replay(name, payload, recorded)
         pending.tool_result = recorded

@@ -45,6 +45,9 @@ async def guard(engine: Engine, event: ToolCall, call_next: CallNext) -> ToolRes
         return ToolResult.denied("destructive command", by=plugin.name)
     if command.startswith("echo REWRITE"):
         event = event.model_copy(update={"input": {**event.input, "command": "echo rewritten"}})
+    if "SHORTCUT" in command:
+        record("shortcut", event.tool_use_id)
+        return ToolResult(output="cached").with_note("served from cache", by=plugin.name)
     if "TOAST" in command:
         engine.ui.toast("probe looked before the tool")
         await engine.session.append("probe note before the tool")

@@ -116,6 +116,23 @@ async def test_a_denial_answers_deny_and_leaves_nothing_suspended() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_chain_that_answers_without_the_tool_is_not_run_again_for_its_result() -> None:
+    async with bridged() as bridge:
+        call = pre("SHORTCUT ls", tool_use_id="toolu_s")
+        answer = await ask(bridge, call)
+        assert answer["hookSpecificOutput"] == {
+            "hookEventName": "PreToolUse",
+            "additionalContext": "[claude-probe] served from cache",
+        }
+        assert bridge.suspended_count == 0
+        assert await ask(bridge, post(call)) == {}
+        assert bridge.replays == 0
+        assert seen("shortcut") == [("shortcut", "toolu_s")]
+        await ask(bridge, post(call))  # a second result for it is a call this host never saw
+        assert bridge.replays == 1
+
+
+@pytest.mark.anyio
 async def test_a_changed_input_is_sent_back_and_an_old_payload_still_pairs() -> None:
     async with bridged() as bridge:
         first = pre("echo REWRITE please", tool_use_id=None)
