@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -14,9 +16,11 @@ from framework import (
     PERSON_ORIGIN_KINDS,
     CallNext,
     Engine,
+    Event,
     PromptResult,
     PromptSubmit,
     Registration,
+    SessionEnd,
     SessionStart,
     ToolCall,
     ToolResult,
@@ -36,8 +40,8 @@ from observer._turn_facts import (
     SessionFacts,
     ToolRules,
     TurnFacts,
+    TurnTally,
     build_episode,
-    count_tool_call,
     other_live_sessions,
     read_prompt,
 )
@@ -46,8 +50,17 @@ PLUGIN_NAME = "observer"
 _TURN_KEY = "turn"
 _SESSION_KEY = "session"
 _LIVE_PREFIX = "live:"
+MAX_HOT_SESSIONS = 256
 
 T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class _HotTurn:
+    """A session's running turn in memory, and the event it was loaded for until another one."""
+
+    tally: TurnTally
+    loaded_for: Event | None
 
 
 class Observer:
@@ -62,6 +75,37 @@ class Observer:
             task_ref_pattern=options.task_ref_pattern,
         )
         self.tool_rules = ToolRules(edit_tools=options.edit_tools, node_fields=options.node_fields)
+        self.hot: OrderedDict[str, _HotTurn] = OrderedDict()
+
+    async def _turn(self, engine: Engine, event: Event) -> _HotTurn:
+        """This session's running turn, kept in memory while the host is warm.
+
+        After a miss (a new session, a restarted host, or a host that lives for one hook call)
+        the turn is loaded from `engine.state`, and what handling that same event changes is
+        written back at once (`_changed`), so a short-lived host loses nothing. Once this host
+        sees a second event of the session it is warm: a tool call then only counts in memory,
+        and the facts reach the store when the turn ends (the episode) or a prompt starts one.
+        """
+        session_id = engine.session.id
+        hot = self.hot.get(session_id)
+        if hot is None:
+            stored = await engine.state.get(_TURN_KEY)
+            facts = TurnFacts.model_validate(stored or {})
+            # A concurrent handler of the same session may have loaded it meanwhile: keep it.
+            hot = self.hot.setdefault(session_id, _HotTurn(TurnTally(facts), event))
+            while len(self.hot) > MAX_HOT_SESSIONS:
+                # The oldest idle session drops back to its stored copy.
+                self.hot.popitem(last=False)
+        else:
+            self.hot.move_to_end(session_id)
+            if hot.loaded_for is not None and hot.loaded_for is not event:
+                hot.loaded_for = None
+        return hot
+
+    async def _changed(self, engine: Engine, hot: _HotTurn) -> None:
+        """A cold host writes the turn back at once; a warm one keeps it until the turn ends."""
+        if hot.loaded_for is not None:
+            await engine.state.set(_TURN_KEY, hot.tally.facts().model_dump(mode="json"))
 
     def data_dir(self, engine: Engine) -> Path:
         return engine.data_dir(self.options.data_dir)
@@ -82,6 +126,9 @@ class Observer:
         try:
             # Only derived, content-free facts are kept: the prompt text never reaches the store.
             facts = TurnFacts(prompt=read_prompt(event.text, self.prompt_rules))
+            hot = await self._turn(engine, event)
+            hot.tally = TurnTally(facts)
+            # Stored by warm hosts too, so that a restarted host still knows the turn's prompt.
             await engine.state.set(_TURN_KEY, facts.model_dump(mode="json"))
         except Exception as error:
             await self._write_error(engine, event.session_id, None, "prompt.submit", error)
@@ -92,13 +139,9 @@ class Observer:
         if call_next.origin != ENGINE_ORIGIN:
             return result
         try:
-
-            def count(stored: Any) -> Any:
-                facts = TurnFacts.model_validate(stored or {})
-                counted = count_tool_call(facts, event.tool, event.input, self.tool_rules)
-                return counted.model_dump(mode="json")
-
-            await engine.state.update(_TURN_KEY, count, default={})
+            hot = await self._turn(engine, event)
+            hot.tally.count(event.tool, event.input, self.tool_rules)
+            await self._changed(engine, hot)
         except Exception as error:
             await self._write_error(engine, event.session_id, None, "tool.call", error)
         return result
@@ -114,6 +157,11 @@ class Observer:
         except Exception as error:
             await self._write_error(engine, event.session_id, event.turn_id, "turn.complete", error)
             return result
+
+    async def session_end(self, engine: Engine, event: SessionEnd, call_next: CallNext) -> None:
+        # The session's state goes with it; so does its turn in memory.
+        self.hot.pop(engine.session.id, None)
+        await call_next(event)
 
     async def _start(self, engine: Engine, event: SessionStart) -> None:
         now = await engine.clock.now()
@@ -154,7 +202,8 @@ class Observer:
     async def _finish_turn(
         self, engine: Engine, event: TurnComplete, result: TurnResult
     ) -> TurnResult:
-        facts = TurnFacts.model_validate(await engine.state.get(_TURN_KEY) or {})
+        hot = await self._turn(engine, event)
+        facts = hot.tally.facts()
         if self.options.routing_gate:
             instruction = gate_decision(
                 dictated=facts.prompt.dictated,
@@ -163,8 +212,8 @@ class Observer:
                 already_fired=facts.gate_fired_for == event.turn_id,
             )
             if instruction is not None:
-                fired = facts.model_copy(update={"gate_fired_for": event.turn_id})
-                await engine.state.set(_TURN_KEY, fired.model_dump(mode="json"))
+                hot.tally.gate_fired_for = event.turn_id
+                await engine.state.set(_TURN_KEY, hot.tally.facts().model_dump(mode="json"))
                 return result.continued(instruction, by=PLUGIN_NAME)
         now = await engine.clock.now()
 
@@ -188,6 +237,7 @@ class Observer:
         episode = build_episode(facts, session, parse_routing_tag(event.last_message), context)
         record = episode.model_dump(mode="json")
         await self._append(engine, record, now)
+        hot.tally = TurnTally(TurnFacts())
         await engine.state.delete(_TURN_KEY)
         return result
 
@@ -227,3 +277,4 @@ def register(on: Callable[..., Registration], options: Options) -> None:
     on("prompt.submit", observer.prompt_submit)
     on("tool.call", observer.tool_call)
     on("turn.complete", observer.turn_complete)
+    on("session.end", observer.session_end)

@@ -109,32 +109,54 @@ def _digest(path: str) -> str:
     return hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+class TurnTally:
+    """A turn's facts while it runs, counted in place (a session's host keeps one in memory)."""
+
+    __slots__ = ("_digests", "_nodes", "edits", "gate_fired_for", "prompt", "tool_calls")
+
+    def __init__(self, facts: TurnFacts) -> None:
+        self.prompt = facts.prompt
+        self.tool_calls = facts.tool_calls
+        self.edits = facts.edits
+        # dicts keep first-seen order with O(1) membership.
+        self._digests = dict.fromkeys(facts.file_digests)
+        self._nodes = dict.fromkeys(facts.tool_nodes)
+        self.gate_fired_for = facts.gate_fired_for
+
+    def count(self, tool: str, tool_input: Mapping[str, Any], rules: ToolRules) -> None:
+        """One more tool call of the turn."""
+        self.tool_calls += 1
+        if tool in rules.edit_tools:
+            self.edits += 1
+        for field in _PATH_FIELDS:
+            value = tool_input.get(field)
+            if isinstance(value, str) and value:
+                self._digests.setdefault(_digest(value))
+                break
+        node_field = rules.node_fields.get(tool)
+        if node_field is not None:
+            candidate = tool_input.get(node_field)
+            if isinstance(candidate, str) and is_node_name(candidate):
+                self._nodes.setdefault(candidate)
+
+    def facts(self) -> TurnFacts:
+        return TurnFacts(
+            prompt=self.prompt,
+            tool_calls=self.tool_calls,
+            edits=self.edits,
+            file_digests=tuple(self._digests),
+            tool_nodes=tuple(self._nodes),
+            gate_fired_for=self.gate_fired_for,
+        )
+
+
 def count_tool_call(
     facts: TurnFacts, tool: str, tool_input: Mapping[str, Any], rules: ToolRules
 ) -> TurnFacts:
     """`facts` with one more tool call counted."""
-    digests = list(facts.file_digests)
-    for field in _PATH_FIELDS:
-        value = tool_input.get(field)
-        if isinstance(value, str) and value:
-            digest = _digest(value)
-            if digest not in digests:
-                digests.append(digest)
-            break
-    nodes = facts.tool_nodes
-    node_field = rules.node_fields.get(tool)
-    if node_field is not None:
-        candidate = tool_input.get(node_field)
-        if isinstance(candidate, str) and is_node_name(candidate) and candidate not in nodes:
-            nodes = (*nodes, candidate)
-    return facts.model_copy(
-        update={
-            "tool_calls": facts.tool_calls + 1,
-            "edits": facts.edits + (1 if tool in rules.edit_tools else 0),
-            "file_digests": tuple(digests),
-            "tool_nodes": nodes,
-        }
-    )
+    tally = TurnTally(facts)
+    tally.count(tool, tool_input, rules)
+    return tally.facts()
 
 
 def choose_node(facts: TurnFacts, tag: RoutingTag | None) -> str:

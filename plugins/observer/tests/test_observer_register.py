@@ -15,9 +15,11 @@ from framework import (
     PromptResult,
     PromptSubmit,
     SessionStart,
+    StoreBackend,
     ToolCall,
     TurnComplete,
     TurnResult,
+    open_backend,
 )
 from observer._read_counter import WEEK_MS, ReadCounter, save_counter
 
@@ -284,3 +286,65 @@ async def test_a_sandboxed_host_writes_the_same_episodes_without_fsync(
     assert [line["turn_id"] for line in _lines(sandbox / "observer")] == ["t1", "t2"]
     assert synced == []
     assert not (tmp_path / "configured").exists()
+
+
+def _fresh_host(backend: StoreBackend, data_dir: Path) -> Host:
+    options = {"observer": {"data_dir": str(data_dir), "methods": ["discovery-interview"]}}
+    return Host(
+        plugins=[observer],
+        entry_points=False,
+        store=backend,
+        clock=FakeClock(start_ms=START_MS),
+        options=options,
+        config={},
+    )
+
+
+_TURN_EVENTS: list[Any] = [
+    PromptSubmit(session_id="s1", text="please run discovery-interview"),
+    *(
+        ToolCall(session_id="s1", tool_use_id=f"u{i}", tool="Edit", input={"file_path": f"/w/{i}"})
+        for i in range(3)
+    ),
+    TurnComplete(session_id="s1", turn_id="t1", last_message=f"done\n{TAG}"),
+]
+
+
+@pytest.mark.anyio
+async def test_a_host_per_hook_call_loses_no_tool_call(data_dir: Path) -> None:
+    backend = open_backend("memory://")
+    for event in _TURN_EVENTS:
+        async with _fresh_host(backend, data_dir) as host:
+            await host.dispatch(event)
+    [episode] = _lines(data_dir)
+    assert episode["task_size"]["tool_calls"] == 3
+    assert episode["task_size"]["files_touched"] == 3
+    assert episode["node"] == "discovery-interview"
+    await backend.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_warm_host_counts_in_memory_and_a_restarted_one_keeps_the_prompt(
+    data_dir: Path,
+) -> None:
+    backend = open_backend("memory://")
+    async with _fresh_host(backend, data_dir) as warm:
+        await warm.dispatch(PromptSubmit(session_id="s1", text="wrong again, fix it"))
+        for event in _TURN_EVENTS[1:-1]:
+            await warm.dispatch(event)
+    async with _fresh_host(backend, data_dir) as restarted:
+        await restarted.dispatch(TurnComplete(session_id="s1", turn_id="t1", last_message="ok"))
+    [episode] = _lines(data_dir)
+    # The prompt's facts were stored when it came; the warm host's counts went with it.
+    assert episode["prompt_signal"]["correction_cues"] == ["wrong"]
+    assert episode["task_size"]["tool_calls"] == 0
+    await backend.aclose()
+
+
+@pytest.mark.anyio
+async def test_a_warm_host_starts_each_turn_from_zero(host: Host, data_dir: Path) -> None:
+    for turn in ("t1", "t2"):
+        await host.dispatch(PromptSubmit(session_id="s1", text="go"))
+        await host.dispatch(ToolCall(session_id="s1", tool_use_id=turn, tool="Read", input={}))
+        await host.dispatch(TurnComplete(session_id="s1", turn_id=turn, last_message="ok"))
+    assert [line["task_size"]["tool_calls"] for line in _lines(data_dir)] == [1, 1]
