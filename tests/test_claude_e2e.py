@@ -344,3 +344,18 @@ def test_session_end_never_starts_a_host_and_skips_at_once() -> None:
         served = side.hook("SessionEnd", end)
         assert (served.code, served.stdout, served.stderr) == (0, "", "")
         assert side.probe("session.end") == [["session.end", "s", "other"]]
+
+
+def test_hookchain_hook_no_daemon_answers_without_a_host() -> None:
+    with claude_side() as side:
+        command = [sys.executable, "-c", "from framework._cli import main; main()"]
+        done = subprocess.run(
+            [*command, "hook", "--no-daemon", "PreToolUse"],
+            input=json.dumps(pre("rm -rf e", "t", "s")).encode(),
+            env=side.env,
+            capture_output=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert side.host_pid() is None

@@ -166,3 +166,14 @@ def test_a_peer_that_is_not_loopback_is_refused_and_nothing_dispatched() -> None
         assert side.probe("tool") == []
         status, _ = post_hook(credentials.port, pre("rm -rf /", "t", "s"), credentials.token)
         assert status == 200
+
+
+def test_the_port_can_be_chosen_by_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOOKCHAIN_HTTP_PORT", "45678")
+    assert _http.ensure_credentials(tmp_path / "data").port == 45678
+    monkeypatch.delenv("HOOKCHAIN_HTTP_PORT")
+    recorded = _http.ensure_credentials(tmp_path / "data").port
+    assert (tmp_path / "data" / _http.PORT_FILE).read_text().strip() == str(recorded)
+    assert _http.ensure_credentials(tmp_path / "data").port == recorded
