@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -119,3 +120,30 @@ def test_check_keeps_the_failures_it_provokes_out_of_the_log(
     report = json.loads(result.stdout)
     assert report["plugins"][0]["checks"]["valid-result"].startswith("fail: ")
     assert result.stderr == ""
+
+
+def test_check_runs_every_admitted_contract_version_and_contract_picks_one(
+    app: typer.Typer, installed: list[InstalledPlugin], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A host that knows contract 1.1 and ships its vectors (here: 1.0's, relabelled).
+    from framework.testing import _suite, _vectors
+
+    current = _vectors.load_vectors("1.0")
+    relabelled = tuple(dataclasses.replace(vector, contract="1.1") for vector in current)
+    versions = ("1.0", "1.1")
+    monkeypatch.setattr(_suite, "KNOWN_CONTRACT_VERSIONS", versions)
+    monkeypatch.setattr(_cli_check, "KNOWN_CONTRACT_VERSIONS", versions)
+    monkeypatch.setattr(_suite, "vector_versions", lambda: versions)
+    monkeypatch.setattr(_vectors, "vector_versions", lambda: versions)
+    monkeypatch.setattr(_suite, "load_vectors", {"1.0": current, "1.1": relabelled}.__getitem__)
+
+    both = json.loads(CliRunner().invoke(app, ["check", "--json", "calls-next-twice"]).stdout)
+    [twice] = both["plugins"]
+    assert twice["contract_versions"] == ["1.0", "1.1"]
+    assert twice["checks"]["call-next-once"].startswith("fail: [1.0] ")
+
+    result = CliRunner().invoke(app, ["check", "--json", "--contract", "1.1", "well-behaved"])
+    assert result.exit_code == 0, result.output
+    [well] = json.loads(result.stdout)["plugins"]
+    assert well["contract_versions"] == ["1.1"]
+    assert set(well["checks"].values()) == {"pass"}
