@@ -294,7 +294,8 @@ def register(on: Any, options: Options) -> None:
                 elif decision.kind == "escalate":
                     engine.ui.toast(decision.text, timeout_ms=TOAST_MS)
                     engine.transcript.line(decision.text)
-            if event.agent_id is None:
+            # A blocked Stop does not end the turn: the turn's counts and state wait for its end.
+            if event.agent_id is None and not blocked:
                 await runtime.flush(engine, event)
                 await runtime.persist(engine)
         except Exception as error:

@@ -323,3 +323,25 @@ async def test_session_end_forgets_the_session(host: Host) -> None:
     await host.dispatch(SessionEnd(session_id="s1"))
     again = await host.dispatch(_call(3), terminal=terminal)
     assert again.result.notes == ()
+
+
+async def test_a_blocked_stop_leaves_the_stored_state_to_the_turn_end() -> None:
+    backend = open_backend("memory://")
+    terminal = Terminal()
+
+    async def blocked(event: TurnComplete) -> TurnResult:
+        return TurnResult().continued("tests still fail", by="claude-code:stop-hook")
+
+    async with _host(store=backend) as warm:
+        state = warm.session_store("s1").namespace("loop-breaker")
+        await warm.dispatch(SessionStart(session_id="s1"))
+        for index in range(2):
+            await warm.dispatch(_call(index), terminal=terminal)
+        await warm.dispatch(TurnComplete(session_id="s1", turn_id="t1"), terminal=blocked)
+        # Stored by the first call (the host was cold then), not since: the turn goes on.
+        assert (await state.get("core"))["observed"] == 1
+        await warm.dispatch(TurnComplete(session_id="s1", turn_id="t1", stop_hook_active=True))
+        stored = await state.get("core")
+        assert stored["observed"] == 2
+        assert stored["stop_streaks"] == {}
+    await backend.aclose()
