@@ -36,16 +36,12 @@ class CallNext:
 
     # `_outcome` holds downstream's result (_DONE) or exception (_FAILED); it is read only then.
     __slots__ = ("_dispatch", "_event", "_index", "_outcome", "_state", "reg")
+    _dispatch: Dispatch
+    _event: Event
+    _index: int
     _outcome: Any
-
-    def __init__(
-        self, dispatch: Dispatch, index: int, event: Event, reg: Registration | None
-    ) -> None:
-        self._dispatch = dispatch
-        self._index = index
-        self._event = event
-        self._state = _IDLE
-        self.reg = reg
+    _state: int
+    reg: Registration | None
 
     @property
     def origin(self) -> str:
@@ -89,7 +85,13 @@ class CallNext:
                 dispatch.current = None
                 result = await dispatch.terminal(event)
             else:
-                frame = CallNext(dispatch, index + 1, event, reg)
+                # No __init__: a bare CallNext() and slot stores cost less than an __init__ frame.
+                frame = CallNext()
+                frame._dispatch = dispatch
+                frame._index = index + 1
+                frame._event = event
+                frame._state = _IDLE
+                frame.reg = reg
                 dispatch.current = frame
                 engine = dispatch.engines[reg.plugin]
                 try:
@@ -151,7 +153,8 @@ class CallNext:
 class Dispatch(CallNext):
     """One run of a chain and its outcome: `result`, `actions` (the audit), `origin`.
 
-    It is also the chain's root frame, which keeps a dispatch down to one object.
+    It is also the chain's root frame, which keeps a dispatch down to one object. `Host.dispatch`
+    sets its fields (there is no __init__: dispatch is the host's hottest path).
     """
 
     __slots__ = (
@@ -165,32 +168,15 @@ class Dispatch(CallNext):
         "source",
         "terminal",
     )
-
-    def __init__(
-        self,
-        runner: ChainRunner,
-        origin: str,
-        engines: Mapping[str, Engine],
-        terminal: Terminal,
-        event: Event,
-        chain: tuple[Registration, ...],
-        depth: int,
-    ) -> None:
-        # The root frame's fields are set here rather than through super(): dispatch is hot.
-        self._dispatch = self
-        self._index = 0
-        self._event = event
-        self._state = _IDLE
-        self.reg = None
-        self._chain = chain
-        self.runner = runner
-        self.source = origin
-        self.engines = engines
-        self.terminal = terminal
-        self.actions: list[Action] = []
-        self.depth = depth
-        self.current: CallNext | None = None
-        self.cancelling: CallNext | None = None
+    _chain: tuple[Registration, ...]
+    actions: list[Action]
+    cancelling: CallNext | None
+    current: CallNext | None
+    depth: int
+    engines: Mapping[str, Engine]
+    runner: ChainRunner
+    source: str
+    terminal: Terminal
 
     @property
     def result(self) -> Any:

@@ -250,3 +250,44 @@ async def test_actions_taken_outside_a_dispatch_are_not_lost_at_session_end() ->
         _ = [chunk async for chunk in outcome.result]
         ended = await host.dispatch(SessionEnd(session_id="s1"))
     assert [(a.by, a.text) for a in ended.actions] == [("watch", "stream ended")]
+
+
+class StallingClear:
+    """A store whose clear never answers, as a dead network store would behave."""
+
+    def __init__(self) -> None:
+        from framework import open_backend
+
+        self.inner = open_backend("memory://")
+        self.url = "memory://stalling"
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def clear(self, prefix: str = "") -> int:
+        await anyio.sleep_forever()
+        return 0
+
+
+async def test_session_end_keeps_one_deadline_even_with_a_stalled_store() -> None:
+    def register(on: Any) -> None:
+        async def slow(engine: Any, event: Any, call_next: Any) -> Any:
+            await anyio.sleep(0.2)
+            return await call_next(event)
+
+        on("session.end", slow)
+
+    settings = HostSettings(store="memory://", session_end_budget=0.3)
+    host = Host(
+        plugins=[make_plugin("slow", register)],
+        entry_points=False,
+        settings=settings,
+        config={},
+        store=StallingClear(),  # type: ignore[arg-type]
+    )
+    async with host:
+        started = anyio.current_time()
+        with anyio.fail_after(2):
+            await host.dispatch(SessionEnd(session_id="s1"))
+        elapsed = anyio.current_time() - started
+    assert 0.2 <= elapsed < 0.45
