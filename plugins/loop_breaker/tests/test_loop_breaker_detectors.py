@@ -236,6 +236,18 @@ def test_stop_block_near_miss_different_feedback_or_a_released_stop(session: Fac
     assert s.core.turn_complete("main", "t2", True, "tests failed: 3", 4) == []
 
 
+def test_stop_block_counts_per_feedback_when_two_loops_alternate(session: Factory) -> None:
+    s = session()
+    first, second = "tests failed: 3", "lint failed: 2 warnings"
+    for at in range(1, 3):
+        assert s.core.turn_complete("main", "t1", True, first, at) == []
+        assert s.core.turn_complete("sub", "t9", True, second, at) == []
+    main = s.core.turn_complete("main", "t1", True, first, 3)
+    sub = s.core.turn_complete("sub", "t9", True, second, 3)
+    assert [d.kind for d in main] == [d.kind for d in sub] == ["nudge", "escalate"]
+    assert main[0].signature != sub[0].signature
+
+
 def test_precedence_env_blocker_speaks_before_repeat_failure(session: Factory) -> None:
     s = session()
     for _ in range(3):

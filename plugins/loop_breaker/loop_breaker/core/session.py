@@ -45,6 +45,9 @@ class LoopBreakerCore:
         self.policy = Policy(self.config)
         self.stop_streaks: dict[str, StopStreak] = {}
         self.observed = 0
+        # A hook that blocks Stop tends to say the same thing each time: its last feedback and
+        # fingerprint are kept (in memory only) so a repeat costs a comparison.
+        self._last_feedback: tuple[str, str] = ("", "")
 
     def observe(self, observation: Observation) -> list[Decision]:
         """Records one finished call of the model's and returns what to do about it."""
@@ -85,7 +88,7 @@ class LoopBreakerCore:
             self.stop_streaks.pop(loop_id, None)
             return self.policy.resolve_where(loop_id, "stop-released", now_ms)
         feedback_tail = tail(feedback)
-        fingerprint = failure_of(feedback_tail).signature if feedback_tail else ""
+        fingerprint = self._feedback_fingerprint(feedback_tail)
         streak = self.stop_streaks.get(loop_id)
         decisions: list[Decision] = []
         if streak is None or streak.feedback_fp != fingerprint:
@@ -112,6 +115,14 @@ class LoopBreakerCore:
             )
             decisions.extend(self.policy.on_signal(signal, now_ms))
         return decisions
+
+    def _feedback_fingerprint(self, feedback_tail: str) -> str:
+        last_tail, last_fingerprint = self._last_feedback
+        if feedback_tail == last_tail:
+            return last_fingerprint
+        fingerprint = failure_of(feedback_tail).signature if feedback_tail else ""
+        self._last_feedback = (feedback_tail, fingerprint)
+        return fingerprint
 
     def _record(self, observation: Observation) -> CallRecord | None:
         tool = observation.tool
