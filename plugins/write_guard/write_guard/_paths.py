@@ -63,10 +63,11 @@ def resolve_path(
     """
     if "\x00" in raw:
         return PathRejection(raw, "the path contains a NUL byte")
-    try:
-        raw.encode("utf-8")
-    except UnicodeEncodeError:
-        return PathRejection(raw, "the path is not valid UTF-8")
+    if not raw.isascii():
+        try:
+            raw.encode("utf-8")
+        except UnicodeEncodeError:
+            return PathRejection(raw, "the path is not valid UTF-8")
     if not raw.strip():
         return PathRejection(raw, "the path is empty")
     expanded = _expand(raw, context)
@@ -92,12 +93,13 @@ def realpath(path: str, known: Resolutions) -> tuple[str, bool]:
     found = known.get(path)
     if found is not None:
         return found
-    parent, name = os.path.split(path)
-    if not name or name in (".", "..") or not parent.startswith("/"):
+    # String operations rather than os.path.split/join: this runs for every ancestor.
+    parent, _, name = path.rpartition("/")
+    if not name or name == "." or name == ".." or not path.startswith("/"):
         found = (os.path.realpath(path), True)
     else:
-        base, parent_exists = realpath(parent, known)
-        candidate = os.path.join(base, name)
+        base, parent_exists = realpath(parent.rstrip("/") or "/", known)
+        candidate = base + "/" + name if base != "/" else "/" + name
         found = (candidate, False)
         if parent_exists:
             try:

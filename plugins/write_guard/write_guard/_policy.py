@@ -77,13 +77,19 @@ class PathVerdict:
 
 def protected_verdict(path: ResolvedPath, policy: Policy) -> PathVerdict | None:
     """A denial when the requested or the resolved path is (or contains) a protected location."""
+    protected = _folded(policy.protected_paths)
     for candidate in _distinct(path.requested, path.resolved):
         folded = candidate.casefold()
         hit = _matching_pattern(folded, policy.protected_patterns)
-        if hit is None and os.path.basename(folded) in _PROTECTED_PARENTS:
-            hit = f"*/{os.path.basename(folded)}"
         if hit is None:
-            hit = next((p for p in policy.protected_paths if _touches(candidate, p)), None)
+            name = folded.rpartition("/")[2]
+            if name in _PROTECTED_PARENTS:
+                hit = f"*/{name}"
+        if hit is None:
+            hit = next(
+                (p for p, folded_p in protected if _touches(folded, folded_p)),
+                None,
+            )
         if hit is not None:
             return PathVerdict(
                 rule="protected-path",
@@ -105,9 +111,15 @@ def _matching_pattern(path: str, patterns: tuple[str, ...]) -> str | None:
     return next(p for p in patterns if fnmatch.fnmatchcase(path, p))
 
 
-def _touches(candidate: str, protected: str) -> bool:
-    return is_within(candidate, protected, case_insensitive=True) or is_within(
-        protected, candidate, case_insensitive=True
+@functools.lru_cache(maxsize=64)
+def _folded(paths: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((path, path.casefold()) for path in paths)
+
+
+def _touches(folded_candidate: str, folded_protected: str) -> bool:
+    """Whether one path contains the other (both already case-folded)."""
+    return is_within(folded_candidate, folded_protected) or is_within(
+        folded_protected, folded_candidate
     )
 
 
