@@ -192,8 +192,17 @@ _scrub_short = lru_cache(maxsize=4096)(scrub)
 _SHORT = 128
 
 
+_PLAIN_SCALARS = frozenset({int, float, bool, type(None)})
+
+
 def scrub_value(value: Any) -> Any:
     """A JSON-like value with every string in it (keys included) passed through `scrub`."""
+    kind = type(value)
+    # Exact types first: the ABC check below is slow, and records are mostly plain values.
+    if kind in _PLAIN_SCALARS:
+        return value
+    if kind is dict:
+        return {_scrub_key(str(key)): scrub_value(item) for key, item in value.items()}
     if isinstance(value, str):
         return _scrub_short(value) if len(value) <= _SHORT else scrub(value)
     if isinstance(value, Mapping):

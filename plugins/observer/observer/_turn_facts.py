@@ -89,6 +89,20 @@ def _cue_found(prompt: str, cue: str) -> bool:
     return _cue_pattern(cue).search(prompt) is not None
 
 
+@lru_cache(maxsize=16)
+def _any_cue_pattern(cues: tuple[str, ...]) -> re.Pattern[str]:
+    # Wherever one cue matches on its own, this matches too (at that place or before it).
+    alternatives = "|".join(re.escape(cue) for cue in cues)
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
+
+
+def _cues_in(prompt: str, cues: tuple[str, ...]) -> tuple[str, ...]:
+    """The cues the prompt contains, in configured order; one scan when it contains none."""
+    if not cues or _any_cue_pattern(cues).search(prompt) is None:
+        return ()
+    return tuple(cue for cue in cues if _cue_found(prompt, cue))
+
+
 def read_prompt(text: str, rules: PromptRules) -> PromptFacts:
     """The content-free facts of a prompt (its text is not kept)."""
     task_ref = None
@@ -97,7 +111,7 @@ def read_prompt(text: str, rules: PromptRules) -> PromptFacts:
         task_ref = match.group(0)[:80] if match else None
     return PromptFacts(
         length=len(text),
-        correction_cues=tuple(cue for cue in rules.correction_cues if _cue_found(text, cue)),
+        correction_cues=_cues_in(text, tuple(rules.correction_cues)),
         dictated=dictated_method(text, rules.methods, rules.method_patterns),
         command_node=slash_command(text),
         task_ref=task_ref,

@@ -136,3 +136,20 @@ def test_other_live_sessions() -> None:
     assert other_live_sessions(beats, "s1", 1000, 600) is True
     assert other_live_sessions(beats, "s1", 1000, 400) is False
     assert other_live_sessions({"s1": 1000}, "s1", 1000, 600) is False
+
+
+def test_overlapping_cues_are_each_found_in_configured_order() -> None:
+    rules = PromptRules(
+        methods=(),
+        method_patterns=(),
+        correction_cues=("wrong again", "undo", "wrong", "again"),
+        task_ref_pattern="",
+    )
+    assert read_prompt("That's WRONG again, undo it", rules).correction_cues == (
+        "wrong again",
+        "undo",
+        "wrong",
+        "again",
+    )
+    assert read_prompt("wrongly done; undone", rules).correction_cues == ()
+    assert read_prompt("again", rules).correction_cues == ("again",)
