@@ -211,7 +211,7 @@ async def replay_sessions(
     """Replay every session (oldest first) through an open host whose clock is `clock`."""
     chosen = [s for s in transcripts.sessions if since_ms is None or s.last_ms >= since_ms]
     chosen.sort(key=lambda s: (s.first_ms, s.session_id))
-    total = sum(1 for s in chosen for _ in s.walk())
+    total = 0 if progress is None else sum(1 for s in chosen for _ in s.walk())
     done = 0
     summaries: list[SessionSummary] = []
     actions: list[ReplayAction] = []
@@ -349,7 +349,9 @@ class _SessionRun:
         finally:
             current_dispatch.reset(token)
 
-    def collect(self, actions: Iterable[Action], event: Event | None, index: int) -> None:
+    def collect(self, actions: Sequence[Action], event: Event | None, index: int) -> None:
+        if not actions:
+            return
         call = event if isinstance(event, ToolCall) else None
         for action in actions:
             kind = REPORT_KINDS.get(action.kind)
