@@ -27,6 +27,24 @@ if TYPE_CHECKING:
 Terminal = Callable[[Any], Awaitable[Any]]
 
 
+async def _no_handler(engine: Any, event: Any, call_next: Any) -> Any:
+    raise AssertionError("the end-of-chain marker is never called")
+
+
+END_OF_CHAIN = Registration(
+    plugin="",
+    event="",
+    handler=_no_handler,
+    match=None,
+    match_spec=None,
+    order=0,
+    fail="open",
+    budget=None,
+    sequence=-1,
+)
+"""Closes every chain the host runs, so finding the next handler needs no length check."""
+
+
 # Frame states. _OVERRUN: the watchdog found the handler stuck before it called call_next.
 _IDLE, _RUNNING, _DONE, _FAILED, _OVERRUN = 0, 1, 2, 3, 4
 
@@ -74,15 +92,12 @@ class CallNext:
             dispatch.runner.active.add(dispatch)
         chain = dispatch._chain
         index = self._index
-        size = len(chain)
-        while index < size:
-            reg = chain[index]
-            if reg.match is None or reg.match(event):
-                break
+        reg = chain[index]
+        while reg.match is not None and not reg.match(event):
             index += 1
+            reg = chain[index]
         try:
-            if index == size:
-                dispatch.current = None
+            if reg is END_OF_CHAIN:
                 result = await dispatch.terminal(event)
             else:
                 # No __init__: a bare CallNext() and slot stores cost less than an __init__ frame.
@@ -92,7 +107,6 @@ class CallNext:
                 frame._event = event
                 frame._state = _IDLE
                 frame.reg = reg
-                dispatch.current = frame
                 engine = dispatch.engines[reg.plugin]
                 try:
                     result = await reg.handler(engine, event, frame)
@@ -113,14 +127,12 @@ class CallNext:
         except BaseException as error:
             self._outcome = error
             self._state = _FAILED
-            dispatch.current = self
             if root:
                 dispatch.runner.active.discard(dispatch)
                 current_dispatch.reset(token)
             raise
         self._outcome = result
         self._state = _DONE
-        dispatch.current = self
         if root:
             dispatch.runner.active.discard(dispatch)
             current_dispatch.reset(token)
@@ -158,20 +170,18 @@ class Dispatch(CallNext):
     """
 
     __slots__ = (
+        "_actions",
         "_chain",
-        "actions",
         "cancelling",
-        "current",
         "depth",
         "engines",
         "runner",
         "source",
         "terminal",
     )
+    _actions: list[Action] | None
     _chain: tuple[Registration, ...]
-    actions: list[Action]
     cancelling: CallNext | None
-    current: CallNext | None
     depth: int
     engines: Mapping[str, Engine]
     runner: ChainRunner
@@ -197,6 +207,15 @@ class Dispatch(CallNext):
     @property
     def event_name(self) -> str:
         return self._event.name
+
+    @property
+    def actions(self) -> list[Action]:
+        """The audit: every action of a plugin during this dispatch, in order."""
+        actions = self._actions
+        if actions is None:
+            # Made on first use: most dispatches record nothing, and this one is hot.
+            actions = self._actions = []
+        return actions
 
     def add(self, by: str, kind: str, text: str) -> None:
         self.actions.append(Action(by=by, kind=kind, text=text, event=self._event.name))

@@ -131,8 +131,6 @@ def record(runtime: SessionRuntime, action: Action) -> None:
     """Record an action in the running dispatch's audit, or the session's pending list."""
     dispatch = current_dispatch.get()
     if dispatch is not None:
-        if dispatch.actions is None:
-            dispatch.actions = []
         dispatch.actions.append(action)
     else:
         runtime.pending.append(action)

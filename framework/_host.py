@@ -12,9 +12,10 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from framework._chain import Dispatch, Outcome
+from framework._chain import END_OF_CHAIN, Dispatch, Outcome
 from framework._contract import (
     ENGINE_ORIGIN,
+    EVENT_TYPES,
     Classic,
     ContractError,
     Event,
@@ -47,6 +48,9 @@ from framework._store import Store, StoreBackend, open_backend
 Terminal = Callable[[Any], Awaitable[Any]]
 _log = structlog.get_logger("hookchain.host")
 _plugin_log = structlog.get_logger("hookchain.plugin")
+
+
+_BARE_CHAIN = (END_OF_CHAIN,)
 
 
 async def _neutral_terminal(event: Event) -> Any:
@@ -83,6 +87,7 @@ class Host:
         self.commands: dict[str, tuple[str, str]] = {}
         self.sessions: dict[str, SessionRuntime] = {}
         self._chains: dict[str, tuple[Registration, ...]] = {}
+        self._runs: dict[Any, tuple[Registration, ...]] = {}
         self._runner = ChainRunner(
             default_budget=self.settings.handler_budget, valid=is_valid_result
         )
@@ -159,6 +164,15 @@ class Host:
             event: tuple(sorted(regs, key=lambda reg: reg.sort_key))
             for event, regs in by_event.items()
         }
+        # What dispatch runs: each chain closed by END_OF_CHAIN, keyed by event class where the
+        # class names the event (every event but classic.<Name>).
+        self._runs = {}
+        for event, regs in self._chains.items():
+            kind = EVENT_TYPES.get(event)
+            self._runs[kind if kind is not None and kind is not Classic else event] = (
+                *regs,
+                END_OF_CHAIN,
+            )
         budgets = [self.settings.handler_budget] + [
             reg.budget for regs in self._chains.values() for reg in regs if reg.budget
         ]
@@ -235,6 +249,7 @@ class Host:
         agent_id = getattr(event, "agent_id", None)
         if agent_id is not None and agent_id not in runtime.agents:
             runtime.agents[agent_id] = AgentInfo(id=agent_id)
+        runner = self._runner
         # Dispatch has no __init__: its fields are set right here, one Python call less on the
         # hottest path of the host (see benchmarks/dispatch.py).
         dispatch = Dispatch()
@@ -243,17 +258,16 @@ class Host:
         dispatch._event = event
         dispatch._state = 0
         dispatch.reg = None
-        dispatch._chain = self._chains.get(event.name if kind is Classic else kind.kind, ())
-        dispatch.runner = self._runner
+        dispatch._chain = self._runs.get(event.name if kind is Classic else kind, _BARE_CHAIN)
+        dispatch.runner = runner
         dispatch.source = origin
         dispatch.engines = runtime.engines
         dispatch.terminal = terminal or _neutral_terminal
-        dispatch.actions = []
+        dispatch._actions = None
         dispatch.depth = depth
-        dispatch.current = None
         dispatch.cancelling = None
-        if not self._runner.armed:
-            self._runner.arm()
+        if not runner.armed:
+            runner.arm()
         if kind is SessionEnd:
             return self._end_session(dispatch, runtime)
         # The root frame returns the outcome itself: no wrapper coroutine on the hot path.

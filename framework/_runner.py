@@ -9,7 +9,7 @@ from typing import Any
 
 import structlog
 
-from framework._chain import _IDLE, _OVERRUN, CallNext, Dispatch
+from framework._chain import _IDLE, _OVERRUN, END_OF_CHAIN, CallNext, Dispatch
 from framework._contract import Event
 from framework._registration import Registration
 
@@ -60,10 +60,7 @@ class ChainRunner:
             self.armed = True
             loop.call_later(self.tick, self._check)
 
-    def _cancel(self, dispatch: Dispatch, frame: CallNext) -> None:
-        task = _task_running(dispatch)
-        if task is None:
-            return
+    def _cancel(self, dispatch: Dispatch, frame: CallNext, task: asyncio.Task[Any]) -> None:
         self.cancelled_tasks[dispatch] = task
         dispatch.cancelling = frame
         if frame._state == _IDLE:
@@ -71,39 +68,52 @@ class ChainRunner:
         task.cancel()
 
     def _check(self) -> None:
-        # A frame seen running its own code on two ticks at least a budget apart is stuck. Own
-        # time is sampled, not timed: no clock reads and no timers on the hot path.
+        # A handler seen running its own code on two ticks at least a budget apart is stuck.
+        # Own time is sampled, not timed: the hot path reads no clock and arms no timer.
         now = time.monotonic()
         seen = self._seen
         self._seen = {}
-        for dispatch in self.active:
-            frame = dispatch.current
-            if frame is None or frame.reg is None or dispatch.cancelling is not None:
-                continue
-            first = seen.get(dispatch)
-            if first is None or first[0] is not frame:
-                self._seen[dispatch] = (frame, now)
-                continue
-            self._seen[dispatch] = first
-            budget = frame.reg.budget or self.default_budget
-            if now - first[1] >= budget:
-                self._cancel(dispatch, frame)
+        if self.active:
+            for dispatch, (task, frame) in _positions(self.active).items():
+                if frame is None or frame.reg is None or dispatch.cancelling is not None:
+                    continue
+                first = seen.get(dispatch)
+                if first is None or first[0] is not frame:
+                    self._seen[dispatch] = (frame, now)
+                    continue
+                self._seen[dispatch] = first
+                budget = frame.reg.budget or self.default_budget
+                if now - first[1] >= budget:
+                    self._cancel(dispatch, frame, task)
         if self.active:
             asyncio.get_running_loop().call_later(self.tick, self._check)
         else:
             self.armed = False
 
 
-def _task_running(dispatch: Dispatch) -> asyncio.Task[Any] | None:
-    """The task whose await chain holds the dispatch's root frame (looked up only when stuck)."""
+_LEVEL = CallNext.__call__.__code__
+
+
+def _positions(active: set[Dispatch]) -> dict[Dispatch, tuple[asyncio.Task[Any], CallNext | None]]:
+    """Where each running dispatch is: its task, and the frame whose handler runs its own code.
+
+    Read from the tasks' await chains when the watchdog ticks, so the chain itself never has to
+    record where it is. In a level's coroutine, `reg`/`frame` are the handler it awaits and that
+    handler's call_next; the innermost level of a dispatch is where it is (None: the terminal).
+    """
+    found: dict[Dispatch, tuple[asyncio.Task[Any], CallNext | None]] = {}
     for task in asyncio.all_tasks():
         coro: Any = task.get_coro()
         while coro is not None:
-            frame = getattr(coro, "cr_frame", None)
-            if frame is not None and frame.f_locals.get("self") is dispatch:
-                return task
+            if getattr(coro, "cr_code", None) is _LEVEL:
+                names = coro.cr_frame.f_locals
+                dispatch = names.get("dispatch")
+                if dispatch in active:
+                    reg = names.get("reg")
+                    frame = None if reg is None or reg is END_OF_CHAIN else names.get("frame")
+                    found[dispatch] = (task, frame)
             coro = getattr(coro, "cr_await", None)
-    return None
+    return found
 
 
 def _site(error: BaseException, reg: Registration) -> str:
