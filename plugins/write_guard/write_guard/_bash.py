@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -96,7 +95,7 @@ def _analyse_argv(
         argv.pop(0)
     if not argv:
         return
-    name = os.path.basename(argv[0])
+    name = argv[0].rpartition("/")[2]  # os.path.basename, without its generic path handling
     if name in _WRAPPERS:
         if name == "env" and any(word in {"-S", "--split-string"} for word in argv):
             analysis.uncertain.append("env -S splits a string")
@@ -147,8 +146,9 @@ def _analyse_argv(
 
 
 def _is_assignment(word: str) -> bool:
-    head, equals, _ = word.partition("=")
-    return bool(equals) and head.isidentifier()
+    if "=" not in word:
+        return False
+    return word.partition("=")[0].isidentifier()
 
 
 def _skip_options(words: list[str], value_options: frozenset[str]) -> list[str]:

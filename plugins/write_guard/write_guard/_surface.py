@@ -18,6 +18,7 @@ _PATH_FIELDS: dict[str, tuple[str, ...]] = {
 _PATCH_TOOLS = frozenset({"apply_patch", "applypatch", "patch"})
 _PATCH_FIELDS = ("patch", "input", "diff", "content")
 _PATCH_HEADER = re.compile(r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$", re.M)
+_APPLIES_PATCH = re.compile(r"(?:^|[\s;&|(])(?:apply_patch|applypatch|patch|git\s+apply)\b")
 _DIFF_HEADER = re.compile(r"^(?:---|\+\+\+) (?:\"(.+?)\"|(\S+))", re.M)
 
 
@@ -84,9 +85,7 @@ def _patch_surface(text: str, how: str) -> Surface:
 def _bash_surface(command: str) -> Surface:
     analysis = analyse_bash(command)
     targets = list(analysis.targets)
-    applies_patch = re.search(
-        r"(?:^|[\s;&|(])(?:apply_patch|applypatch|patch|git\s+apply)\b", command
-    )
+    applies_patch = _APPLIES_PATCH.search(command)
     if applies_patch:
         for body in analysis.heredocs:
             targets.extend(WriteTarget(path, "patch") for path in patch_paths(body))
