@@ -30,9 +30,10 @@ from framework import (
 from ._options import IGNORE_ENTRY_MAX_COUNT, IGNORE_ENTRY_MAX_LENGTH, Options, core_config
 from .core import MAIN_LOOP, CoreConfig, Decision, LoopBreakerCore, Observation
 from .core.codec import dump, load
-from .core.normalize import classify_outcome, output_text
+from .core.normalize import classify_outcome
 from .core.policy import Stats, merge_stats
 from .core.report import render
+from .core.result_text import result_text
 
 PLUGIN_NAME = "loop-breaker"
 COMMAND = "loop-breaker"
@@ -239,7 +240,11 @@ def register(on: Any, options: Options) -> None:
             started = time.perf_counter_ns()
             now = await engine.clock.now()
             denial = result.denial
-            text = denial.reason if denial is not None else output_text(result.output)
+            text = (
+                denial.reason
+                if denial is not None
+                else result_text(event.tool, result.output, is_error=result.is_error)
+            )
             observation = Observation(
                 call_id=event.tool_use_id,
                 loop_id=loop_id,

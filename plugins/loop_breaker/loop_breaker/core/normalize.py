@@ -34,7 +34,7 @@ NEVER_COUNTED_TOOLS = frozenset(
         "ScheduleWakeup",
     }
 )
-_SIBLING_CANCELLED = "Sibling tool call errored"
+SIBLING_CANCELLED = "Sibling tool call errored"
 POLL_TOOLS = frozenset(
     {"BashOutput", "TaskOutput", "Monitor", "TaskGet", "TaskList", "GetTask", "Poll"}
 )
@@ -148,7 +148,7 @@ def is_counted(tool: str, text: str) -> bool:
     if tool in NEVER_COUNTED_TOOLS or text.startswith("[Request interrupted"):
         return False
     # A call cancelled because a parallel call failed did nothing of its own.
-    return _SIBLING_CANCELLED not in text[:80]
+    return SIBLING_CANCELLED not in text[:80]
 
 
 def output_text(output: Any) -> str:
