@@ -167,6 +167,10 @@ class ClaudeBridge:
     async def _answer(self, payload: dict[str, Any]) -> cmap.HookAnswer:
         name: str = payload["hook_event_name"]
         session = self._touch(payload["session_id"])
+        cwd = payload.get("cwd")
+        if isinstance(cwd, str):
+            # Every payload says where the session works now; plugins read it as session.cwd.
+            self.host.update_session(payload["session_id"], cwd=cwd)
         if name in TURN_EVENTS or (name == "Stop" and not session.in_turn):
             await self._maybe_start_turn(payload["session_id"], session)
         if name == "PreToolUse":

@@ -214,6 +214,24 @@ class Host:
         pending, runtime.pending = runtime.pending, []
         return pending
 
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        cwd: str | None = None,
+        harness_version: str | None = None,
+        model: str | None = None,
+    ) -> None:
+        """What the harness says of a session on any event (its cwd changes; a host restarted
+        mid-session never saw its session.start). Empty values leave the known ones."""
+        runtime = self._session(session_id)
+        if cwd:
+            runtime.cwd = cwd
+        if harness_version:
+            runtime.harness_version = harness_version
+        if model:
+            runtime.model = model
+
     def note_agent(self, session_id: str, agent: AgentInfo) -> None:
         self._session(session_id).agents[agent.id] = agent
 

@@ -395,3 +395,14 @@ async def test_every_real_payload_gets_a_valid_answer() -> None:
         assert bridge.payload_errors == 0
         assert len(seen("tool")) >= 18
     assert cmap.TEXT_CAP == 10_000
+
+
+@pytest.mark.anyio
+async def test_every_payload_tells_the_session_where_it_works() -> None:
+    """A host that starts mid-session never sees SessionStart: the cwd comes with each event."""
+    async with bridged() as bridge:
+        await ask(bridge, {**pre("ls", "toolu_cwd1"), "cwd": "/work/project-a"})
+        assert bridge.host.engine("claude-probe", SESSION).session.cwd == "/work/project-a"
+        await ask(bridge, {**pre("ls", "toolu_cwd2"), "cwd": "/work/project-a/sub"})
+        assert bridge.host.engine("claude-probe", SESSION).session.cwd == "/work/project-a/sub"
+        bridge.cancel_all()
