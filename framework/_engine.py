@@ -110,7 +110,7 @@ current_dispatch: contextvars.ContextVar[Any] = contextvars.ContextVar(
 class SessionRuntime:
     """Everything the host keeps for one live session."""
 
-    __slots__ = ("agents", "cwd", "engines", "harness_version", "id", "model", "pending")
+    __slots__ = ("agents", "cwd", "engines", "env", "harness_version", "id", "model", "pending")
 
     def __init__(self, session_id: str) -> None:
         self.id = session_id
@@ -120,6 +120,7 @@ class SessionRuntime:
         self.engines: dict[str, Engine] = {}
         self.pending: list[Action] = []
         self.agents: dict[str, AgentInfo] = {}
+        self.env: dict[str, str] = {}
 
     def started(self, event: SessionStart) -> None:
         self.cwd = event.cwd or self.cwd
@@ -172,14 +173,17 @@ class Transcript:
 
 
 class Env:
-    """Read-only environment variables."""
+    """Read-only environment variables: the session's own (e.g. a replayed user's HOME) first."""
 
-    __slots__ = ("_values",)
+    __slots__ = ("_session", "_values")
 
-    def __init__(self, values: Mapping[str, str]) -> None:
+    def __init__(self, values: Mapping[str, str], session: Mapping[str, str]) -> None:
         self._values = values
+        self._session = session
 
     def get(self, name: str, default: str | None = None) -> str | None:
+        if name in self._session:
+            return self._session[name]
         return self._values.get(name, default)
 
 
@@ -269,7 +273,7 @@ class Engine:
         self.transcript = Transcript(self)
         self.store: Store = host.store.namespace(plugin)
         self.state: Store = host.session_store(runtime.id).namespace(plugin)
-        self.env = Env(host.env)
+        self.env = Env(host.env, runtime.env)
         self.session = Session(self)
         self.agents = Agents(self)
         self.commands = Commands(self)

@@ -221,10 +221,14 @@ class Host:
         cwd: str | None = None,
         harness_version: str | None = None,
         model: str | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         """What the harness says of a session on any event (its cwd changes; a host restarted
-        mid-session never saw its session.start). Empty values leave the known ones."""
+        mid-session never saw its session.start). Empty values leave the known ones; `env` adds
+        variables this session's engines see over the host's (a replayed user's HOME)."""
         runtime = self._session(session_id)
+        if env:
+            runtime.env.update(env)
         if cwd:
             runtime.cwd = cwd
         if harness_version:

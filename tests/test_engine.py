@@ -291,3 +291,22 @@ async def test_session_end_keeps_one_deadline_even_with_a_stalled_store() -> Non
             await host.dispatch(SessionEnd(session_id="s1"))
         elapsed = anyio.current_time() - started
     assert 0.2 <= elapsed < 0.45
+
+
+async def test_a_session_may_carry_its_own_environment_over_the_hosts() -> None:
+    seen: list[tuple[str | None, str | None]] = []
+
+    def register(on: Any) -> None:
+        async def look(engine: Any, event: Any, call_next: Any) -> Any:
+            seen.append((engine.env.get("HOME"), engine.env.get("SHELL")))
+            return await call_next(event)
+
+        on("tool.call", look)
+
+    env = {"HOME": "/home/host-user", "SHELL": "/bin/sh"}
+    async with host_with(make_plugin("look", register), env=env) as host:
+        host.update_session("s1", env={"HOME": "/Users/recorded"}, cwd="/Users/recorded/app")
+        await host.dispatch(bash(session_id="s1"), Terminal())
+        await host.dispatch(bash(session_id="s2"), Terminal())
+        assert host.engine("look", "s1").session.cwd == "/Users/recorded/app"
+    assert seen == [("/Users/recorded", "/bin/sh"), ("/home/host-user", "/bin/sh")]
