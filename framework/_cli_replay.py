@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 import sys
 from collections import Counter
 from datetime import UTC, datetime
@@ -12,9 +13,11 @@ from typing import Annotated, Any
 import anyio
 import typer
 
+from framework._loading import entry_point_candidates
 from framework._logging import configure_logging
 from framework._replay import ReplayReport, replay_paths
 from framework._settings import SettingsError, load_settings
+from framework._store import StoreError
 from framework._transcript import TranscriptPathError
 
 FIRST_PARTY_PLUGINS = ("loop-breaker", "write-guard", "refusal-watch", "observer")
@@ -59,16 +62,37 @@ def replay_command(
         typer.echo(f"hookchain: {error}", err=True)
         raise typer.Exit(2) from None
     configure_logging(settings.log_level)
+    installed = {candidate.name for candidate in entry_point_candidates()}
+    unknown = [name for name in only if name not in installed]
+    if unknown:
+        typer.echo(
+            f"hookchain replay: no installed plugin named {', '.join(map(repr, unknown))}; "
+            f"installed: {', '.join(sorted(installed)) or 'none'}",
+            err=True,
+        )
+        raise typer.Exit(2)
     show_progress = not as_json and sys.stderr.isatty()
     try:
+        _check_paths(paths)
         report = _run(paths, only, store, settings, since_ms, show_progress)
-    except TranscriptPathError as error:
+    except (TranscriptPathError, StoreError) as error:
         typer.echo(f"hookchain replay: {error}", err=True)
         raise typer.Exit(2) from None
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:
         print_report(report)
+
+
+def _check_paths(paths: list[Path]) -> None:
+    # A name too long or a FIFO would otherwise end in a traceback or a wrong "no such file".
+    for path in paths:
+        try:
+            mode = path.stat().st_mode
+        except OSError as error:
+            raise TranscriptPathError(f"cannot read {path}: {error.strerror}") from None
+        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+            raise TranscriptPathError(f"not a file or folder: {path}")
 
 
 def _run(
@@ -85,9 +109,11 @@ def _run(
                 paths, only=only, store=store, settings=settings, since_ms=since_ms
             )
         )
+    from rich.console import Console
     from rich.progress import Progress
 
-    with Progress(transient=True) as bar:
+    # On stderr, the terminal that was checked, so a report piped to a file stays clean.
+    with Progress(console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("replaying", total=None)
 
         def advance(done: int, total: int) -> None:
@@ -116,9 +142,12 @@ def print_report(report: ReplayReport) -> None:
     known = {p.name for p in report.plugins}
     missing = [name for name in FIRST_PARTY_PLUGINS if name not in known]
     console.print(f"[bold]plugins[/bold]: {', '.join(loaded) or 'none'}")
+    disabled = [p.name for p in report.plugins if p.status == "disabled"]
     for plugin in report.plugins:
-        if plugin.status != "loaded":
+        if plugin.status not in ("loaded", "disabled"):
             console.print(f"[red]not loaded[/red]: {plugin.name}: {plugin.error}")
+    if disabled:
+        console.print(f"[yellow]disabled[/yellow]: {', '.join(disabled)}")
     if missing:
         console.print(f"[yellow]not installed[/yellow]: {', '.join(missing)}")
     by_session: dict[str, list[Any]] = {}
