@@ -266,7 +266,7 @@ def open_backend(url: str) -> StoreBackend:
             ) from None
         return RedisBackend.from_url(url)
     raise StoreError(
-        f"unknown store URL scheme {scheme!r} in HOOKCHAIN_STORE; "
+        f"unknown store URL scheme {scheme!r} (from HOOKCHAIN_STORE or --store); "
         "accepted: memory://, sqlite:///path, redis://host:port/db"
     )
 
