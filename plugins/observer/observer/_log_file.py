@@ -31,6 +31,18 @@ def month_file_name(ms: int) -> str:
 
 def ensure_private_dir(directory: Path) -> None:
     """Create `directory` (and parents) as 0700, or tighten an existing one this user owns."""
+    try:
+        found = os.lstat(directory)
+    except OSError:
+        pass
+    else:
+        # Already a private directory of this user (the usual case): nothing to create or fix.
+        if (
+            stat.S_ISDIR(found.st_mode)
+            and found.st_uid == os.getuid()
+            and stat.S_IMODE(found.st_mode) == _DIR_MODE
+        ):
+            return
     directory.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
     info = directory.lstat()
     if not stat.S_ISDIR(info.st_mode):

@@ -191,9 +191,12 @@ class Observer:
     async def _heartbeat(self, engine: Engine, now: int) -> bool:
         """Mark this session live; whether another session was live within the window."""
         window_ms = self.options.parallel_window_minutes * 60_000
-        await engine.store.set(f"{_LIVE_PREFIX}{engine.session.id}", now, ttl=window_ms / 1000)
+        own = f"{_LIVE_PREFIX}{engine.session.id}"
+        await engine.store.set(own, now, ttl=window_ms / 1000)
         beats: dict[str, int] = {}
         for key in await engine.store.keys(_LIVE_PREFIX):
+            if key == own:
+                continue  # only the others count, and this one was just written
             seen = await engine.store.get(key)
             if isinstance(seen, int):
                 beats[key.removeprefix(_LIVE_PREFIX)] = seen

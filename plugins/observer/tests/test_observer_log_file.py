@@ -93,6 +93,16 @@ def test_data_dir_that_is_a_file_is_refused(tmp_path: Path) -> None:
         append_record(not_a_dir, {"record": "episode"}, JAN_2026_MS)
 
 
+def test_data_dir_that_is_a_symlink_to_a_private_dir_is_refused(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    link = tmp_path / "observer"
+    link.symlink_to(elsewhere)
+    with pytest.raises(UnsafeLogPath):
+        append_record(link, {"record": "episode"}, JAN_2026_MS)
+    assert list(elsewhere.iterdir()) == []
+
+
 def test_read_log_counts_torn_and_foreign_lines(tmp_path: Path) -> None:
     append_record(tmp_path, {"record": "episode", "id": "a"}, JAN_2026_MS)
     path = tmp_path / month_file_name(JAN_2026_MS)
