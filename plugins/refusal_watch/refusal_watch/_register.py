@@ -155,7 +155,6 @@ class Watch:
         session_id = event.session_id
         book = self.book(session_id)
         key = turn_key(event.agent_id, event.turn_id)
-        sighting = Sighting("step", event.turn_id, event.agent_id, event.model, event.step_index)
         refused = False
 
         def on_chunk(chunk: StreamChunk) -> None:
@@ -163,6 +162,10 @@ class Watch:
             if refused or chunk.kind != "stop" or chunk.stop_reason != REFUSAL:
                 return
             refused = True
+            # Made only for a refusal: most steps never need one.
+            sighting = Sighting(
+                "step", event.turn_id, event.agent_id, event.model, event.step_index
+            )
             self.announce(engine, sighting)
             if self.is_current(session_id, book):
                 book.dedup.arm(key, event.model)
