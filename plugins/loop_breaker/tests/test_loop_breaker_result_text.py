@@ -8,17 +8,24 @@ from typing import Any
 import pytest
 from loop_breaker.core import LoopBreakerCore, Observation
 from loop_breaker.core.codec import dump
-from loop_breaker.core.normalize import SIBLING_CANCELLED, classify_outcome, output_text
-from loop_breaker.core.result_text import result_text
+from loop_breaker.core.normalize import (
+    SIBLING_CANCELLED,
+    classify_outcome,
+    is_counted,
+    output_text,
+)
+from loop_breaker.core.result_text import HEAD_CHARS, result_text
 
 _TOOLS = ["Edit", "Write", "MultiEdit", "TodoWrite", "Bash", "Read"]
 _WORDS = ["a", "é", "\n", '"', "x" * 50, SIBLING_CANCELLED, "[Request interrupted by user]"]
+# A long string now and then: the tail is then read in part.
+_WORDS_LONG = [*_WORDS, "w" * 7000]
 
 
 def _tree(rng: random.Random, depth: int = 0) -> Any:
     roll = rng.random()
     if depth > 3 or roll < 0.4:
-        return rng.choice([rng.choice(_WORDS) * rng.randint(1, 3), rng.randint(-9, 99),
+        return rng.choice([rng.choice(_WORDS_LONG) * rng.randint(1, 3), rng.randint(-9, 99),
                            rng.random(), True, None])  # fmt: skip
     if roll < 0.75:
         keys: list[Any] = [rng.choice(_WORDS)[:30] + str(i) for i in range(rng.randint(0, 4))]
@@ -56,14 +63,40 @@ def test_the_core_decides_as_on_the_full_text(seed: int) -> None:
     assert _observe(calls, in_part) == _observe(calls, in_full)
 
 
-def test_a_successful_edit_result_is_not_encoded_unless_it_holds_the_marker() -> None:
+_LONG = ["y" * 3000, "é" * 2500, '"\\\n' * 900, "z" * 9000]
+
+
+def _large_tree(rng: random.Random, depth: int = 0) -> Any:
+    """Like `_tree`, with long strings, so that the tail is read in part."""
+    roll = rng.random()
+    if depth > 3 or roll < 0.3:
+        return rng.choice([rng.choice(_LONG), rng.choice(_WORDS), rng.randint(-9, 99), None])
+    if roll < 0.7:
+        keys = [rng.choice(_WORDS)[:20] + str(index) for index in range(rng.randint(0, 5))]
+        return {key: _large_tree(rng, depth + 1) for key in keys}
+    items = [_large_tree(rng, depth + 1) for _ in range(rng.randint(0, 5))]
+    return items if rng.random() < 0.8 else tuple(items)
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_a_large_edit_result_reads_as_its_full_text_for_the_core(seed: int) -> None:
+    output = {"result": _large_tree(random.Random(seed)), "status": "done"}
+    full = output_text(output)
+    read = result_text("Edit", output, is_error=False)
+    assert read == full[:HEAD_CHARS] or read == full
+    assert is_counted("Edit", read) == is_counted("Edit", full)
+    assert result_text("Bash", output, is_error=False) == full
+
+
+def test_a_successful_edit_result_is_read_only_at_its_start() -> None:
     patch = [{"lines": ["-old", "+new"] * 500, "oldStart": 1}]
     output = {"filePath": "/w/a.py", "originalFile": "x" * 50_000, "structuredPatch": patch}
-    assert result_text("Edit", output, is_error=False) == ""
-    assert result_text("Edit", output, is_error=True) == output_text(output)
-    assert result_text("Bash", output, is_error=False) == output_text(output)
-    marked = {**output, "structuredPatch": [{"lines": ["-a", f"+{SIBLING_CANCELLED}"]}]}
-    assert result_text("Write", marked, is_error=False) == output_text(marked)
+    full = output_text(output)
+    assert result_text("Edit", output, is_error=False) == full[:HEAD_CHARS]
+    assert result_text("Edit", output, is_error=True) == full
+    assert result_text("Bash", output, is_error=False) == full
+    cancelled = {"content": f"{SIBLING_CANCELLED}: the parallel call failed", "pad": "p" * 9000}
+    assert not is_counted("Write", result_text("Write", cancelled, is_error=False))
 
 
 def test_a_tool_that_is_never_counted_is_not_read() -> None:
@@ -84,6 +117,7 @@ def _deep(levels: int) -> Any:
 )
 def test_anything_unusual_is_read_in_full(output: Any) -> None:
     assert result_text("Edit", output, is_error=False) == output_text(output)
+    assert result_text("Read", output, is_error=False) == output_text(output)
 
 
 def test_an_int_too_long_to_write_fails_as_output_text_does() -> None:

@@ -1,55 +1,133 @@
-"""What the core reads of a tool result: its text, or nothing where none of it is read."""
+"""What the core reads of a tool result: its text, or only the start of it that is read."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from .normalize import EDIT_TOOLS, NEVER_COUNTED_TOOLS, SIBLING_CANCELLED, output_text
+from .normalize import EDIT_TOOLS, NEVER_COUNTED_TOOLS, output_text
+
+HEAD_CHARS = 80
+"""The start of a successful call's text that the core reads (the sibling-cancel marker)."""
 
 _SCALARS = frozenset({int, float, bool, type(None)})
 _INT_LIMIT = 10**4000
 """Beyond this an int has too many digits to write: `output_text` decides what happens then."""
 _MAX_DEPTH = 32
+_SHORT = 1024
+_INFINITY = float("inf")
+# The encoder `output_text` uses, built once.
+_dumps = json.JSONEncoder(sort_keys=True, default=str).encode
 
 
 def result_text(tool: str, output: Any, *, is_error: bool) -> str:
-    """`output_text(output)`, or "" where the core would read nothing of it.
+    """`output_text(output)`, or as much of it as the core reads.
 
     The core never reads the output of a tool it does not count, and reads a successful edit's
-    only for the sibling-cancel marker near its start: its outcome is the file state it leaves.
-    A structured result that holds the marker in none of its strings cannot show it, so it is
-    not encoded at all (encoding a large edit result costs more than the whole detection).
+    structured result only for the sibling-cancel marker in its first `HEAD_CHARS`
+    characters: an edit's outcome is the file state it leaves. Those characters are encoded
+    piece by piece, exactly as `json.dumps(output, sort_keys=True, default=str)` begins; the
+    rest of the result (a whole file and its patch) is never encoded. Anything unusual in the
+    result (other types, keys that are not strings, deep nesting) takes `output_text` itself.
     """
     if tool in NEVER_COUNTED_TOOLS:
         return ""
-    if is_error or tool not in EDIT_TOOLS or type(output) is not dict or _may_show(output, 0):
+    if is_error or tool not in EDIT_TOOLS or type(output) is not dict:
         return output_text(output)
-    return ""
+    sizes: dict[int, int] = {}
+    if _plain_chars(output, 0, sizes) < 0:
+        return output_text(output)
+    head, whole = _prefix(output, HEAD_CHARS, sizes)
+    return head if whole else head[:HEAD_CHARS]
 
 
-def _may_show(value: Any, depth: int) -> bool:
-    """Whether the text of `value` may hold the marker (True for anything unusual)."""
+def _plain_chars(value: Any, depth: int, sizes: dict[int, int]) -> int:
+    """The characters of the strings in `value` (keys included), or -1 unless it is made of
+    exact JSON types with string keys and writable ints, at most `_MAX_DEPTH` deep.
+
+    `sizes` receives the count of each container met, by `id`.
+    """
     kind = type(value)
     if kind is str:
-        return SIBLING_CANCELLED in value
+        return len(value)
     if kind in _SCALARS:
-        return kind is int and not -_INT_LIMIT < value < _INT_LIMIT
-    if depth >= _MAX_DEPTH:
-        return True
+        return -1 if kind is int and not -_INT_LIMIT < value < _INT_LIMIT else 0
+    if depth >= _MAX_DEPTH or (kind is not dict and kind is not list and kind is not tuple):
+        return -1
+    total = 0
+    items: Any = value
     if kind is dict:
-        for key in value:
-            key_kind = type(key)
-            if key_kind is str:
-                if SIBLING_CANCELLED in key:
-                    return True
-            elif key_kind not in _SCALARS:
-                return True
-        items: Any = value.values()
-    elif kind is list or kind is tuple:
-        items = value
-    else:
-        return True
+        if set(map(type, value)) - {str}:
+            return -1
+        total = sum(map(len, value))
+        items = value.values()
     if set(map(type, items)) <= {str}:
-        # The marker has no newline, so joining cannot make one across two strings.
-        return SIBLING_CANCELLED in "\n".join(items)
-    return any(_may_show(item, depth + 1) for item in items)
+        total += sum(map(len, items))
+    else:
+        for item in items:
+            item_kind = type(item)
+            if item_kind is str:
+                total += len(item)
+            elif item_kind is not int and item_kind in _SCALARS:
+                continue
+            else:
+                chars = _plain_chars(item, depth + 1, sizes)
+                if chars < 0:
+                    return -1
+                total += chars
+    sizes[id(value)] = total
+    return total
+
+
+def _prefix(value: Any, need: int, sizes: dict[int, int]) -> tuple[str, bool]:
+    """At least the first `need` (> 0) characters of the JSON text of a plain `value`, and
+    whether that is the whole text. A container's text is its children's joined, so the
+    children are encoded from the first one on until enough is there."""
+    kind = type(value)
+    if kind is str:
+        if len(value) < need:
+            return _dumps(value), True
+        # Escaping is per character: the first `need` characters give at least `need` back.
+        return _dumps(value[:need])[:-1], False
+    if kind is not dict and kind is not list and kind is not tuple:
+        return _scalar(value), True
+    if sizes.get(id(value), _SHORT) < _SHORT:
+        return _dumps(value), True  # little text in it: one encoding is cheaper than pieces
+    is_dict = kind is dict
+    keys = sorted(value) if is_dict else range(len(value))
+    parts = []
+    size = 0
+    for index, key in enumerate(keys):
+        lead = ("{" if is_dict else "[") if index == 0 else ", "
+        if is_dict:
+            lead += _dumps(key) + ": "
+        parts.append(lead)
+        size += len(lead)
+        if size >= need:
+            return "".join(parts), False
+        text, whole = _prefix(value[key], need - size, sizes)
+        parts.append(text)
+        size += len(text)
+        if not whole or (size >= need and index < len(keys) - 1):
+            return "".join(parts), False
+    parts.append("}" if is_dict else "]")
+    return "".join(parts), True
+
+
+def _scalar(value: Any) -> str:
+    """What json writes for an exact int, float, bool or None (its `floatstr`, `int.__repr__`)."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if type(value) is int:
+        return int.__repr__(value)
+    if value != value:
+        return "NaN"
+    if value == _INFINITY:
+        return "Infinity"
+    if value == -_INFINITY:
+        return "-Infinity"
+    return float.__repr__(value)
