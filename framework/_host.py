@@ -76,7 +76,9 @@ class Host:
         self._config = dict(config) if config is not None else read_config(find_config())
         self.settings = settings if settings is not None else load_settings(self._config)
         self.clock: Clock = clock if clock is not None else SystemClock()
-        self.env: Mapping[str, str] = env if env is not None else os.environ
+        # A snapshot: plugins see one consistent environment, and a plain dict answers a miss
+        # without os.environ's KeyError round trip (engine.env.get is called per event).
+        self.env: Mapping[str, str] = dict(env if env is not None else os.environ)
         self._store_spec = store if store is not None else self.settings.store
         self.sandbox = sandbox
         self._explicit = list(plugins or ())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -215,14 +216,20 @@ async def replay_sessions(
     done = 0
     summaries: list[SessionSummary] = []
     actions: list[ReplayAction] = []
-    for session in chosen:
-        run = _SessionRun(host, clock, session)
-        await run.run()
-        actions.extend(run.actions)
-        summaries.append(run.summary())
-        done += run.index
-        if progress is not None:
-            progress(done, total)
+    # The transcripts, the host and its plugins live as long as the replay: freeze them so the
+    # collector does not walk them again and again while events come and go.
+    gc.freeze()
+    try:
+        for session in chosen:
+            run = _SessionRun(host, clock, session)
+            await run.run()
+            actions.extend(run.actions)
+            summaries.append(run.summary())
+            done += run.index
+            if progress is not None:
+                progress(done, total)
+    finally:
+        gc.unfreeze()
     return ReplayReport(
         sessions=tuple(summaries),
         actions=tuple(actions),
