@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import stat
 import sys
 from collections import Counter
 from datetime import UTC, datetime
@@ -73,7 +72,6 @@ def replay_command(
         raise typer.Exit(2)
     show_progress = not as_json and sys.stderr.isatty()
     try:
-        _check_paths(paths)
         report = _run(paths, only, store, settings, since_ms, show_progress)
     except (TranscriptPathError, StoreError) as error:
         typer.echo(f"hookchain replay: {error}", err=True)
@@ -82,17 +80,6 @@ def replay_command(
         typer.echo(json.dumps(report.to_json(), indent=2))
     else:
         print_report(report)
-
-
-def _check_paths(paths: list[Path]) -> None:
-    # A name too long or a FIFO would otherwise end in a traceback or a wrong "no such file".
-    for path in paths:
-        try:
-            mode = path.stat().st_mode
-        except OSError as error:
-            raise TranscriptPathError(f"cannot read {path}: {error.strerror}") from None
-        if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
-            raise TranscriptPathError(f"not a file or folder: {path}")
 
 
 def _run(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,12 +66,18 @@ def transcript_files(paths: Iterable[Path]) -> list[Path]:
     """The `.jsonl` files named or found recursively under the paths; refuses a missing path."""
     found: list[Path] = []
     for path in paths:
-        if path.is_dir():
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            raise TranscriptPathError(f"no such file or directory: {path}") from None
+        except OSError as error:  # a name too long, a path through a file, no permission
+            raise TranscriptPathError(f"cannot read {path}: {error.strerror}") from None
+        if stat.S_ISDIR(mode):
             found.extend(sorted(p for p in path.rglob("*.jsonl") if p.is_file()))
-        elif path.is_file():
+        elif stat.S_ISREG(mode):
             found.append(path)
-        else:
-            raise TranscriptPathError(f"no such file or directory: {path}")
+        else:  # a FIFO or a device would block or never end
+            raise TranscriptPathError(f"not a file or folder: {path}")
     return found
 
 
