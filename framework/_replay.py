@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import re
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -14,6 +15,7 @@ import anyio.lowlevel
 from framework._contract import (
     Continue,
     Event,
+    SessionStart,
     StreamChunk,
     ToolCall,
     TurnComplete,
@@ -279,6 +281,15 @@ async def replay_paths(
         return replace(report, logged=scratch_records(scratch))
 
 
+_HOME = re.compile(r"^(/Users/[^/]+|/home/[^/]+|/root)(?:/|$)")
+
+
+def recorded_home(cwd: str) -> str | None:
+    """The home folder a recorded cwd sits in (`/Users/x`, `/home/x`, `/root`), if it shows one."""
+    found = _HOME.match(cwd)
+    return found.group(1) if found else None
+
+
 class _SessionRun:
     """Dispatches one session's steps in order with scripted terminals."""
 
@@ -291,6 +302,11 @@ class _SessionRun:
         self.prompts = self.turns = self.tool_calls = self.tool_calls_main = 0
 
     async def run(self) -> None:
+        first = self.session.steps[0].event if self.session.steps else None
+        home = recorded_home(first.cwd if isinstance(first, SessionStart) else "")
+        if home is not None:
+            # `~` in the recorded calls meant the recorded user's home, not the replaying one's.
+            self.host.update_session(self.session.session_id, env={"HOME": home})
         for step in self.session.steps:
             await self.step(step)
         self.collect(self.host.take_pending(self.session.session_id), None, self.index - 1)

@@ -227,3 +227,49 @@ def test_cli_json_on_the_examples_names_every_session(monkeypatch: pytest.Monkey
     assert data["summary"]["sessions"] == 3
     assert data["summary"]["tool_calls"] == 14
     assert data["actions"] == []
+
+
+def test_the_recorded_home_is_read_from_the_recorded_cwd() -> None:
+    from framework._replay import recorded_home
+
+    assert recorded_home("/Users/pete/git/app") == "/Users/pete"
+    assert recorded_home("/home/jim") == "/home/jim"
+    assert recorded_home("/root/work") == "/root"
+    assert recorded_home("/mnt/c/python/cctrace") is None
+    assert recorded_home("/Userspace/x") is None
+    assert recorded_home("") is None
+
+
+@pytest.mark.anyio
+async def test_tilde_in_a_replayed_call_is_the_recorded_users_home(tmp_path: Path) -> None:
+    seen: list[tuple[str | None, str]] = []
+
+    async def on_tool(engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
+        seen.append((engine.env.get("HOME"), engine.session.cwd))
+        result: ToolResult = await call_next(event)
+        return result
+
+    module = types.ModuleType("home_probe")
+    module.plugin = PluginInfo(name="home-probe", contract=">=1,<2")  # type: ignore[attr-defined]
+
+    @hookimpl
+    def register_probe(on: Any, options: Any) -> None:
+        on("tool.call", on_tool)
+
+    module.register = register_probe  # type: ignore[attr-defined]
+    base = {"sessionId": "s-home", "cwd": "/Users/pat/app", "version": "2.1.0"}
+    records = [
+        {**base, "type": "user", "uuid": "u1", "timestamp": "2026-03-01T10:00:00Z",
+         "message": {"role": "user", "content": "plan it"}},
+        {**base, "type": "assistant", "uuid": "a1", "timestamp": "2026-03-01T10:00:01Z",
+         "message": {"id": "m1", "role": "assistant", "content": [
+             {"type": "tool_use", "id": "toolu_1", "name": "Write",
+              "input": {"file_path": "~/.claude/plans/p.md", "content": "x"}}]}},
+        {**base, "type": "user", "uuid": "u2", "timestamp": "2026-03-01T10:00:02Z",
+         "message": {"role": "user", "content": [
+             {"type": "tool_result", "tool_use_id": "toolu_1", "content": "ok"}]}},
+    ]  # fmt: skip
+    path = tmp_path / "s-home.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
+    await replay_paths([path], plugins=[module], entry_points=False)
+    assert seen == [("/Users/pat", "/Users/pat/app")]
