@@ -25,8 +25,24 @@ class UnsafeLogPath(Exception):
 
 def month_file_name(ms: int) -> str:
     """`episodes-YYYY-MM.jsonl` for the UTC month of `ms` (milliseconds since the epoch)."""
+    global _last_month
+    first_ms, end_ms, name = _last_month
+    if first_ms <= ms < end_ms:
+        return name
     moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
-    return f"episodes-{moment:%Y-%m}.jsonl"
+    first = moment.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    if first.month == 12:
+        following = first.replace(year=first.year + 1, month=1)
+    else:
+        following = first.replace(month=first.month + 1)
+    name = f"episodes-{moment:%Y-%m}.jsonl"
+    # Lines of one month are written one after another: the month's bounds are kept, so the
+    # next line of the same month costs two comparisons instead of a date conversion.
+    _last_month = (int(first.timestamp() * 1000), int(following.timestamp() * 1000), name)
+    return name
+
+
+_last_month: tuple[int, int, str] = (0, 0, "")
 
 
 def ensure_private_dir(directory: Path) -> None:
@@ -53,12 +69,13 @@ def ensure_private_dir(directory: Path) -> None:
         directory.chmod(_DIR_MODE)
 
 
+# The line encoder, built once rather than per line.
+_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=False).encode
+
+
 def encode_line(record: Mapping[str, Any]) -> bytes:
     """One JSON line, every string scrubbed; JSON escapes keep any newline inside a value."""
-    text = json.dumps(
-        scrub_value(record), ensure_ascii=False, separators=(",", ":"), sort_keys=False
-    )
-    return (text + "\n").encode("utf-8")
+    return (_encode(scrub_value(record)) + "\n").encode("utf-8")
 
 
 def append_line(path: Path, line: bytes, *, durable: bool = True) -> None:

@@ -14,10 +14,7 @@ from pydantic import BaseModel, ConfigDict
 from observer._records import (
     NO_NODE,
     DecisionProvenance,
-    Environment,
     Episode,
-    PromptSignal,
-    TaskSize,
     iso_timestamp,
     length_bucket,
     size_bucket,
@@ -215,32 +212,37 @@ def build_episode(
 ) -> Episode:
     """The schema v2 episode of a finished main turn."""
     files = len(facts.file_digests)
-    return Episode(
-        id=context.episode_id,
-        ts=iso_timestamp(context.ms),
-        session_id=context.session_id,
-        turn_id=context.turn_id,
-        node=choose_node(facts, tag),
-        decision_provenance=choose_provenance(facts, tag),
-        environment=Environment(
-            model=session.model,
-            post_compaction=session.post_compaction,
-            session_turn=context.session_turn,
-            parallel_session=context.parallel_session,
-            economy_level=context.economy_level,
-        ),
-        task_size=TaskSize(
-            tool_calls=facts.tool_calls,
-            edits=facts.edits,
-            files_touched=files,
-            bucket=size_bucket(facts.tool_calls, files),
-        ),
-        task_ref=facts.prompt.task_ref,
-        prompt_signal=PromptSignal(
-            length_bucket=length_bucket(facts.prompt.length),
-            correction=bool(facts.prompt.correction_cues),
-            correction_cues=facts.prompt.correction_cues,
-        ),
+    provenance = choose_provenance(facts, tag)
+    # Validated in one step from plain values: the nested models are built by the same
+    # validation, with the same checks, instead of one construction each.
+    return Episode.model_validate(
+        {
+            "id": context.episode_id,
+            "ts": iso_timestamp(context.ms),
+            "session_id": context.session_id,
+            "turn_id": context.turn_id,
+            "node": choose_node(facts, tag),
+            "decision_provenance": provenance,
+            "environment": {
+                "model": session.model,
+                "post_compaction": session.post_compaction,
+                "session_turn": context.session_turn,
+                "parallel_session": context.parallel_session,
+                "economy_level": context.economy_level,
+            },
+            "task_size": {
+                "tool_calls": facts.tool_calls,
+                "edits": facts.edits,
+                "files_touched": files,
+                "bucket": size_bucket(facts.tool_calls, files),
+            },
+            "task_ref": facts.prompt.task_ref,
+            "prompt_signal": {
+                "length_bucket": length_bucket(facts.prompt.length),
+                "correction": bool(facts.prompt.correction_cues),
+                "correction_cues": facts.prompt.correction_cues,
+            },
+        }
     )
 
 

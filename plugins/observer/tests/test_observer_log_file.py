@@ -29,6 +29,19 @@ def test_month_file_name_uses_the_utc_month() -> None:
     assert month_file_name(JAN_2026_MS - 1) == "episodes-2025-12.jsonl"
 
 
+def test_month_file_name_follows_each_line_across_month_ends() -> None:
+    feb_2026_ms = 1_769_904_000_000
+    moments = [JAN_2026_MS, feb_2026_ms - 1, feb_2026_ms, JAN_2026_MS - 1, feb_2026_ms - 1]
+    names = [month_file_name(ms) for ms in moments]
+    assert names == [
+        "episodes-2026-01.jsonl",
+        "episodes-2026-01.jsonl",
+        "episodes-2026-02.jsonl",
+        "episodes-2025-12.jsonl",
+        "episodes-2026-01.jsonl",
+    ]
+
+
 def test_append_record_creates_private_dir_and_file(tmp_path: Path) -> None:
     data_dir = tmp_path / "deep" / "observer"
     path = append_record(data_dir, {"record": "episode", "id": "e1"}, JAN_2026_MS)
