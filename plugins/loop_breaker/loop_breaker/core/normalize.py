@@ -138,6 +138,10 @@ _RULE_DENIAL = ("has been denied", "permission to use", "denied by")
 _HOOK_DENIAL = ("hook error:", "blocked by hook", "prompt hook condition was not met")
 
 
+# `json.dumps(output, sort_keys=True, default=str)`, with the encoder built once.
+_encode = json.JSONEncoder(sort_keys=True, default=str).encode
+
+
 def digest(text: str) -> str:
     """A short stable fingerprint (the same across processes, unlike `hash`)."""
     return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
@@ -158,7 +162,7 @@ def output_text(output: Any) -> str:
     if output is None:
         return ""
     try:
-        return json.dumps(output, sort_keys=True, default=str)
+        return _encode(output)
     except (TypeError, ValueError):
         return str(output)
 
