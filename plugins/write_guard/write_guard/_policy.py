@@ -105,8 +105,32 @@ def _compiled(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{fnmatch.translate(pattern)})" for pattern in patterns))
 
 
+@functools.lru_cache(maxsize=64)
+def _required_pieces(patterns: tuple[str, ...]) -> tuple[str, ...] | None:
+    """For each pattern, a piece of literal text every path it matches contains; None when a
+    pattern has none. A path containing none of them matches no pattern, with no regex run."""
+    pieces = []
+    for pattern in patterns:
+        # Outside brackets every character but `*` and `?` matches itself; a bracket and what
+        # follows are not read (a `]` right after `[` is literal there, which is easy to misread).
+        literal = pattern.partition("[")[0]
+        longest = max(_WILDCARDS.split(literal), key=len)
+        if not longest:
+            return None
+        pieces.append(longest)
+    return tuple(pieces)
+
+
+_WILDCARDS = re.compile(r"[*?]")
+
+
 def _matching_pattern(path: str, patterns: tuple[str, ...]) -> str | None:
-    if not patterns or _compiled(patterns).match(path) is None:
+    if not patterns:
+        return None
+    pieces = _required_pieces(patterns)
+    if pieces is not None and not any(piece in path for piece in pieces):
+        return None
+    if _compiled(patterns).match(path) is None:
         return None
     return next(p for p in patterns if fnmatch.fnmatchcase(path, p))
 

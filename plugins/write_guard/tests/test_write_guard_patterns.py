@@ -1,0 +1,44 @@
+"""Protected patterns: the literal-piece shortcut names exactly the pattern fnmatch names."""
+
+from __future__ import annotations
+
+import fnmatch
+import random
+
+import pytest
+from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, _matching_pattern
+
+_PATTERN_PARTS = ["a", "/", ".", "git", "hooks", ".claude", "settings", ".json", "[", "]", "!",
+                  "*", "?", "x", "[!a]", "[]a]"]  # fmt: skip
+_PATH_PARTS = ["a", "/", ".", "git", "hooks", ".claude", "settings", ".json", "x", "[", "]", "!"]
+
+
+def _first_match(path: str, patterns: tuple[str, ...]) -> str | None:
+    return next((pattern for pattern in patterns if fnmatch.fnmatchcase(path, pattern)), None)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_pattern_named_is_the_first_fnmatch_match(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(500):
+        if rng.random() < 0.5:
+            patterns = BUILTIN_PROTECTED_PATTERNS
+        else:
+            patterns = tuple(
+                "".join(rng.choice(_PATTERN_PARTS) for _ in range(rng.randint(0, 6)))
+                for _ in range(rng.randint(1, 3))
+            )
+        path = "/" + "".join(rng.choice(_PATH_PARTS) for _ in range(rng.randint(0, 8)))
+        assert _matching_pattern(path, patterns) == _first_match(path, patterns)
+
+
+def test_builtin_patterns_match_and_miss_as_written() -> None:
+    patterns = BUILTIN_PROTECTED_PATTERNS
+    assert _matching_pattern("/w/.git/hooks/pre-commit", patterns) == "*/.git/hooks/*"
+    assert _matching_pattern("/w/.claude/settings.local.json", patterns) == (
+        "*/.claude/settings*.json"
+    )
+    assert _matching_pattern("/w/src/app.py", patterns) is None
+    assert _matching_pattern("/w/.claude/settings.yaml", patterns) is None
+    assert _matching_pattern("/w/x", ("*[]x]",)) == "*[]x]"
+    assert _matching_pattern("/w/x", ("*",)) == "*"
