@@ -30,7 +30,7 @@ from framework import (
 from ._options import IGNORE_ENTRY_MAX_COUNT, IGNORE_ENTRY_MAX_LENGTH, Options, core_config
 from .core import MAIN_LOOP, CoreConfig, Decision, LoopBreakerCore, Observation
 from .core.codec import dump, load
-from .core.normalize import classify_outcome
+from .core.normalize import NEVER_COUNTED_TOOLS, classify_outcome
 from .core.policy import Stats, merge_stats
 from .core.report import render
 from .core.result_text import result_text
@@ -194,6 +194,10 @@ def _carry_out(engine: Engine, result: ToolResult, decisions: list[Decision]) ->
     return result
 
 
+def _counted_tool(tool: str) -> bool:
+    return tool not in NEVER_COUNTED_TOOLS
+
+
 def _valid_ignore(entry: str) -> bool:
     return 0 < len(entry) <= IGNORE_ENTRY_MAX_LENGTH and entry.isprintable()
 
@@ -327,7 +331,9 @@ def register(on: Any, options: Options) -> None:
             return reply
 
     on("session.start", on_session_start)
-    on("tool.call", on_tool_call)
+    # A tool the core never counts is never observed, and never repeats an armed loop (its calls
+    # make no signature): its calls do not enter the handler at all.
+    on("tool.call", on_tool_call, match={"tool": _counted_tool})
     on("prompt.submit", on_prompt)
     on("turn.complete", on_turn_complete)
     on("session.end", on_session_end)

@@ -89,6 +89,26 @@ async def test_third_failure_gets_a_tagged_note_and_the_fifth_alerts_the_person(
     assert terminal.runs == 5
 
 
+async def test_uncounted_tools_neither_loop_nor_break_a_count(host: Host) -> None:
+    terminal = Terminal()
+    todo = Terminal(output="Todos have been modified", is_error=True)
+    notes = []
+    for index in range(3):
+        for repeat in range(3):
+            todo_call = ToolCall(
+                session_id="s1",
+                tool_use_id=f"todo{index}-{repeat}",
+                tool="TodoWrite",
+                input={"todos": []},
+            )
+            todo_outcome = await host.dispatch(todo_call, terminal=todo)
+            assert not todo_outcome.result.notes and not todo_outcome.actions
+        outcome = await host.dispatch(_call(index), terminal=terminal)
+        notes.append(len(outcome.result.notes))
+    assert notes == [0, 0, 1]
+    assert todo.runs == 9
+
+
 class _Dispatcher:
     """A plugin that runs tool calls of its own through `engine.dispatch` when asked."""
 
