@@ -12,7 +12,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from observer._pii import scrub_value
+from observer._records import Episode, ObserverErrorMarker, OutcomeLine
 
 _MONTH_FILE = re.compile(r"^episodes-(\d{4})-(\d{2})\.jsonl$")
 _DIR_MODE = 0o700
@@ -71,6 +74,23 @@ def ensure_private_dir(directory: Path) -> None:
 
 # The line encoder, built once rather than per line.
 _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=False).encode
+
+
+def prepare_record_keys() -> None:
+    """Scrub the field names of every line type once now, so the first lines find them known."""
+    for model in (Episode, OutcomeLine, ObserverErrorMarker):
+        scrub_value(_field_names(model))
+
+
+def _field_names(model: type[BaseModel]) -> dict[str, Any]:
+    names: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        nested = info.annotation
+        if isinstance(nested, type) and issubclass(nested, BaseModel):
+            names[name] = _field_names(nested)
+        else:
+            names[name] = None
+    return names
 
 
 def encode_line(record: Mapping[str, Any]) -> bytes:

@@ -29,7 +29,7 @@ from framework import (
     hookimpl,
 )
 
-from observer._log_file import append_record
+from observer._log_file import append_record, prepare_record_keys
 from observer._options import Options
 from observer._read_counter import load_counter, reminder_due, reminder_text, save_counter
 from observer._records import ObserverErrorMarker, iso_timestamp
@@ -43,6 +43,7 @@ from observer._turn_facts import (
     TurnTally,
     build_episode,
     other_live_sessions,
+    prepare_prompt_rules,
     read_prompt,
 )
 
@@ -75,6 +76,8 @@ class Observer:
             task_ref_pattern=options.task_ref_pattern,
         )
         self.tool_rules = ToolRules(edit_tools=options.edit_tools, node_fields=options.node_fields)
+        prepare_prompt_rules(self.prompt_rules)
+        prepare_record_keys()
         self.hot: OrderedDict[str, _HotTurn] = OrderedDict()
 
     async def _turn(self, engine: Engine, event: Event) -> _HotTurn:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -57,10 +58,24 @@ def _compiled(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
 
-def _mentions(prompt: str, name: str) -> bool:
+def _mention_pattern(name: str) -> str:
     # A whole-word mention, with or without a leading slash ("run review-pr", "/review-pr").
-    escaped = re.escape(name)
-    return re.search(rf"(?<![\w-]){escaped}(?![\w-])", prompt, re.IGNORECASE) is not None
+    return rf"(?<![\w-]){re.escape(name)}(?![\w-])"
+
+
+def _mentions(prompt: str, name: str) -> bool:
+    return re.search(_mention_pattern(name), prompt, re.IGNORECASE) is not None
+
+
+def prepare_method_patterns(patterns: Iterable[str], names: Iterable[str]) -> None:
+    """Compile the configured patterns and name mentions ahead of the first prompt; one that
+    does not compile is left to fail where it is used."""
+    for pattern in patterns:
+        with suppress(re.error):
+            _compiled(pattern)
+    for name in names:
+        if name:
+            re.compile(_mention_pattern(name), re.IGNORECASE)  # into `re`'s cache
 
 
 def dictated_method(prompt: str, names: Iterable[str], patterns: Iterable[str]) -> str | None:

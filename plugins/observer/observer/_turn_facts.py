@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -19,7 +20,13 @@ from observer._records import (
     length_bucket,
     size_bucket,
 )
-from observer._routing import RoutingTag, dictated_method, is_node_name, slash_command
+from observer._routing import (
+    RoutingTag,
+    dictated_method,
+    is_node_name,
+    prepare_method_patterns,
+    slash_command,
+)
 
 _PATH_FIELDS = ("file_path", "notebook_path", "path")
 
@@ -98,6 +105,20 @@ def _cues_in(prompt: str, cues: tuple[str, ...]) -> tuple[str, ...]:
     if not cues or _any_cue_pattern(cues).search(prompt) is None:
         return ()
     return tuple(cue for cue in cues if _cue_found(prompt, cue))
+
+
+def prepare_prompt_rules(rules: PromptRules) -> None:
+    """Compile the rules' patterns now, at registration, so the first prompt read pays nothing
+    for them. A pattern that does not compile is left to fail where it is used, as before."""
+    cues = tuple(rules.correction_cues)
+    if cues:
+        _any_cue_pattern(cues)
+        for cue in cues:
+            _cue_pattern(cue)
+    prepare_method_patterns(rules.method_patterns, rules.methods)
+    if rules.task_ref_pattern:
+        with suppress(re.error):
+            re.compile(rules.task_ref_pattern)  # kept in `re`'s own cache, which `re.search` reads
 
 
 def read_prompt(text: str, rules: PromptRules) -> PromptFacts:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from observer._records import Episode, length_bucket, size_bucket
 from observer._routing import RoutingTag
 from observer._turn_facts import (
@@ -10,9 +13,12 @@ from observer._turn_facts import (
     SessionFacts,
     ToolRules,
     TurnFacts,
+    _any_cue_pattern,
+    _cue_pattern,
     build_episode,
     count_tool_call,
     other_live_sessions,
+    prepare_prompt_rules,
     read_prompt,
 )
 
@@ -153,3 +159,30 @@ def test_overlapping_cues_are_each_found_in_configured_order() -> None:
     )
     assert read_prompt("wrongly done; undone", rules).correction_cues == ()
     assert read_prompt("again", rules).correction_cues == ("again",)
+
+
+def test_prepared_rules_have_their_patterns_compiled_before_the_first_prompt() -> None:
+    rules = PromptRules(
+        methods=("review-pr",),
+        method_patterns=(r"use the (?P<node>[a-z-]+) method",),
+        correction_cues=("not quite", "start over"),
+        task_ref_pattern=r"TICKET-\d{2,9}",
+    )
+    _cue_pattern.cache_clear()
+    _any_cue_pattern.cache_clear()
+    prepare_prompt_rules(rules)
+    assert _cue_pattern.cache_info().currsize == 2
+    assert _any_cue_pattern.cache_info().currsize == 1
+    facts = read_prompt("not quite: use the review-pr method for TICKET-42", rules)
+    assert facts.correction_cues == ("not quite",)
+    assert facts.dictated == "review-pr" and facts.task_ref == "TICKET-42"
+    assert _any_cue_pattern.cache_info().misses == 1
+
+
+def test_a_pattern_that_does_not_compile_fails_where_it_is_used_not_at_registration() -> None:
+    rules = PromptRules(
+        methods=(), method_patterns=("(unclosed",), correction_cues=(), task_ref_pattern="[bad"
+    )
+    prepare_prompt_rules(rules)
+    with pytest.raises(re.error):
+        read_prompt("any prompt", rules)

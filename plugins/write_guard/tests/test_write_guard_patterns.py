@@ -6,7 +6,9 @@ import fnmatch
 import random
 
 import pytest
-from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, _matching_pattern
+from write_guard._options import Options
+from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, _compiled, _matching_pattern
+from write_guard._register import Guard
 
 _PATTERN_PARTS = ["a", "/", ".", "git", "hooks", ".claude", "settings", ".json", "[", "]", "!",
                   "*", "?", "x", "[!a]", "[]a]"]  # fmt: skip
@@ -42,3 +44,12 @@ def test_builtin_patterns_match_and_miss_as_written() -> None:
     assert _matching_pattern("/w/.claude/settings.yaml", patterns) is None
     assert _matching_pattern("/w/x", ("*[]x]",)) == "*[]x]"
     assert _matching_pattern("/w/x", ("*",)) == "*"
+
+
+def test_a_new_guard_has_the_builtin_patterns_compiled_before_the_first_call() -> None:
+    _compiled.cache_clear()
+    Guard(Options())
+    info = _compiled.cache_info()
+    assert info.currsize == 1
+    assert _matching_pattern("/w/.git/config", BUILTIN_PROTECTED_PATTERNS) == "*/.git/config"
+    assert _compiled.cache_info().misses == info.misses

@@ -100,6 +100,14 @@ def protected_verdict(path: ResolvedPath, policy: Policy) -> PathVerdict | None:
     return None
 
 
+def prepare_patterns(patterns: tuple[str, ...]) -> None:
+    """Compile what matching `patterns` needs now rather than on the first write checked."""
+    _compiled(patterns)
+    _required_pieces(patterns)
+    for pattern in patterns:
+        fnmatch.fnmatchcase("", pattern)  # compiles the pattern into fnmatch's own cache
+
+
 @functools.lru_cache(maxsize=64)
 def _compiled(patterns: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{fnmatch.translate(pattern)})" for pattern in patterns))

@@ -31,7 +31,7 @@ from write_guard._decide import (
 )
 from write_guard._options import Options
 from write_guard._paths import PathContext
-from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, Policy
+from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, Policy, prepare_patterns
 from write_guard._surface import Surface, extract_surface
 
 PLUGIN = "write-guard"
@@ -88,6 +88,8 @@ class Guard:
         self.built: dict[
             tuple[str, str | None, str | None, str | None], tuple[PathContext, Policy]
         ] = {}
+        # Without protected globs in the options, every policy uses the built-in patterns.
+        prepare_patterns(BUILTIN_PROTECTED_PATTERNS)
 
     def decision(self, event: ToolCall) -> _Decision:
         for known in self.decisions:
