@@ -114,9 +114,9 @@ def _compiled(patterns: tuple[str, ...]) -> re.Pattern[str]:
 
 
 @functools.lru_cache(maxsize=64)
-def _required_pieces(patterns: tuple[str, ...]) -> tuple[str, ...] | None:
-    """For each pattern, a piece of literal text every path it matches contains; None when a
-    pattern has none. A path containing none of them matches no pattern, with no regex run."""
+def _required_pieces(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    """A search for, of each pattern, a piece of literal text every path it matches contains;
+    None when a pattern has none. A path where it finds nothing matches no pattern."""
     pieces = []
     for pattern in patterns:
         # Outside brackets every character but `*` and `?` matches itself; a bracket and what
@@ -125,8 +125,8 @@ def _required_pieces(patterns: tuple[str, ...]) -> tuple[str, ...] | None:
         longest = max(_WILDCARDS.split(literal), key=len)
         if not longest:
             return None
-        pieces.append(longest)
-    return tuple(pieces)
+        pieces.append(re.escape(longest))
+    return re.compile("|".join(pieces))
 
 
 _WILDCARDS = re.compile(r"[*?]")
@@ -136,7 +136,7 @@ def _matching_pattern(path: str, patterns: tuple[str, ...]) -> str | None:
     if not patterns:
         return None
     pieces = _required_pieces(patterns)
-    if pieces is not None and not any(piece in path for piece in pieces):
+    if pieces is not None and pieces.search(path) is None:
         return None
     if _compiled(patterns).match(path) is None:
         return None
