@@ -1,4 +1,4 @@
-"""Protected patterns: the literal-piece shortcut names exactly the pattern fnmatch names."""
+"""Cheap text checks before regexes: they let through every text the regex could match."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 from write_guard._options import Options
 from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, _compiled, _matching_pattern
 from write_guard._register import Guard
+from write_guard._surface import _APPLIES_PATCH, extract_surface
 
 _PATTERN_PARTS = ["a", "/", ".", "git", "hooks", ".claude", "settings", ".json", "[", "]", "!",
                   "*", "?", "x", "[!a]", "[]a]"]  # fmt: skip
@@ -53,3 +54,26 @@ def test_a_new_guard_has_the_builtin_patterns_compiled_before_the_first_call() -
     assert info.currsize == 1
     assert _matching_pattern("/w/.git/config", BUILTIN_PROTECTED_PATTERNS) == "*/.git/config"
     assert _compiled.cache_info().misses == info.misses
+
+
+_COMMAND_PARTS = ["git", " ", "\t", "apply", "patch", "apply_patch", "applypatch", ";", "(", "|",
+                  "&", "-p1", "<", "x.diff", "\n", "GIT", "Patch", "git\tapply"]  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_every_line_that_applies_a_patch_names_patch_or_apply(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(1000):
+        command = "".join(rng.choice(_COMMAND_PARTS) for _ in range(rng.randint(1, 8)))
+        if _APPLIES_PATCH.search(command) is not None:
+            assert "patch" in command or "apply" in command
+
+
+def test_patch_and_substitution_lines_are_still_read() -> None:
+    heredoc = "patch -p1 <<'EOF'\n--- a/x.py\n+++ b/.git/config\n@@\nEOF"
+    targets = extract_surface("Bash", {"command": heredoc}).targets
+    assert [t.path for t in targets] == ["x.py", ".git/config"]
+    applied = extract_surface("Bash", {"command": "git apply fix.diff"})
+    assert applied.uncertain == ("a patch whose paths are not visible",)
+    nested = extract_surface("Bash", {"command": "echo $(rm -rf build) `touch stamp`"})
+    assert {t.path for t in nested.targets} == {"build", "stamp"}

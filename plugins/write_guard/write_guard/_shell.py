@@ -65,7 +65,11 @@ def parse_line(command: str) -> ParsedLine:
     text, heredocs = _cut_heredocs(text)
     raw_tokens = shell_tokens(text)
     # Substitutions are read from the raw text: a word split by spaces would hide them.
-    substitutions = [m.group(1) or m.group(2) or "" for m in _SUBSTITUTION.finditer(text)]
+    substitutions = (
+        [m.group(1) or m.group(2) or "" for m in _SUBSTITUTION.finditer(text)]
+        if "$(" in text or "`" in text
+        else []
+    )
     parsed = ParsedLine(heredocs=heredocs, substitutions=substitutions)
     _collect(_split_operators(raw_tokens), parsed)
     return parsed

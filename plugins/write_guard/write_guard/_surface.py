@@ -85,7 +85,9 @@ def _patch_surface(text: str, how: str) -> Surface:
 def _bash_surface(command: str) -> Surface:
     analysis = analyse_bash(command)
     targets = list(analysis.targets)
-    applies_patch = _APPLIES_PATCH.search(command)
+    # Every name the pattern looks for contains one of these: a line without either applies
+    # no patch, and the pattern (no literal start to skip ahead by) is not run over it.
+    applies_patch = ("patch" in command or "apply" in command) and _APPLIES_PATCH.search(command)
     if applies_patch:
         for body in analysis.heredocs:
             targets.extend(WriteTarget(path, "patch") for path in patch_paths(body))
