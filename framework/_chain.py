@@ -73,7 +73,8 @@ class CallNext:
     async def __call__(self, event: Event | None = None) -> Any:
         # One coroutine per level runs the next handler (with its recovery) or the terminal. The
         # root frame (the Dispatch itself, reg None) also keeps the dispatch's bookkeeping, so
-        # that a dispatch costs no extra coroutine.
+        # that a dispatch costs no extra coroutine. The budget watchdog reads the locals
+        # `dispatch`, `reg` and `frame` of a suspended level (_runner._positions): keep the names.
         dispatch = self._dispatch
         if self._state:
             raise self._refusal()
