@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
@@ -20,7 +20,7 @@ class Tap:
     that raises is logged once and switched off; the stream goes on.
     """
 
-    __slots__ = ("_below", "_broken", "_ended", "_on_chunk", "_on_end", "_on_error")
+    __slots__ = ("_below", "_ended", "_on_chunk", "_on_end", "_on_error")
 
     def __init__(
         self,
@@ -34,19 +34,34 @@ class Tap:
         self._on_end = on_end
         self._on_error = on_error
         self._ended = False
-        self._broken: set[str] = set()
 
     def __aiter__(self) -> Tap:
         return self
 
     async def __anext__(self) -> StreamChunk:
-        return await self._step(self._below.__anext__)
+        # The common path, inlined: one await per chunk and no extra coroutine.
+        try:
+            chunk: StreamChunk = await self._below.__anext__()
+        except StopAsyncIteration:
+            self._finish()
+            raise
+        except Exception as error:
+            self._failed(error)
+            raise
+        on_chunk = self._on_chunk
+        if on_chunk is not None:
+            try:
+                on_chunk(chunk)
+            except Exception as error:
+                self._on_chunk = None
+                _broken("on_chunk", error)
+        return chunk
 
     async def asend(self, value: Any) -> StreamChunk:
         asend = getattr(self._below, "asend", None)
         if asend is None:
-            return await self._step(self._below.__anext__)
-        return await self._step(lambda: asend(value))
+            return await self.__anext__()
+        return await self._step(asend(value))
 
     async def athrow(
         self,
@@ -57,45 +72,58 @@ class Tap:
         athrow = getattr(self._below, "athrow", None)
         if athrow is None:
             raise error if isinstance(error, BaseException) else error()
-        return await self._step(lambda: athrow(error))
+        return await self._step(athrow(error))
 
     async def aclose(self) -> None:
         aclose = getattr(self._below, "aclose", None)
         if aclose is not None:
             await aclose()
 
-    async def _step(self, pull: Callable[[], Any]) -> StreamChunk:
+    async def _step(self, pull: Awaitable[StreamChunk]) -> StreamChunk:
         try:
-            chunk: StreamChunk = await pull()
+            chunk = await pull
         except StopAsyncIteration:
             self._finish()
             raise
-        except BaseException as error:
-            if self._on_error is not None and isinstance(error, Exception):
-                self._call("on_error", self._on_error, error)
+        except Exception as error:
+            self._failed(error)
             raise
-        if self._on_chunk is not None:
-            self._call("on_chunk", self._on_chunk, chunk)
+        on_chunk = self._on_chunk
+        if on_chunk is not None:
+            try:
+                on_chunk(chunk)
+            except Exception as callback_error:
+                self._on_chunk = None
+                _broken("on_chunk", callback_error)
         return chunk
+
+    def _failed(self, error: Exception) -> None:
+        on_error = self._on_error
+        if on_error is not None:
+            try:
+                on_error(error)
+            except Exception as callback_error:
+                self._on_error = None
+                _broken("on_error", callback_error)
 
     def _finish(self) -> None:
         if not self._ended:
             self._ended = True
-            if self._on_end is not None:
-                self._call("on_end", self._on_end)
+            on_end = self._on_end
+            if on_end is not None:
+                try:
+                    on_end()
+                except Exception as error:
+                    _broken("on_end", error)
 
-    def _call(self, name: str, callback: Callable[..., Any], *args: Any) -> None:
-        if name in self._broken:
-            return
-        try:
-            callback(*args)
-        except Exception as error:
-            self._broken.add(name)
-            _log.warning(
-                "stream tap callback failed; stream goes on without it",
-                callback=name,
-                error_type=type(error).__name__,
-            )
+
+def _broken(name: str, error: Exception) -> None:
+    """A callback raised: the caller switched it off; say so once, and the stream goes on."""
+    _log.warning(
+        "stream tap callback failed; stream goes on without it",
+        callback=name,
+        error_type=type(error).__name__,
+    )
 
 
 def tap(
