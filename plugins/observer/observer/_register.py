@@ -124,7 +124,8 @@ class Observer:
         self, engine: Engine, event: PromptSubmit, call_next: CallNext
     ) -> PromptResult:
         result: PromptResult = await call_next(event)
-        if result.drop is not None or event.origin_kind not in PERSON_ORIGIN_KINDS:
+        # Only a person's prompts reach here (`match` at registration).
+        if result.drop is not None:
             return result
         try:
             # Only derived, content-free facts are kept: the prompt text never reaches the store.
@@ -153,7 +154,8 @@ class Observer:
         self, engine: Engine, event: TurnComplete, call_next: CallNext
     ) -> TurnResult:
         result: TurnResult = await call_next(event)
-        if event.agent_id is not None or result.continuation is not None:
+        # Only main-loop turns reach here (`match` at registration).
+        if result.continuation is not None:
             return result
         try:
             return await self._finish_turn(engine, event, result)
@@ -275,12 +277,17 @@ async def _off_loop(engine: Engine, work: Callable[..., T], *args: Any, **kwargs
     return await anyio.to_thread.run_sync(partial(work, *args, **kwargs))
 
 
+def _is_main_loop(agent_id: str | None) -> bool:
+    return agent_id is None
+
+
 @hookimpl
 def register(on: Callable[..., Registration], options: Options) -> None:
     """Attach the observer's handlers."""
     observer = Observer(options)
     on("session.start", observer.session_start)
-    on("prompt.submit", observer.prompt_submit)
+    # The filters keep the handlers from being entered for events they would only pass on.
+    on("prompt.submit", observer.prompt_submit, match={"origin_kind": PERSON_ORIGIN_KINDS})
     on("tool.call", observer.tool_call)
-    on("turn.complete", observer.turn_complete)
+    on("turn.complete", observer.turn_complete, match={"agent_id": _is_main_loop})
     on("session.end", observer.session_end)

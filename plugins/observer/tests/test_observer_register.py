@@ -348,3 +348,16 @@ async def test_a_warm_host_starts_each_turn_from_zero(host: Host, data_dir: Path
         await host.dispatch(ToolCall(session_id="s1", tool_use_id=turn, tool="Read", input={}))
         await host.dispatch(TurnComplete(session_id="s1", turn_id=turn, last_message="ok"))
     assert [line["task_size"]["tool_calls"] for line in _lines(data_dir)] == [1, 1]
+
+
+@pytest.mark.anyio
+async def test_only_a_persons_prompt_starts_the_turns_facts(host: Host, data_dir: Path) -> None:
+    await host.dispatch(PromptSubmit(session_id="s1", text="fix ABC-7, wrong again"))
+    notice = "background job finished: wrong exit status for ABC-9, run discovery-interview"
+    await host.dispatch(PromptSubmit(session_id="s1", text=notice, origin_kind="notification"))
+    outcome = await host.dispatch(TurnComplete(session_id="s1", turn_id="t1", last_message="ok"))
+    assert outcome.result.continuation is None  # the notification dictated no method
+    [episode] = _lines(data_dir)
+    assert episode["task_ref"] == "ABC-7"
+    assert episode["prompt_signal"]["length_bucket"] == "short"
+    assert episode["decision_provenance"]["source"] == "none"
