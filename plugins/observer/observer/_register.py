@@ -41,7 +41,7 @@ from observer._turn_facts import (
     ToolRules,
     TurnFacts,
     TurnTally,
-    build_episode,
+    episode_record,
     other_live_sessions,
     prepare_prompt_rules,
     read_prompt,
@@ -52,6 +52,7 @@ _TURN_KEY = "turn"
 _SESSION_KEY = "session"
 _LIVE_PREFIX = "live:"
 MAX_HOT_SESSIONS = 256
+_NO_FACTS = TurnFacts()
 
 T = TypeVar("T")
 
@@ -225,13 +226,17 @@ class Observer:
                 return result.continued(instruction, by=PLUGIN_NAME)
         now = await engine.clock.now()
 
+        counted: list[SessionFacts] = []
+
         def next_turn(stored: Any) -> Any:
             session = SessionFacts.model_validate(stored or {})
-            return session.model_copy(update={"turns": session.turns + 1}).model_dump(mode="json")
+            # The updated facts are kept from the last run of this function (the store may
+            # run it more than once), so they are not validated a second time from the store.
+            counted[:] = [session.model_copy(update={"turns": session.turns + 1})]
+            return counted[0].model_dump(mode="json")
 
-        session = SessionFacts.model_validate(
-            await engine.state.update(_SESSION_KEY, next_turn, default={})
-        )
+        await engine.state.update(_SESSION_KEY, next_turn, default={})
+        session = counted[0]
         economy_env = self.options.economy_level_env
         context = EpisodeContext(
             episode_id=str(uuid.uuid4()),
@@ -242,10 +247,9 @@ class Observer:
             parallel_session=await self._heartbeat(engine, now),
             economy_level=engine.env.get(economy_env) if economy_env else None,
         )
-        episode = build_episode(facts, session, parse_routing_tag(event.last_message), context)
-        record = episode.model_dump(mode="json")
-        await self._append(engine, record, now)
-        hot.tally = TurnTally(TurnFacts())
+        tag = parse_routing_tag(event.last_message)
+        await self._append(engine, episode_record(facts, session, tag, context), now)
+        hot.tally = TurnTally(_NO_FACTS)
         await engine.state.delete(_TURN_KEY)
         return result
 

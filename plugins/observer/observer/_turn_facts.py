@@ -8,14 +8,16 @@ from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from observer._records import (
     NO_NODE,
+    SCHEMA_VERSION,
     DecisionProvenance,
     Episode,
+    Provenance,
     iso_timestamp,
     length_bucket,
     size_bucket,
@@ -204,15 +206,20 @@ def choose_node(facts: TurnFacts, tag: RoutingTag | None) -> str:
     return NO_NODE
 
 
+def _provenance_fields(
+    facts: TurnFacts, tag: RoutingTag | None
+) -> tuple[Provenance, str | None, Literal["routing_tag", "prompt", "none"]]:
+    if tag is not None:
+        return tag.provenance, tag.counterfactual, "routing_tag"
+    if facts.prompt.dictated is not None:
+        return "user_directed_method", None, "prompt"
+    return "autonomous", None, "none"
+
+
 def choose_provenance(facts: TurnFacts, tag: RoutingTag | None) -> DecisionProvenance:
     """The tag when present; else a dictated method means the person chose; else autonomous."""
-    if tag is not None:
-        return DecisionProvenance(
-            provenance=tag.provenance, counterfactual=tag.counterfactual, source="routing_tag"
-        )
-    if facts.prompt.dictated is not None:
-        return DecisionProvenance(provenance="user_directed_method", source="prompt")
-    return DecisionProvenance(provenance="autonomous", source="none")
+    provenance, counterfactual, source = _provenance_fields(facts, tag)
+    return DecisionProvenance(provenance=provenance, counterfactual=counterfactual, source=source)
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,39 +239,55 @@ def build_episode(
     facts: TurnFacts, session: SessionFacts, tag: RoutingTag | None, context: EpisodeContext
 ) -> Episode:
     """The schema v2 episode of a finished main turn."""
+    return Episode.model_validate(episode_record(facts, session, tag, context))
+
+
+def episode_record(
+    facts: TurnFacts, session: SessionFacts, tag: RoutingTag | None, context: EpisodeContext
+) -> dict[str, Any]:
+    """The episode's log line as plain JSON values, field for field what
+    `build_episode(...).model_dump(mode="json")` gives (tests hold the two equal).
+
+    Every value comes from already validated facts, a parsed tag or the host, so the line is
+    written without building and dumping the model on each turn.
+    """
     files = len(facts.file_digests)
-    provenance = choose_provenance(facts, tag)
-    # Validated in one step from plain values: the nested models are built by the same
-    # validation, with the same checks, instead of one construction each.
-    return Episode.model_validate(
-        {
-            "id": context.episode_id,
-            "ts": iso_timestamp(context.ms),
-            "session_id": context.session_id,
-            "turn_id": context.turn_id,
-            "node": choose_node(facts, tag),
-            "decision_provenance": provenance,
-            "environment": {
-                "model": session.model,
-                "post_compaction": session.post_compaction,
-                "session_turn": context.session_turn,
-                "parallel_session": context.parallel_session,
-                "economy_level": context.economy_level,
-            },
-            "task_size": {
-                "tool_calls": facts.tool_calls,
-                "edits": facts.edits,
-                "files_touched": files,
-                "bucket": size_bucket(facts.tool_calls, files),
-            },
-            "task_ref": facts.prompt.task_ref,
-            "prompt_signal": {
-                "length_bucket": length_bucket(facts.prompt.length),
-                "correction": bool(facts.prompt.correction_cues),
-                "correction_cues": facts.prompt.correction_cues,
-            },
-        }
-    )
+    provenance, counterfactual, source = _provenance_fields(facts, tag)
+    prompt = facts.prompt
+    return {
+        "record": "episode",
+        "schema_version": SCHEMA_VERSION,
+        "id": context.episode_id,
+        "ts": iso_timestamp(context.ms),
+        "session_id": context.session_id,
+        "turn_id": context.turn_id,
+        "node": choose_node(facts, tag),
+        "decision_provenance": {
+            "provenance": provenance,
+            "counterfactual": counterfactual,
+            "source": source,
+        },
+        "environment": {
+            "model": session.model,
+            "post_compaction": session.post_compaction,
+            "session_turn": context.session_turn,
+            "parallel_session": context.parallel_session,
+            "economy_level": context.economy_level,
+        },
+        "task_size": {
+            "tool_calls": facts.tool_calls,
+            "edits": facts.edits,
+            "files_touched": files,
+            "bucket": size_bucket(facts.tool_calls, files),
+        },
+        "task_ref": prompt.task_ref,
+        "prompt_signal": {
+            "length_bucket": length_bucket(prompt.length),
+            "correction": bool(prompt.correction_cues),
+            "correction_cues": list(prompt.correction_cues),
+        },
+        "outcome": "unknown",
+    }
 
 
 def other_live_sessions(

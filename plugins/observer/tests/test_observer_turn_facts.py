@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -17,6 +18,7 @@ from observer._turn_facts import (
     _cue_pattern,
     build_episode,
     count_tool_call,
+    episode_record,
     other_live_sessions,
     prepare_prompt_rules,
     read_prompt,
@@ -186,3 +188,36 @@ def test_a_pattern_that_does_not_compile_fails_where_it_is_used_not_at_registrat
     prepare_prompt_rules(rules)
     with pytest.raises(re.error):
         read_prompt("any prompt", rules)
+
+
+_RECORD_CASES = [
+    (TurnFacts(), SessionFacts(), None),
+    (
+        TurnFacts(
+            prompt=read_prompt("That is wrong, undo ABC-12 via discovery-interview", PROMPT_RULES),
+            tool_calls=30,
+            edits=4,
+            file_digests=("a" * 16, "b" * 16, "c" * 16),
+            tool_nodes=("builder",),
+        ),
+        SessionFacts(turns=4, model="m2", post_compaction=True),
+        RoutingTag(provenance="autonomous", node="planner", counterfactual=None),
+    ),
+    (
+        TurnFacts(prompt=read_prompt("/review-pr 3 " + "x" * 700, PROMPT_RULES), tool_calls=2),
+        SessionFacts(model="m1"),
+        None,
+    ),
+    (TurnFacts(prompt=read_prompt("run discovery-interview", PROMPT_RULES)), SessionFacts(), None),
+]
+
+
+@pytest.mark.parametrize(("facts", "session", "tag"), _RECORD_CASES)
+def test_episode_record_is_the_models_json_line(
+    facts: TurnFacts, session: SessionFacts, tag: RoutingTag | None
+) -> None:
+    record = episode_record(facts, session, tag, CONTEXT)
+    dumped = build_episode(facts, session, tag, CONTEXT).model_dump(mode="json")
+    # Same values in the same order: the written line is byte for byte the model's.
+    assert json.dumps(record) == json.dumps(dumped)
+    assert Episode.model_validate(record).model_dump(mode="json") == record
