@@ -13,6 +13,7 @@ _OPERATORS = (
 )  # fmt: skip
 # The alternation tries longer operators first, as `_OPERATORS` lists them.
 _OPERATOR = re.compile("|".join(re.escape(operator) for operator in _OPERATORS))
+_SINGLE_OPERATORS = frozenset(_OPERATORS)
 _SEPARATORS = frozenset({";", ";;", "&", "&&", "||", "|", "|&", "\n"})
 _WRITE_REDIRECTS = frozenset({">", ">>", ">|", "&>", "&>>", "<>", ">&"})
 _READ_REDIRECTS = frozenset({"<", "<<<", "<&", "<<", "<<-"})
@@ -63,7 +64,7 @@ def parse_line(command: str) -> ParsedLine:
     """Parse a command line; raises `ShellParseError` when it cannot be split with confidence."""
     text = command.replace("\\\r\n", "").replace("\\\n", "")
     text, heredocs = _cut_heredocs(text)
-    raw_tokens = shell_tokens(text)
+    lexed = _lex(text)
     # Substitutions are read from the raw text: a word split by spaces would hide them.
     substitutions = (
         [m.group(1) or m.group(2) or "" for m in _SUBSTITUTION.finditer(text)]
@@ -71,41 +72,58 @@ def parse_line(command: str) -> ParsedLine:
         else []
     )
     parsed = ParsedLine(heredocs=heredocs, substitutions=substitutions)
-    _collect(_split_operators(raw_tokens), parsed)
+    _collect(_split_operators(lexed), parsed)
     return parsed
 
 
 def shell_tokens(text: str) -> list[str]:
     """Words and punctuation runs of `text`, exactly as the POSIX lexer splits them."""
-    tokens: list[str] = []
-    word: list[str] = []
-    in_word = False
+    return [token for token, _is_punctuation in _lex(text)]
+
+
+def _lex(text: str) -> list[tuple[str, bool]]:
+    """The tokens of `shell_tokens`, each flagged when it is made of punctuation only.
+
+    A quoted or escaped word of punctuation (`'>'`, `\\;`) is flagged too: the command analysis
+    has always read it as an operator, the cautious reading for a guard.
+    """
+    tokens: list[tuple[str, bool]] = []
+    append = tokens.append
+    word: str | None = None
+    quoted = False  # an unquoted plain piece never holds punctuation
     position = 0
-    end = len(text)
-    while position < end:
-        match = _SEGMENT.match(text, position)
-        if match is None:
-            # An unclosed quote or a trailing escape: the lexer words the refusal.
-            return _lexer_tokens(text)
+    for match in _SEGMENT.finditer(text):
+        if match.start() != position:
+            break  # no segment starts here: an unclosed quote or a trailing escape
         position = match.end()
         kind = match.lastgroup
-        if kind in ("blank", "comment", "punct"):
-            if in_word:
-                tokens.append("".join(word))
-                word.clear()
-                in_word = False
+        if kind == "plain":
+            piece = match.group(kind)
+            word = piece if word is None else word + piece
+        elif kind == "blank" or kind == "comment" or kind == "punct":
+            if word is not None:
+                append((word, quoted and _is_punctuation_run(word)))
+                word = None
+                quoted = False
             if kind == "punct":
-                tokens.append(match.group(0))
-            continue
-        in_word = True
-        if kind == "double":
-            # Inside double quotes only a quote or a backslash is escaped; else both stay.
-            word.append(_QUOTED_ESCAPE.sub(_unescape_in_quotes, match.group("double")))
+                append((match.group(), True))
         else:
-            word.append(match.group(kind or "plain"))
-    if in_word:
-        tokens.append("".join(word))
+            piece = match.group(kind or "plain")
+            if kind == "double" and "\\" in piece:
+                # Inside double quotes only a quote or a backslash is escaped; else both stay.
+                piece = _QUOTED_ESCAPE.sub(_unescape_in_quotes, piece)
+            word = piece if word is None else word + piece
+            quoted = True
+    if position != len(text):
+        # The lexer words the refusal.
+        return [(token, _is_punctuation_run(token)) for token in _lexer_tokens(text)]
+    if word is not None:
+        append((word, quoted and _is_punctuation_run(word)))
     return tokens
+
+
+def _is_punctuation_run(token: str) -> bool:
+    return bool(token) and not token.strip(_PUNCTUATION)
 
 
 def _unescape_in_quotes(match: re.Match[str]) -> str:
@@ -149,15 +167,17 @@ def _cut_heredocs(text: str) -> tuple[str, list[str]]:
     return "\n".join(kept), bodies
 
 
-def _split_operators(tokens: list[str]) -> list[tuple[str, bool]]:
+def _split_operators(tokens: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
     """Break punctuation runs (`)\\n`, `>&`) into operators; flag which tokens are operators."""
     out: list[tuple[str, bool]] = []
-    for token in tokens:
-        # A token is an operator run only when stripping punctuation leaves nothing of it.
-        if not token or token.strip(_PUNCTUATION):
-            out.append((token, False))
-            continue
-        out.extend((operator, True) for operator in _OPERATOR.findall(token))
+    append = out.append
+    for token, is_punctuation in tokens:
+        if not is_punctuation:
+            append((token, False))
+        elif token in _SINGLE_OPERATORS:
+            append((token, True))
+        else:
+            out.extend((operator, True) for operator in _OPERATOR.findall(token))
     return out
 
 
