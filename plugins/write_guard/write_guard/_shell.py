@@ -25,11 +25,12 @@ _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _SUBSTITUTION = re.compile(r"\$\(([^()]*(?:\([^()]*\)[^()]*)*)\)|`([^`]*)`")
 # One regex step per run of characters, in the states of a POSIX `shlex.shlex` with our
 # punctuation, blanks " \t\r", `#` comments and whitespace_split; `_lexer_tokens` is the reference.
+# The blanks after a plain piece are taken with it (group `ends`): one step for most words.
 _SEGMENT = re.compile(
     r"""(?P<blank>[ \t\r]+)
     |(?P<comment>\#[^\n]*\n?)
     |(?P<punct>[;&|<>()\n]+)
-    |(?P<plain>[^ \t\r;&|<>()\n'"\\\#]+)
+    |(?P<plain>[^ \t\r;&|<>()\n'"\\\#]+)(?P<ends>[ \t\r]+)?
     |'(?P<single>[^']*)'
     |"(?P<double>[^"\\]*(?:\\.[^"\\]*)*)"
     |\\(?P<escaped>.)""",
@@ -97,7 +98,16 @@ def _lex(text: str) -> list[tuple[str, bool]]:
             break  # no segment starts here: an unclosed quote or a trailing escape
         position = match.end()
         kind = match.lastgroup
-        if kind == "plain":
+        if kind == "ends":
+            piece = match.group("plain")
+            if word is None:
+                append((piece, False))
+            else:
+                word += piece
+                append((word, quoted and _is_punctuation_run(word)))
+                word = None
+                quoted = False
+        elif kind == "plain":
             piece = match.group(kind)
             word = piece if word is None else word + piece
         elif kind == "blank" or kind == "comment" or kind == "punct":
