@@ -73,7 +73,12 @@ def resolve_path(
     expanded = _expand(raw, context)
     if isinstance(expanded, PathRejection):
         return expanded
-    anchored = expanded if os.path.isabs(expanded) else os.path.join(context.cwd, expanded)
+    # os.path.isabs and os.path.join spelled as the string operations they are on POSIX.
+    cwd = context.cwd
+    if expanded.startswith("/") or not cwd:
+        anchored = expanded
+    else:
+        anchored = cwd + expanded if cwd.endswith("/") else cwd + "/" + expanded
     # normpath keeps a leading "//" (POSIX allows it a special meaning); treat it as "/".
     requested = os.path.normpath(anchored)
     if requested.startswith("//"):
@@ -94,6 +99,10 @@ def realpath(path: str, known: Resolutions) -> tuple[str, bool]:
     if found is not None:
         return found
     # String operations rather than os.path.split/join: this runs for every ancestor.
+    if path == "/":
+        found = ("/", True)  # what os.path.realpath("/") returns, without its walk
+        known[path] = found
+        return found
     parent, _, name = path.rpartition("/")
     if not name or name == "." or name == ".." or not path.startswith("/"):
         found = (os.path.realpath(path), True)

@@ -214,8 +214,8 @@ def preset_verdict(path: ResolvedPath, policy: Policy) -> PathVerdict | None:
     return None
 
 
-def _distinct(*paths: str) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(paths))
+def _distinct(requested: str, resolved: str) -> tuple[str, ...]:
+    return (requested,) if requested == resolved else (requested, resolved)
 
 
 def _within_any(path: str, roots: Sequence[str], policy: Policy) -> bool:
