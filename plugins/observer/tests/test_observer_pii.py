@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from observer._pii import scrub, scrub_value
+from observer._pii import _RULES, scrub, scrub_value
 
 # (text, secret part that must disappear, placeholder that must appear)
 POSITIVE: list[tuple[str, str, str]] = [
@@ -24,6 +24,11 @@ POSITIVE: list[tuple[str, str, str]] = [
     ("номер 8-912-345-67-89", "8-912-345-67-89", "[PHONE]"),
     ("key AKIAIOSFODNN7EXAMPLE in env", "AKIAIOSFODNN7EXAMPLE", "[AWS_KEY]"),
     ("temp ASIAY34FZKBOKMUTVV7A", "ASIAY34FZKBOKMUTVV7A", "[AWS_KEY]"),
+    ("ABIA0123456789ABCDEF", "ABIA0123456789ABCDEF", "[AWS_KEY]"),
+    ("(ACCA0123456789ABCDEF)", "ACCA0123456789ABCDEF", "[AWS_KEY]"),
+    ("AGPA0123456789ABCDEF", "AGPA0123456789ABCDEF", "[AWS_KEY]"),
+    ("AIDA0123456789ABCDEF", "AIDA0123456789ABCDEF", "[AWS_KEY]"),
+    ("role AROA0123456789ABCDEF", "AROA0123456789ABCDEF", "[AWS_KEY]"),
     (
         "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
         "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
@@ -173,3 +178,16 @@ def test_scrub_is_idempotent() -> None:
     for text, _secret, _placeholder in POSITIVE:
         once = scrub(text)
         assert scrub(once) == once
+
+
+def _scrub_with_every_rule(text: str) -> str:
+    for rule in _RULES:
+        text = rule.pattern.sub(rule.replace, text)
+    return text
+
+
+@pytest.mark.parametrize(
+    "text", [text for text, _secret, _placeholder in POSITIVE] + NEGATIVE + ["", "t-12"]
+)
+def test_the_hint_prefilters_skip_only_rules_that_cannot_match(text: str) -> None:
+    assert scrub(text) == _scrub_with_every_rule(text)
