@@ -20,6 +20,7 @@ _READ_REDIRECTS = frozenset({"<", "<<<", "<&", "<<", "<<-"})
 _KEYWORDS = frozenset(
     {"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "esac"}
 )
+_CHANGES_DIRECTORY = frozenset({"cd", "pushd"})
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 # Loops unrolled (`a*(?:b a*)*` rather than `(?:a|b)*`): one regex step per run, not per character.
 _SUBSTITUTION = re.compile(r"\$\(([^()]*(?:\([^()]*\)[^()]*)*)\)|`([^`]*)`")
@@ -198,22 +199,26 @@ def _collect(tokens: list[tuple[str, bool]], parsed: ParsedLine) -> None:
     depth = 0
 
     def flush() -> None:
-        words = list(argv)
-        while words and words[0] in _KEYWORDS:
-            words.pop(0)
-        if words or redirects:
-            parsed.commands.append(SimpleCommand(tuple(words), tuple(redirects), cwd_stack[-1]))
-            if words and words[0] in {"cd", "pushd"}:
-                cwd_stack[-1] = _next_cwd(cwd_stack[-1], words[1:])
+        if not argv and not redirects:
+            return  # back-to-back separators: no command between them
+        start = 0
+        while start < len(argv) and argv[start] in _KEYWORDS:
+            start += 1
+        if start < len(argv) or redirects:
+            words = tuple(argv[start:]) if start else tuple(argv)
+            parsed.commands.append(SimpleCommand(words, tuple(redirects), cwd_stack[-1]))
+            if words and words[0] in _CHANGES_DIRECTORY:
+                cwd_stack[-1] = _next_cwd(cwd_stack[-1], list(words[1:]))
         argv.clear()
         redirects.clear()
 
     index = 0
-    while index < len(tokens):
+    count = len(tokens)
+    while index < count:
         token, is_operator = tokens[index]
         index += 1
         if not is_operator:
-            if token == "$" and index < len(tokens) and tokens[index] == ("(", True):
+            if token == "$" and index < count and tokens[index] == ("(", True):
                 continue
             argv.append(token)
             continue
@@ -230,7 +235,7 @@ def _collect(tokens: list[tuple[str, bool]], parsed: ParsedLine) -> None:
                 raise ShellParseError("unbalanced parenthesis")
             cwd_stack.pop()
         elif token in _WRITE_REDIRECTS or token in _READ_REDIRECTS:
-            if index >= len(tokens) or tokens[index][1]:
+            if index >= count or tokens[index][1]:
                 raise ShellParseError(f"redirection {token!r} without a target")
             target = tokens[index][0]
             index += 1
