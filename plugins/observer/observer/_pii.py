@@ -213,7 +213,9 @@ def scrub_value(value: Any) -> Any:
     if kind in _PLAIN_SCALARS:
         return value
     if kind is dict:
-        return {_scrub_key(str(key)): scrub_value(item) for key, item in value.items()}
+        return _scrub_dict(value)
+    if kind is str:
+        return _scrub_short(value) if len(value) <= _SHORT else scrub(value)
     if isinstance(value, str):
         return _scrub_short(value) if len(value) <= _SHORT else scrub(value)
     if isinstance(value, Mapping):
@@ -221,3 +223,17 @@ def scrub_value(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [scrub_value(item) for item in value]
     return value
+
+
+def _scrub_dict(value: dict[Any, Any]) -> dict[str, Any]:
+    # A record's dicts hold mostly scalars and short strings: those are handled here, without a
+    # call of `scrub_value` per field.
+    scrubbed: dict[str, Any] = {}
+    for key, item in value.items():
+        kind = type(item)
+        if kind is str:
+            item = _scrub_short(item) if len(item) <= _SHORT else scrub(item)
+        elif kind not in _PLAIN_SCALARS:
+            item = scrub_value(item)
+        scrubbed[_scrub_key(key if type(key) is str else str(key))] = item
+    return scrubbed
