@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from loop_breaker.core import CoreConfig, Thresholds
-from loop_breaker.core.types import DETECTOR_IDS
+from loop_breaker.core.detectors import DETECTORS, detect
+from loop_breaker.core.types import DETECTOR_IDS, CallRecord
 
 Factory = Callable[..., Any]
 
@@ -276,3 +279,40 @@ def test_subagent_loops_have_their_own_windows(session: Factory) -> None:
     assert s.kinds() == []
     s.bash("pytest -q", "error", TEST_FAIL, loop="main")
     assert [(d.detector, d.loop_id) for d in s.decisions] == [("repeat-failure", "main")]
+
+
+def _random_record(rng: Any, seq: int) -> CallRecord:
+    outcome = rng.choice(["ok", "ok", "error", "denied"])
+    action = rng.choice(["a", "b", "c"])
+    fingerprint = rng.choice(["f1", "f2"])
+    return CallRecord(
+        call_id=f"c{seq}",
+        seq=seq,
+        tool=rng.choice(["Bash", "Edit", "BashOutput"]),
+        action_key=action,
+        label=action,
+        outcome=outcome,
+        outcome_fp=fingerprint,
+        error_sig=fingerprint if outcome != "ok" else "",
+        error_class=rng.choice(["", "network"]) if outcome == "error" else "",
+        error_token=rng.choice(["", "npm"]),
+        snippet="",
+        file=rng.choice(["", "/w/a.py"]),
+        changed=rng.random() < 0.3,
+        reverted=rng.random() < 0.3,
+        is_poll=rng.random() < 0.2,
+        epoch=rng.randint(0, 2),
+        at_ms=seq,
+        cycle_key=f"{action}:{fingerprint}",
+    )
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_detect_speaks_as_the_first_detector_in_precedence_that_fires(seed: int) -> None:
+    rng = random.Random(seed)
+    records = [_random_record(rng, seq) for seq in range(rng.randint(1, 14))]
+    config = CoreConfig(thresholds={name: Thresholds(2, 3) for name in DETECTOR_IDS})
+    first = next(
+        (found for d in DETECTORS if (found := d(records, "main", config)) is not None), None
+    )
+    assert detect(records, "main", config) == first

@@ -287,8 +287,17 @@ DETECTORS: tuple[Detector, ...] = (
 """Precedence order: the first detector that fires on a call speaks for it."""
 
 
+# Each detector looks only at calls with certain outcomes (edit-thrash at reverted edits, cycle at
+# any): a call is shown only to those that can fire on it, still in precedence order.
+_BY_OUTCOME: dict[str, tuple[Detector, ...]] = {
+    "ok": (edit_thrash, cycle, idle_repeat, poll),
+    "error": (env_blocker, repeat_failure, same_error, edit_thrash, cycle),
+    "denied": (denied_retry, edit_thrash, cycle),
+}
+
+
 def detect(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
-    for detector in DETECTORS:
+    for detector in _BY_OUTCOME.get(records[-1].outcome, DETECTORS):
         found = detector(records, loop_id, config)
         if found is not None:
             return found
