@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import random
+import sys
+
 import pytest
 from loop_breaker.core.normalize import (
     OUTPUT_TAIL_CHARS,
     action_key,
     classify_outcome,
+    collapse_whitespace,
     failure_of,
     is_counted,
     is_poll,
@@ -105,3 +109,17 @@ def test_output_text_and_redaction() -> None:
     assert output_text({"stdout": "hi"}) == '{"stdout": "hi"}'
     assert output_text(None) == ""
     assert "hunter2" not in redact("password=hunter2 and more")
+
+
+def test_whitespace_collapses_as_split_and_join_for_every_character() -> None:
+    rng = random.Random(7)
+    for code in range(sys.maxunicode + 1):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        char = chr(code)
+        for text in (f"{char}a{char}", f"a {char}{char}b"):
+            assert collapse_whitespace(text) == " ".join(text.split())
+    pieces = ["a", " ", "  ", "\t", "\n", "\u00a0", "\u3000", "é", "x y"]
+    for _ in range(2000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        assert collapse_whitespace(text) == " ".join(text.split())

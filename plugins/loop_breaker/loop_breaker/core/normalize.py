@@ -121,6 +121,11 @@ _ERROR_CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("disk", ("no space left on device", "enospc", "disk quota exceeded")),
     ("timeout", ("timed out", "etimedout", "deadline exceeded")),
 )
+# Every marker with its class, in class order: the first marker found names the earliest class
+# that has one, as a scan class by class would, in one flat loop.
+_CLASS_MARKERS = tuple(
+    (marker, error_class) for error_class, markers in _ERROR_CLASSES for marker in markers
+)
 # Tried in order: `zsh: command not found: rg` names `rg`, not the shell.
 _COMMAND_TOKENS = tuple(
     re.compile(pattern)
@@ -192,7 +197,7 @@ def action_key(tool: str, tool_input: Mapping[str, Any]) -> str:
             continue
         value = tool_input[name]
         if isinstance(value, str):
-            parts.append(f"{name}={' '.join(value.split())}")
+            parts.append(f"{name}={collapse_whitespace(value)}")
         elif value is None or isinstance(value, (bool, int, float)):
             parts.append(f"{name}={value!r}")
         else:
@@ -203,6 +208,16 @@ def action_key(tool: str, tool_input: Mapping[str, Any]) -> str:
         except (TypeError, ValueError):
             parts.append(repr(nested))
     return digest("\x00".join(parts))
+
+
+def collapse_whitespace(text: str) -> str:
+    """`" ".join(text.split())`: runs of whitespace made one space, none at the ends."""
+    # A printable text has no whitespace but the plain space (every other kind is a control or a
+    # separator), so a text with no doubled or outer space is already collapsed: most commands,
+    # paths and patterns are, and are not split into words to be joined again.
+    if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
+        return text
+    return " ".join(text.split())
 
 
 def file_of(tool: str, tool_input: Mapping[str, Any]) -> str:
@@ -319,8 +334,8 @@ def error_lines(text: str) -> list[str]:
 def error_class_of(lines: list[str]) -> tuple[str, str]:
     """The environment class the error lines name (command-not-found, network…) and its token."""
     lowered = "\n".join(line[-_CLASS_LINE_CAP:] for line in lines).lower()
-    for error_class, markers in _ERROR_CLASSES:
-        if any(marker in lowered for marker in markers):
+    for marker, error_class in _CLASS_MARKERS:
+        if marker in lowered:
             for pattern in _COMMAND_TOKENS:
                 named = pattern.search(lowered)
                 if named is not None:

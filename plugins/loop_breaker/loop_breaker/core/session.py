@@ -9,6 +9,7 @@ from typing import Any
 from .detectors import detect
 from .normalize import (
     EDIT_TOOLS,
+    Failure,
     action_key,
     digest,
     edit_transition,
@@ -25,6 +26,7 @@ from .types import CallRecord, CoreConfig, Decision, Observation, ResolveWhen, S
 from .window import Windows
 
 FEEDBACK_SNIPPET_CAP = 120
+FAILURES_REMEMBERED = 16
 
 
 @dataclass(slots=True)
@@ -48,6 +50,9 @@ class LoopBreakerCore:
         # A hook that blocks Stop tends to say the same thing each time: its last feedback and
         # fingerprint are kept (in memory only) so a repeat costs a comparison.
         self._last_feedback: tuple[str, str] = ("", "")
+        # A loop fails the same way again and again: the last few failures read are kept (in
+        # memory only), by the tail of the output that `failure_of` reads, so a repeat is a lookup.
+        self._failures: dict[str, Failure] = {}
 
     def observe(self, observation: Observation) -> list[Decision]:
         """Records one finished call of the model's and returns what to do about it."""
@@ -124,6 +129,15 @@ class LoopBreakerCore:
         self._last_feedback = (feedback_tail, fingerprint)
         return fingerprint
 
+    def _failure(self, text: str) -> Failure:
+        read = tail(text)
+        failure = self._failures.get(read)
+        if failure is None:
+            failure = self._failures[read] = failure_of(read)
+            if len(self._failures) > FAILURES_REMEMBERED:
+                del self._failures[next(iter(self._failures))]
+        return failure
+
     def _record(self, observation: Observation) -> CallRecord | None:
         tool = observation.tool
         if not is_counted(tool, observation.text):
@@ -145,7 +159,7 @@ class LoopBreakerCore:
             else:
                 outcome_fp = digest(tail(observation.text))
         else:
-            failure = failure_of(observation.text)
+            failure = self._failure(observation.text)
             outcome_fp = error_sig = failure.signature
             error_class, token, snippet = (
                 failure.error_class,
