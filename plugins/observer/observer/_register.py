@@ -230,10 +230,15 @@ class Observer:
 
         def next_turn(stored: Any) -> Any:
             session = SessionFacts.model_validate(stored or {})
-            # The updated facts are kept from the last run of this function (the store may
-            # run it more than once), so they are not validated a second time from the store.
-            counted[:] = [session.model_copy(update={"turns": session.turns + 1})]
-            return counted[0].model_dump(mode="json")
+            # The stored facts are validated; the next count is written as the plain values of
+            # `model_dump`, and the facts kept from the last run of this function (the store may
+            # run it more than once) rather than validated a second time from the store.
+            counted[:] = [session]
+            return {
+                "turns": session.turns + 1,
+                "model": session.model,
+                "post_compaction": session.post_compaction,
+            }
 
         await engine.state.update(_SESSION_KEY, next_turn, default={})
         session = counted[0]
@@ -243,7 +248,7 @@ class Observer:
             ms=now,
             session_id=event.session_id,
             turn_id=event.turn_id,
-            session_turn=session.turns,
+            session_turn=session.turns + 1,
             parallel_session=await self._heartbeat(engine, now),
             economy_level=engine.env.get(economy_env) if economy_env else None,
         )

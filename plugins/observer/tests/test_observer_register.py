@@ -361,3 +361,18 @@ async def test_only_a_persons_prompt_starts_the_turns_facts(host: Host, data_dir
     assert episode["task_ref"] == "ABC-7"
     assert episode["prompt_signal"]["length_bucket"] == "short"
     assert episode["decision_provenance"]["source"] == "none"
+
+
+@pytest.mark.anyio
+async def test_a_restarted_host_continues_the_sessions_turn_count(data_dir: Path) -> None:
+    backend = open_backend("memory://")
+    async with _fresh_host(backend, data_dir) as first:
+        await first.dispatch(SessionStart(session_id="s1", model="model-x", source="compact"))
+        await _turn(first, "one", turn="t1")
+    async with _fresh_host(backend, data_dir) as restarted:
+        await _turn(restarted, "two", turn="t2")
+    environments = [episode["environment"] for episode in _lines(data_dir)]
+    assert [e["session_turn"] for e in environments] == [1, 2]
+    assert [e["model"] for e in environments] == ["model-x", "model-x"]
+    assert [e["post_compaction"] for e in environments] == [True, True]
+    await backend.aclose()
