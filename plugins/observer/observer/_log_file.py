@@ -129,10 +129,19 @@ def append_record(
     data_dir: Path, record: Mapping[str, Any], ms: int, *, durable: bool = True
 ) -> Path:
     """Scrub and append `record` to the month file of `ms` under `data_dir`; returns the file."""
+    global _last_path
     ensure_private_dir(data_dir)
-    path = data_dir / month_file_name(ms)
+    name = month_file_name(ms)
+    last_dir, last_name, path = _last_path
+    if data_dir != last_dir or name != last_name:
+        # Consecutive lines usually go to the same file: its path is joined once.
+        path = data_dir / name
+        _last_path = (data_dir, name, path)
     append_line(path, encode_line(record), durable=durable)
     return path
+
+
+_last_path: tuple[Path | None, str, Path] = (None, "", Path())
 
 
 @dataclass(frozen=True, slots=True)

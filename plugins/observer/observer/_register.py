@@ -80,6 +80,7 @@ class Observer:
         prepare_prompt_rules(self.prompt_rules)
         prepare_record_keys()
         self.hot: OrderedDict[str, _HotTurn] = OrderedDict()
+        self._sandbox_dir: Path | None = None
 
     async def _turn(self, engine: Engine, event: Event) -> _HotTurn:
         """This session's running turn, kept in memory while the host is warm.
@@ -112,6 +113,12 @@ class Observer:
             await engine.state.set(_TURN_KEY, hot.tally.facts().model_dump(mode="json"))
 
     def data_dir(self, engine: Engine) -> Path:
+        if engine.sandboxed:
+            # A sandboxed host's folder is always `<sandbox>/observer` (whatever the session's
+            # workspace), and this observer serves one host: the path is built once.
+            if self._sandbox_dir is None:
+                self._sandbox_dir = engine.data_dir(self.options.data_dir)
+            return self._sandbox_dir
         return engine.data_dir(self.options.data_dir)
 
     async def session_start(self, engine: Engine, event: SessionStart, call_next: CallNext) -> None:

@@ -376,3 +376,26 @@ async def test_a_restarted_host_continues_the_sessions_turn_count(data_dir: Path
     assert [e["model"] for e in environments] == ["model-x", "model-x"]
     assert [e["post_compaction"] for e in environments] == [True, True]
     await backend.aclose()
+
+
+@pytest.mark.anyio
+async def test_each_sandboxed_host_writes_into_its_own_sandbox(tmp_path: Path) -> None:
+    for name in ("first", "second"):
+        async with Host(
+            plugins=[observer],
+            entry_points=False,
+            store="memory://",
+            clock=FakeClock(start_ms=START_MS),
+            config={},
+            sandbox=tmp_path / name,
+        ) as sandboxed:
+            for session, cwd in (("s1", tmp_path / "w1"), ("s2", tmp_path / "w2")):
+                await sandboxed.dispatch(SessionStart(session_id=session, cwd=str(cwd)))
+                await _turn(sandboxed, f"{name} {session}", session=session, turn=f"{name}-t")
+    for name in ("first", "second"):
+        lines = _lines(tmp_path / name / "observer")
+        assert [(line["session_id"], line["turn_id"]) for line in lines] == [
+            ("s1", f"{name}-t"),
+            ("s2", f"{name}-t"),
+        ]
+    assert not (tmp_path / "w1").exists() and not (tmp_path / "w2").exists()
