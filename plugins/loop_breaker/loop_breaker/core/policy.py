@@ -160,16 +160,29 @@ class Policy:
             self._log(now_ms, state, "detected")
         state.count = signal.count
         state.last_ms = now_ms
-        state.action_keys = state.action_keys | signal.action_keys
-        if state.ignored or self.paused or self._is_shadowed(signal):
+        if not signal.action_keys <= state.action_keys:
+            state.action_keys = state.action_keys | signal.action_keys
+        if state.ignored or self.paused:
             return []
-        decisions: list[Decision] = []
         # One nudge per streak, within the per-turn budget; a skipped one waits for escalation.
-        if (
+        may_nudge = (
             not state.nudged
             and not state.escalated
             and self.nudges_this_turn < self.config.max_nudges_per_turn
-        ):
+        )
+        may_escalate = signal.count >= signal.escalate_at and not state.escalated
+        may_arm = (
+            self.config.auto_stop
+            and state.escalated
+            and not state.stop_armed
+            and signal.count >= signal.escalate_at + self.config.stop_after_escalation
+        )
+        # A loop already on its last step (a streak recurring after its alert) has nothing left
+        # to say: its overlap with other loops' evidence need not be counted.
+        if not (may_nudge or may_escalate or may_arm) or self._is_shadowed(signal):
+            return []
+        decisions: list[Decision] = []
+        if may_nudge:
             self.nudges_this_turn += 1
             state.nudged = True
             self._cover(signal)
@@ -185,7 +198,7 @@ class Policy:
                     signal.count,
                 )
             )
-        if signal.count >= signal.escalate_at and not state.escalated:
+        if may_escalate:
             state.escalated = True
             self._cover(signal)
             self.pending.bump("escalations", signal.detector)
