@@ -91,26 +91,31 @@ class Observer:
         sees a second event of the session it is warm: a tool call then only counts in memory,
         and the facts reach the store when the turn ends (the episode) or a prompt starts one.
         """
+        return self._warm_turn(engine, event) or await self._load_turn(engine, event)
+
+    def _warm_turn(self, engine: Engine, event: Event) -> _HotTurn | None:
+        """The turn in memory, if this host holds it; found without a coroutine."""
         session_id = engine.session.id
         hot = self.hot.get(session_id)
-        if hot is None:
-            stored = await engine.state.get(_TURN_KEY)
-            facts = TurnFacts.model_validate(stored or {})
-            # A concurrent handler of the same session may have loaded it meanwhile: keep it.
-            hot = self.hot.setdefault(session_id, _HotTurn(TurnTally(facts), event))
-            while len(self.hot) > MAX_HOT_SESSIONS:
-                # The oldest idle session drops back to its stored copy.
-                self.hot.popitem(last=False)
-        else:
+        if hot is not None:
             self.hot.move_to_end(session_id)
             if hot.loaded_for is not None and hot.loaded_for is not event:
                 hot.loaded_for = None
         return hot
 
+    async def _load_turn(self, engine: Engine, event: Event) -> _HotTurn:
+        stored = await engine.state.get(_TURN_KEY)
+        facts = TurnFacts.model_validate(stored or {})
+        # A concurrent handler of the same session may have loaded it meanwhile: keep it.
+        hot = self.hot.setdefault(engine.session.id, _HotTurn(TurnTally(facts), event))
+        while len(self.hot) > MAX_HOT_SESSIONS:
+            # The oldest idle session drops back to its stored copy.
+            self.hot.popitem(last=False)
+        return hot
+
     async def _changed(self, engine: Engine, hot: _HotTurn) -> None:
-        """A cold host writes the turn back at once; a warm one keeps it until the turn ends."""
-        if hot.loaded_for is not None:
-            await engine.state.set(_TURN_KEY, hot.tally.facts().model_dump(mode="json"))
+        """Write the turn back at once: a cold host's way (a warm one keeps it until the end)."""
+        await engine.state.set(_TURN_KEY, hot.tally.facts().model_dump(mode="json"))
 
     def data_dir(self, engine: Engine) -> Path:
         if engine.sandboxed:
@@ -151,9 +156,11 @@ class Observer:
         if call_next.origin != ENGINE_ORIGIN:
             return result
         try:
-            hot = await self._turn(engine, event)
+            # The warm path (the usual one) runs without awaiting anything.
+            hot = self._warm_turn(engine, event) or await self._load_turn(engine, event)
             hot.tally.count(event.tool, event.input, self.tool_rules)
-            await self._changed(engine, hot)
+            if hot.loaded_for is not None:
+                await self._changed(engine, hot)
         except Exception as error:
             await self._write_error(engine, event.session_id, None, "tool.call", error)
         return result
