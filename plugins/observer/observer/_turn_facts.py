@@ -102,9 +102,34 @@ def _any_cue_pattern(cues: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
 
 
+@lru_cache(maxsize=16)
+def _ascii_folded(cues: tuple[str, ...]) -> tuple[str, ...] | None:
+    return tuple(cue.casefold() for cue in cues) if all(cue.isascii() for cue in cues) else None
+
+
+# The only characters that match an ASCII letter under `re.IGNORECASE` but fold to something else
+# (tests check this against every code point).
+_ODD_FOLDS = ("\u0130", "\u0131")
+
+
+def _surely_without_cues(prompt: str, cues: tuple[str, ...]) -> bool:
+    """True only when no cue can match: ASCII cues, none of them in the case-folded prompt.
+
+    Every character that matches an ASCII cue's character ignoring case folds to the same
+    character, except the dotted and dotless i, whose prompts are left to the patterns.
+    """
+    folded_cues = _ascii_folded(cues)
+    if folded_cues is None or any(odd in prompt for odd in _ODD_FOLDS):
+        return False
+    folded = prompt.casefold()
+    return not any(cue in folded for cue in folded_cues)
+
+
 def _cues_in(prompt: str, cues: tuple[str, ...]) -> tuple[str, ...]:
-    """The cues the prompt contains, in configured order; one scan when it contains none."""
-    if not cues or _any_cue_pattern(cues).search(prompt) is None:
+    """The cues the prompt contains, in configured order; one cheap check when it contains none."""
+    if not cues or _surely_without_cues(prompt, cues):
+        return ()
+    if _any_cue_pattern(cues).search(prompt) is None:
         return ()
     return tuple(cue for cue in cues if _cue_found(prompt, cue))
 
@@ -114,6 +139,7 @@ def prepare_prompt_rules(rules: PromptRules) -> None:
     for them. A pattern that does not compile is left to fail where it is used, as before."""
     cues = tuple(rules.correction_cues)
     if cues:
+        _ascii_folded(cues)
         _any_cue_pattern(cues)
         for cue in cues:
             _cue_pattern(cue)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import pytest
 from observer._records import Episode, length_bucket, size_bucket
 from observer._routing import RoutingTag
 from observer._turn_facts import (
+    _ODD_FOLDS,
     EpisodeContext,
     PromptRules,
     SessionFacts,
@@ -221,3 +223,41 @@ def test_episode_record_is_the_models_json_line(
     # Same values in the same order: the written line is byte for byte the model's.
     assert json.dumps(record) == json.dumps(dumped)
     assert Episode.model_validate(record).model_dump(mode="json") == record
+
+
+def test_only_the_odd_folds_match_an_ascii_character_but_fold_otherwise() -> None:
+    any_ascii = re.compile(r"[\x00-\x7f]", re.IGNORECASE)
+    odd = set()
+    for code in range(0x80, sys.maxunicode + 1):
+        char = chr(code)
+        if any_ascii.fullmatch(char) is None:
+            continue
+        for ascii_char in map(chr, range(0x80)):
+            matches = re.fullmatch(re.escape(ascii_char), char, re.IGNORECASE) is not None
+            if matches and char.casefold() != ascii_char.casefold():
+                odd.add(char)
+    assert odd == set(_ODD_FOLDS)
+
+
+_ASCII_CUES = ("wrong", "that is not", "try again", "still failing", "still broken", "undo", "stop")
+
+
+@pytest.mark.parametrize(
+    ("configured", "prompt", "found"),
+    [
+        (_ASCII_CUES, "STİLL BROKEN after the fix", ("still broken",)),
+        (_ASCII_CUES, "stıll failing, and wrong", ("wrong", "still failing")),
+        (_ASCII_CUES, "\u017ftop here", ("stop",)),
+        (_ASCII_CUES, "That Is Not it; TRY AGAIN", ("that is not", "try again")),
+        (_ASCII_CUES, "strongly worded but fine", ()),
+        (_ASCII_CUES, "stopwatch and undone", ()),
+        (("undo", "неверно"), "НЕВЕРНО, undo", ("undo", "неверно")),
+    ],
+)
+def test_cues_are_found_ignoring_case_as_the_patterns_do(
+    configured: tuple[str, ...], prompt: str, found: tuple[str, ...]
+) -> None:
+    rules = PromptRules(
+        methods=(), method_patterns=(), correction_cues=configured, task_ref_pattern=""
+    )
+    assert read_prompt(prompt, rules).correction_cues == found
