@@ -146,14 +146,21 @@ def prepare_prompt_rules(rules: PromptRules) -> None:
     prepare_method_patterns(rules.method_patterns, rules.methods)
     if rules.task_ref_pattern:
         with suppress(re.error):
-            re.compile(rules.task_ref_pattern)  # kept in `re`'s own cache, which `re.search` reads
+            _task_ref_pattern(rules.task_ref_pattern)
+
+
+@lru_cache(maxsize=16)
+def _task_ref_pattern(pattern: str) -> re.Pattern[str]:
+    # Found by the pattern string alone, without `re`'s own cache lookup per prompt; a pattern
+    # that does not compile raises here on every prompt, as `re.search` did.
+    return re.compile(pattern)
 
 
 def read_prompt(text: str, rules: PromptRules) -> PromptFacts:
     """The content-free facts of a prompt (its text is not kept)."""
     task_ref = None
     if rules.task_ref_pattern:
-        match = re.search(rules.task_ref_pattern, text)
+        match = _task_ref_pattern(rules.task_ref_pattern).search(text)
         task_ref = match.group(0)[:80] if match else None
     return PromptFacts(
         length=len(text),
