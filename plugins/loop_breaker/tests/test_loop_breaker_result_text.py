@@ -9,12 +9,14 @@ import pytest
 from loop_breaker.core import LoopBreakerCore, Observation
 from loop_breaker.core.codec import dump
 from loop_breaker.core.normalize import (
+    DENIAL_HEAD_CHARS,
+    OUTPUT_TAIL_CHARS,
     SIBLING_CANCELLED,
     classify_outcome,
     is_counted,
     output_text,
 )
-from loop_breaker.core.result_text import HEAD_CHARS, result_text
+from loop_breaker.core.result_text import HEAD_CHARS, LONG_STRING, result_text
 
 _TOOLS = ["Edit", "Write", "MultiEdit", "TodoWrite", "Bash", "Read"]
 _WORDS = ["a", "é", "\n", '"', "x" * 50, SIBLING_CANCELLED, "[Request interrupted by user]"]
@@ -63,7 +65,7 @@ def test_the_core_decides_as_on_the_full_text(seed: int) -> None:
     assert _observe(calls, in_part) == _observe(calls, in_full)
 
 
-_LONG = ["y" * 3000, "é" * 2500, '"\\\n' * 900, "z" * 9000]
+_LONG = ["y" * 3000, "é" * 2500, '"\\\n' * 900, "z" * 9000, "é" * 9000, '"\\\n' * 3000]
 
 
 def _large_tree(rng: random.Random, depth: int = 0) -> Any:
@@ -85,7 +87,44 @@ def test_a_large_edit_result_reads_as_its_full_text_for_the_core(seed: int) -> N
     read = result_text("Edit", output, is_error=False)
     assert read == full[:HEAD_CHARS] or read == full
     assert is_counted("Edit", read) == is_counted("Edit", full)
-    assert result_text("Bash", output, is_error=False) == full
+    _assert_read_at_its_ends(result_text("Bash", output, is_error=False), full)
+    _assert_read_at_its_ends(result_text("Edit", output, is_error=True), full)
+
+
+def _assert_read_at_its_ends(read: str, full: str) -> None:
+    """`read` is the full text, or a shorter one with the same start and end as the core reads."""
+    assert len(read) <= len(full)
+    if read != full:
+        assert len(read) >= DENIAL_HEAD_CHARS + OUTPUT_TAIL_CHARS
+    assert read[:DENIAL_HEAD_CHARS] == full[:DENIAL_HEAD_CHARS]
+    assert read[-OUTPUT_TAIL_CHARS:] == full[-OUTPUT_TAIL_CHARS:]
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_a_result_with_long_strings_is_read_at_its_two_ends(seed: int) -> None:
+    rng = random.Random(seed)
+    output = _large_tree(rng)
+    if not isinstance(output, (dict, list, tuple)):
+        output = [output, _large_tree(rng)]
+    full = output_text(output)
+    for tool, is_error in (("Read", False), ("Bash", True), ("Task", False)):
+        read = result_text(tool, output, is_error=is_error)
+        _assert_read_at_its_ends(read, full)
+        assert classify_outcome(is_error, False, read) == classify_outcome(is_error, False, full)
+
+
+def test_a_long_file_read_is_written_without_its_middle() -> None:
+    content = "".join(f'line {index}: é\t"quoted"\n' for index in range(2000))
+    output = {"file": {"content": content, "filePath": "/w/a.py", "numLines": 2000}, "type": "text"}
+    full = output_text(output)
+    read = result_text("Read", output, is_error=False)
+    assert len(content) > LONG_STRING and len(read) < len(full) // 2
+    _assert_read_at_its_ends(read, full)
+    same_end = {"file": {**output["file"], "content": "changed" + content[7:]}, "type": "text"}
+    assert (
+        result_text("Read", same_end, is_error=False)[-OUTPUT_TAIL_CHARS:]
+        == read[-OUTPUT_TAIL_CHARS:]
+    )
 
 
 def test_a_successful_edit_result_is_read_only_at_its_start() -> None:
@@ -93,8 +132,9 @@ def test_a_successful_edit_result_is_read_only_at_its_start() -> None:
     output = {"filePath": "/w/a.py", "originalFile": "x" * 50_000, "structuredPatch": patch}
     full = output_text(output)
     assert result_text("Edit", output, is_error=False) == full[:HEAD_CHARS]
-    assert result_text("Edit", output, is_error=True) == full
-    assert result_text("Bash", output, is_error=False) == full
+    _assert_read_at_its_ends(result_text("Edit", output, is_error=True), full)
+    _assert_read_at_its_ends(result_text("Bash", output, is_error=False), full)
+    assert len(result_text("Bash", output, is_error=False)) < len(full)
     cancelled = {"content": f"{SIBLING_CANCELLED}: the parallel call failed", "pad": "p" * 9000}
     assert not is_counted("Write", result_text("Write", cancelled, is_error=False))
 

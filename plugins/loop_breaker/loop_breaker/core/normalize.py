@@ -14,6 +14,9 @@ from .types import Outcome
 OUTPUT_TAIL_CHARS = 4096
 """Only the tail of an output is looked at: errors surface at the end, and the cost stays flat."""
 
+DENIAL_HEAD_CHARS = 300
+"""The start of a failed call's text that is searched for the words of a refusal."""
+
 LABEL_CAP = 60
 SNIPPET_CAP = 160
 MAX_ERROR_LINES = 12
@@ -182,7 +185,7 @@ def classify_outcome(is_error: bool, denied: bool, text: str) -> Outcome:
         return "denied"
     if not is_error:
         return "ok"
-    head = text[:300].lower()
+    head = text[:DENIAL_HEAD_CHARS].lower()
     if any(marker in head for marker in _PERSON_DENIAL + _RULE_DENIAL + _HOOK_DENIAL):
         return "denied"
     return "error"

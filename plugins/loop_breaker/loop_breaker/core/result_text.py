@@ -5,10 +5,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .normalize import EDIT_TOOLS, NEVER_COUNTED_TOOLS, output_text
+from .normalize import (
+    DENIAL_HEAD_CHARS,
+    EDIT_TOOLS,
+    NEVER_COUNTED_TOOLS,
+    OUTPUT_TAIL_CHARS,
+    output_text,
+)
 
 HEAD_CHARS = 80
 """The start of a successful call's text that the core reads (the sibling-cancel marker)."""
+
+LONG_STRING = DENIAL_HEAD_CHARS + OUTPUT_TAIL_CHARS + 1024
+"""A string longer than this in a structured result is written with its middle left out."""
 
 _SCALARS = frozenset({int, float, bool, type(None)})
 _INT_LIMIT = 10**4000
@@ -29,16 +38,68 @@ def result_text(tool: str, output: Any, *, is_error: bool) -> str:
     piece by piece, exactly as `json.dumps(output, sort_keys=True, default=str)` begins; the
     rest of the result (a whole file and its patch) is never encoded. Anything unusual in the
     result (other types, keys that are not strings, deep nesting) takes `output_text` itself.
+
+    Any other text is read only in its first `DENIAL_HEAD_CHARS` characters (the cancel,
+    interrupt and refusal markers) and its last `OUTPUT_TAIL_CHARS` (the fingerprints). A
+    structured result holding a string longer than `LONG_STRING` (a whole file read, a
+    subagent's report) is written with that string's middle left out: escaping is per
+    character, so the text agrees with the full one in every character the core reads.
     """
     if tool in NEVER_COUNTED_TOOLS:
         return ""
-    if is_error or tool not in EDIT_TOOLS or type(output) is not dict:
+    kind = type(output)
+    if is_error or tool not in EDIT_TOOLS or kind is not dict:
+        if kind is dict or kind is list or kind is tuple:
+            shortened = _without_middles(output, 0)
+            if shortened is not output:
+                try:
+                    return _dumps(shortened)
+                except (TypeError, ValueError):
+                    pass  # as the full result would fail: `output_text` decides
         return output_text(output)
     sizes: dict[int, int] = {}
     if _plain_chars(output, 0, sizes) < 0:
         return output_text(output)
     head, whole = _prefix(output, HEAD_CHARS, sizes)
     return head if whole else head[:HEAD_CHARS]
+
+
+def _without_middles(value: Any, depth: int) -> Any:
+    """`value` with the middle of each string longer than `LONG_STRING` left out, keeping the
+    ends the core reads; `value` itself if nothing was cut. Only the containers on the way to
+    a cut are copied; exact dicts, lists and tuples are entered, at most `_MAX_DEPTH` deep."""
+    kind = type(value)
+    if kind is str:
+        if len(value) <= LONG_STRING:
+            return value
+        return value[:DENIAL_HEAD_CHARS] + value[-OUTPUT_TAIL_CHARS:]
+    if depth >= _MAX_DEPTH:
+        return value
+    if kind is dict:
+        copied: dict[Any, Any] | None = None
+        for key, item in value.items():
+            item_kind = type(item)
+            if (item_kind is str and len(item) <= LONG_STRING) or item_kind in _SCALARS:
+                continue
+            shortened = _without_middles(item, depth + 1)
+            if shortened is not item:
+                if copied is None:
+                    copied = dict(value)
+                copied[key] = shortened
+        return value if copied is None else copied
+    if kind is list or kind is tuple:
+        items: list[Any] | None = None
+        for index, item in enumerate(value):
+            item_kind = type(item)
+            if (item_kind is str and len(item) <= LONG_STRING) or item_kind in _SCALARS:
+                continue
+            shortened = _without_middles(item, depth + 1)
+            if shortened is not item:
+                if items is None:
+                    items = list(value)
+                items[index] = shortened
+        return value if items is None else items
+    return value
 
 
 def _plain_chars(value: Any, depth: int, sizes: dict[int, int]) -> int:
