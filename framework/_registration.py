@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
@@ -95,7 +97,8 @@ def compile_match(plugin: str, event: str, spec: Mapping[str, Any] | None) -> Ma
             allowed = frozenset(wanted)
             tests.append((field_name, allowed.__contains__))
         else:
-            tests.append((field_name, wanted.__eq__))
+            # operator.eq, not wanted.__eq__: None.__eq__("x") is NotImplemented, which is truthy.
+            tests.append((field_name, functools.partial(operator.eq, wanted)))
 
     if len(tests) == 1:
         ((name, test),) = tests

@@ -446,3 +446,19 @@ async def test_a_changed_event_reaches_downstream() -> None:
     async with host_with(make_plugin("rewriter", register)) as host:
         await host.dispatch(bash("ls"), terminal)
     assert terminal.seen[0].input == {"command": "ls -la"}
+
+
+async def test_match_on_none_means_the_field_is_none() -> None:
+    entered: list[str | None] = []
+
+    def register(on: Any) -> None:
+        async def main_loop_only(engine: Any, event: Any, call_next: Any) -> Any:
+            entered.append(event.agent_id)
+            return await call_next(event)
+
+        on("tool.call", main_loop_only, match={"agent_id": None})
+
+    async with host_with(make_plugin("m", register)) as host:
+        await host.dispatch(bash(), Terminal())
+        await host.dispatch(bash().model_copy(update={"agent_id": "agent-1"}), Terminal())
+    assert entered == [None]
