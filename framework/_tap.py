@@ -48,14 +48,7 @@ class Tap:
         except Exception as error:
             self._failed(error)
             raise
-        on_chunk = self._on_chunk
-        if on_chunk is not None:
-            try:
-                on_chunk(chunk)
-            except Exception as error:
-                self._on_chunk = None
-                _broken("on_chunk", error)
-        return chunk
+        return self._passed(chunk)
 
     async def asend(self, value: Any) -> StreamChunk:
         asend = getattr(self._below, "asend", None)
@@ -88,13 +81,16 @@ class Tap:
         except Exception as error:
             self._failed(error)
             raise
+        return self._passed(chunk)
+
+    def _passed(self, chunk: StreamChunk) -> StreamChunk:
         on_chunk = self._on_chunk
         if on_chunk is not None:
             try:
                 on_chunk(chunk)
-            except Exception as callback_error:
+            except Exception as error:
                 self._on_chunk = None
-                _broken("on_chunk", callback_error)
+                _broken("on_chunk", error)
         return chunk
 
     def _failed(self, error: Exception) -> None:
