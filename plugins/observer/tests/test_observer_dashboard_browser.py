@@ -106,7 +106,7 @@ def test_dashboard_shows_the_four_views(
     )
     assert browser.find_element(By.TAG_NAME, "body").get_attribute("data-loaded") == "true"
     summary = browser.find_element(By.ID, "summary").text
-    assert summary == "6 episodes, 4 nodes, 1 observer errors"
+    assert summary == "6 episodes, 4 nodes, 1 observer error"
 
     assert _visible_view(browser) == "view-map"
     nodes = {
@@ -157,6 +157,8 @@ def test_dashboard_shows_the_four_views(
         "2026-02-03": "1",
         "2026-02-04": "1",
     }
+    labels = [day.text for day in browser.find_elements(By.CSS_SELECTOR, "#aggregate-bars .day")]
+    assert labels == ["01-01", "01-02", "01-03", "02-03", "02-04"]
     months = {
         row.get_attribute("data-month"): [
             cell.text for cell in row.find_elements(By.TAG_NAME, "td")

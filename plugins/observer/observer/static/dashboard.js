@@ -101,6 +101,8 @@
         "data-episodes": day.episodes });
       bar.style.height = Math.round((130 * day.episodes) / most) + "px";
       bar.appendChild(el("span", {}, day.episodes));
+      // The day under its bar (MM-DD): the period is an ISO date.
+      bar.appendChild(el("small", { class: "day" }, String(day.period).slice(5)));
       bars.appendChild(bar);
     }
     const body = document.querySelector("#aggregate-table tbody");
@@ -125,8 +127,13 @@
     renderAggregate(data.aggregate);
     const totals = data.aggregate.totals;
     document.getElementById("summary").textContent =
-      totals.episodes + " episodes, " + map_nodes(data) + " nodes, " + totals.errors + " observer errors";
+      plural(totals.episodes, "episode") + ", " + plural(map_nodes(data), "node") + ", " +
+      plural(totals.errors, "observer error");
     document.body.dataset.loaded = "true";
+  }
+
+  function plural(count, noun) {
+    return count + " " + noun + (count === 1 ? "" : "s");
   }
 
   function map_nodes(data) {
