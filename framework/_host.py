@@ -121,6 +121,9 @@ class Host:
         self._backend = open_backend(spec) if isinstance(spec, str) else spec
         self._store = Store(self._backend)
         self.load()
+        # A host may be opened again under another event loop: its watchdog timer died with the
+        # old one, so the first dispatch here must arm a new one.
+        self._runner.armed = False
         self._task_group = anyio.create_task_group()
         await self._task_group.__aenter__()
         self._opened = True

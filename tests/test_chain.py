@@ -462,3 +462,22 @@ async def test_match_on_none_means_the_field_is_none() -> None:
         await host.dispatch(bash(), Terminal())
         await host.dispatch(bash().model_copy(update={"agent_id": "agent-1"}), Terminal())
     assert entered == [None]
+
+
+def test_budgets_hold_when_a_host_is_opened_again_under_a_new_event_loop() -> None:
+    def register(on: Any) -> None:
+        async def stuck(engine: Any, event: Any, call_next: Any) -> Any:
+            await anyio.sleep(5)
+            return await call_next(event)
+
+        on("tool.call", stuck, budget=0.05)
+
+    host = host_with(make_plugin("stuck", register))
+
+    async def once() -> Any:
+        async with host:
+            with anyio.fail_after(2):
+                return (await host.dispatch(bash(), Terminal())).result
+
+    for _ in range(2):
+        assert anyio.run(once).output == "done"
