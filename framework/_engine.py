@@ -6,7 +6,7 @@ import contextvars
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -94,11 +94,6 @@ class FakeClock:
         self._stalled = stalled
         if not stalled:
             self.set(self.ms)
-
-
-class _DispatchContext(Protocol):
-    actions: list[Action] | None
-    event_name: str
 
 
 current_dispatch: contextvars.ContextVar[Any] = contextvars.ContextVar(
@@ -238,12 +233,6 @@ class Commands:
 
     def register(self, name: str, description: str) -> None:
         self._engine._host.commands[name] = (self._engine.plugin, description)
-
-
-@dataclass(slots=True)
-class _SpawnRecord:
-    plugin: str
-    pending: set[Any] = field(default_factory=set)
 
 
 class Engine:
