@@ -359,9 +359,17 @@ async def test_origin_is_engine_for_the_harness_and_the_plugin_for_its_own_dispa
 
 
 async def test_nested_dispatch_depth_is_limited_with_a_clear_error() -> None:
+    refused: list[ContractError] = []
+    entered: list[str] = []
+
     def register(on: Any) -> None:
         async def recurse(engine: Any, event: Any, call_next: Any) -> Any:
-            await engine.dispatch(event)
+            entered.append(call_next.origin)
+            try:
+                await engine.dispatch(event)
+            except ContractError as error:
+                refused.append(error)
+                raise
             return await call_next(event)
 
         on("tool.call", recurse)
@@ -372,7 +380,10 @@ async def test_nested_dispatch_depth_is_limited_with_a_clear_error() -> None:
         terminal = Terminal()
         outcome = await host.dispatch(bash(), terminal)
         assert host.failures[("loop", "tool.call")] >= 1
-    # The innermost dispatch fails with a ContractError; fail-open keeps every level working.
+    # Three levels run, the fourth is refused by name; fail-open keeps every level working.
+    assert entered == ["engine", "loop", "loop"]
+    [error] = refused
+    assert "levels deep" in str(error) and "HOOKCHAIN_MAX_DISPATCH_DEPTH" in str(error)
     assert outcome.result is terminal.result
 
 
