@@ -300,10 +300,6 @@ async def _off_loop(engine: Engine, work: Callable[..., T], *args: Any, **kwargs
     return await anyio.to_thread.run_sync(partial(work, *args, **kwargs))
 
 
-def _is_main_loop(agent_id: str | None) -> bool:
-    return agent_id is None
-
-
 @hookimpl
 def register(on: Callable[..., Registration], options: Options) -> None:
     """Attach the observer's handlers."""
@@ -312,5 +308,5 @@ def register(on: Callable[..., Registration], options: Options) -> None:
     # The filters keep the handlers from being entered for events they would only pass on.
     on("prompt.submit", observer.prompt_submit, match={"origin_kind": PERSON_ORIGIN_KINDS})
     on("tool.call", observer.tool_call)
-    on("turn.complete", observer.turn_complete, match={"agent_id": _is_main_loop})
+    on("turn.complete", observer.turn_complete, match={"agent_id": None})
     on("session.end", observer.session_end)
