@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 MAIN_LOOP = "main"
 """Loop id of the main conversation; a subagent's loop id is its agent id."""
@@ -23,17 +23,7 @@ DetectorId = Literal[
     "stop-block",
 ]
 
-DETECTOR_IDS: tuple[DetectorId, ...] = (
-    "env-blocker",
-    "denied-retry",
-    "repeat-failure",
-    "same-error",
-    "edit-thrash",
-    "cycle",
-    "idle-repeat",
-    "poll",
-    "stop-block",
-)
+DETECTOR_IDS: tuple[DetectorId, ...] = get_args(DetectorId)
 
 
 @dataclass(frozen=True, slots=True)
