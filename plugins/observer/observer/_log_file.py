@@ -6,6 +6,7 @@ import json
 import os
 import re
 import stat
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -70,6 +71,27 @@ def ensure_private_dir(directory: Path) -> None:
         raise UnsafeLogPath(f"{directory} belongs to another user")
     if stat.S_IMODE(info.st_mode) != _DIR_MODE:
         directory.chmod(_DIR_MODE)
+
+
+def replace_private_file(directory: Path, name: str, payload: bytes, *, durable: bool) -> Path:
+    """Replace `directory/name` in one step: a private temporary file renamed into place.
+
+    `durable=False` skips the fsync: only for a sandboxed host's throwaway folder.
+    """
+    ensure_private_dir(directory)
+    target = directory / name
+    descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=f".{name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(payload)
+            stream.flush()
+            if durable:
+                os.fsync(stream.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return target
 
 
 # The line encoder, built once rather than per line.

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from observer._log_file import ensure_private_dir
+from observer._log_file import replace_private_file
 
 COUNTER_FILE = ".read-counter.json"
 WEEK_MS = 7 * 24 * 60 * 60 * 1000
@@ -64,22 +62,9 @@ def load_counter(data_dir: Path, now_ms: int) -> ReadCounter:
 
 
 def save_counter(data_dir: Path, counter: ReadCounter, *, durable: bool = True) -> None:
-    """Replace the counter file in one step (write a private temporary file, then rename).
-
-    `durable=False` skips the fsync: only for a sandboxed host's throwaway folder.
-    """
-    ensure_private_dir(data_dir)
-    descriptor, temporary = tempfile.mkstemp(dir=data_dir, prefix=".read-counter.", suffix=".tmp")
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as stream:
-            json.dump(counter.model_dump(), stream)
-            stream.flush()
-            if durable:
-                os.fsync(stream.fileno())
-        os.replace(temporary, data_dir / COUNTER_FILE)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    """Replace the counter file in one step; `durable=False` only for a sandboxed host."""
+    payload = json.dumps(counter.model_dump()).encode("utf-8")
+    replace_private_file(data_dir, COUNTER_FILE, payload, durable=durable)
 
 
 def note_read(data_dir: Path, now_ms: int) -> ReadCounter:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from observer._log_file import ensure_private_dir
+from observer._log_file import replace_private_file
 from observer._log_view import OUTCOMES, EpisodeView, FoldedLog
 from observer._records import iso_timestamp
 
@@ -70,18 +69,4 @@ def render_status(log: FoldedLog, now_ms: int) -> str:
 
 def write_status(data_dir: Path, text: str) -> Path:
     """Replace STATUS.md under `data_dir` with `text`: a fresh private file renamed into place."""
-    ensure_private_dir(data_dir)
-    target = data_dir / STATUS_FILE
-    temporary = data_dir / f".{STATUS_FILE}.{os.getpid()}.tmp"
-    temporary.unlink(missing_ok=True)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-    descriptor = os.open(temporary, flags, 0o600)
-    try:
-        payload = text.encode("utf-8")
-        if os.write(descriptor, payload) != len(payload):
-            raise OSError(f"short write to {temporary}")
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-    temporary.replace(target)
-    return target
+    return replace_private_file(data_dir, STATUS_FILE, text.encode("utf-8"), durable=True)

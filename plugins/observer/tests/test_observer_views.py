@@ -151,6 +151,7 @@ def test_read_counter_round_trip(tmp_path: Path) -> None:
     assert counter == ReadCounter(reads=2, last_read_ms=20, first_seen_ms=10)
     assert load_counter(tmp_path, 99) == counter
     assert stat.S_IMODE((tmp_path / ".read-counter.json").stat().st_mode) == 0o600
+    assert [entry.name for entry in tmp_path.iterdir()] == [".read-counter.json"]
 
 
 def test_read_counter_survives_a_corrupt_file(tmp_path: Path) -> None:
