@@ -115,12 +115,13 @@ def test_a_result_with_long_strings_is_read_at_its_two_ends(seed: int) -> None:
 
 def test_a_long_file_read_is_written_without_its_middle() -> None:
     content = "".join(f'line {index}: é\t"quoted"\n' for index in range(2000))
-    output = {"file": {"content": content, "filePath": "/w/a.py", "numLines": 2000}, "type": "text"}
+    file_entry: dict[str, object] = {"content": content, "filePath": "/w/a.py", "numLines": 2000}
+    output = {"file": file_entry, "type": "text"}
     full = output_text(output)
     read = result_text("Read", output, is_error=False)
     assert len(content) > LONG_STRING and len(read) < len(full) // 2
     _assert_read_at_its_ends(read, full)
-    same_end = {"file": {**output["file"], "content": "changed" + content[7:]}, "type": "text"}
+    same_end = {"file": {**file_entry, "content": "changed" + content[7:]}, "type": "text"}
     assert (
         result_text("Read", same_end, is_error=False)[-OUTPUT_TAIL_CHARS:]
         == read[-OUTPUT_TAIL_CHARS:]
