@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import inspect
 import os
 import uuid
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 from framework import ENGINE_ORIGIN, CallNext, Engine, ToolCall, ToolResult, data_dir, hookimpl
 
 from write_guard._approvals import (
@@ -37,7 +35,6 @@ from write_guard._surface import Surface, extract_surface
 PLUGIN = "write-guard"
 WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "notebookedit", "bash", "apply_patch",
                          "applypatch", "patch"})  # fmt: skip
-CWD_LIMIT_S = 0.25
 HELD_PREFIX = "held:"
 RECORD_TTL_S = 24 * 3600.0
 DECISIONS_KEPT = 8
@@ -108,27 +105,21 @@ class Guard:
             decision.resolved = resolve_all(decision.surface, context)
         return decision.context, decision.policy, decision.resolved
 
-    async def session_cwd(self, engine: Engine) -> str:
-        """The session's cwd, read per event within 250 ms; else the setup dir (one warning)."""
-        try:
-            value: Any = engine.session.cwd
-            if inspect.isawaitable(value):
-                with anyio.fail_after(CWD_LIMIT_S):
-                    value = await value
-            if isinstance(value, str) and value:
-                return value
-            problem = "the session has no cwd"
-        except Exception as error:  # any failure falls back to the setup dir
-            problem = f"reading the session cwd failed ({type(error).__name__})"
+    def session_cwd(self, engine: Engine) -> str:
+        """The session's cwd; without one (a host that never saw the session start) the setup
+        directory, with one warning per host."""
+        cwd = engine.session.cwd
+        if cwd:
+            return cwd
         if not self.cwd_warned:
             self.cwd_warned = True
-            engine.ui.log(f"{problem}; using the setup directory", level="warning")
+            engine.ui.log("the session has no cwd; using the setup directory", level="warning")
         return self.setup_dir
 
     async def context_and_policy(
         self, engine: Engine, event: ToolCall
     ) -> tuple[PathContext, Policy]:
-        cwd = await self.session_cwd(engine)
+        cwd = self.session_cwd(engine)
         agent_type = await self.agent_type(engine, event)
         return self.build(
             cwd, engine.env.get("CLAUDE_PROJECT_DIR"), engine.env.get("HOME"), agent_type
