@@ -171,12 +171,7 @@ class Policy:
             and self.nudges_this_turn < self.config.max_nudges_per_turn
         )
         may_escalate = signal.count >= signal.escalate_at and not state.escalated
-        may_arm = (
-            self.config.auto_stop
-            and state.escalated
-            and not state.stop_armed
-            and signal.count >= signal.escalate_at + self.config.stop_after_escalation
-        )
+        may_arm = self._ready_to_arm(state, signal)
         # A loop already on its last step (a streak recurring after its alert) has nothing left
         # to say: its overlap with other loops' evidence need not be counted.
         if not (may_nudge or may_escalate or may_arm) or self._is_shadowed(signal):
@@ -213,12 +208,8 @@ class Policy:
                     signal.count,
                 )
             )
-        if (
-            self.config.auto_stop
-            and state.escalated
-            and not state.stop_armed
-            and signal.count >= signal.escalate_at + self.config.stop_after_escalation
-        ):
+        # Asked again: an escalation made just now may be the one the stop was waiting for.
+        if self._ready_to_arm(state, signal):
             state.stop_armed = True
             self._log(now_ms, state, "stop-armed")
         return decisions
@@ -270,6 +261,14 @@ class Policy:
         self.stored_ignores = tuple(entries)
 
     # -- helpers ---------------------------------------------------------------------------------
+
+    def _ready_to_arm(self, state: SignatureState, signal: Signal) -> bool:
+        return (
+            self.config.auto_stop
+            and state.escalated
+            and not state.stop_armed
+            and signal.count >= signal.escalate_at + self.config.stop_after_escalation
+        )
 
     def _start(self, signal: Signal, now_ms: int) -> SignatureState:
         if len(self.signatures) >= MAX_SIGNATURES:
