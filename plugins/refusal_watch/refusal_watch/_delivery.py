@@ -36,31 +36,28 @@ def local_reading(engine: Engine, source: Callable[[], object]) -> LocalReading:
     return reading
 
 
-async def engine_time(engine: Engine, fallback: LocalReading) -> float | None:
-    """The engine clock's time; on failure a `clock` debug line and the local reading instead."""
+async def _engine_ms(engine: Engine, after_failure: str) -> float | None:
+    """The engine clock's answer as milliseconds, or None with a `clock` debug line."""
     try:
         raw: object = await engine.clock.now()
     except Exception as error:
-        debug(engine, f"clock: now() failed ({type(error).__name__}); local time used")
-        return fallback.ms
+        debug(engine, f"clock: now() failed ({type(error).__name__}){after_failure}")
+        return None
     moment = finite_ms(raw)
     if moment is None:
-        debug(engine, "clock: now() gave no finite number; local time used")
-        return fallback.ms
+        debug(engine, f"clock: now() gave no finite number{after_failure}")
     return moment
+
+
+async def engine_time(engine: Engine, fallback: LocalReading) -> float | None:
+    """The engine clock's time; on failure a `clock` debug line and the local reading instead."""
+    moment = await _engine_ms(engine, "; local time used")
+    return fallback.ms if moment is None else moment
 
 
 async def engine_time_only(engine: Engine) -> float | None:
     """The engine clock's time, or None (with a `clock` debug line) when it has none."""
-    try:
-        raw: object = await engine.clock.now()
-    except Exception as error:
-        debug(engine, f"clock: now() failed ({type(error).__name__})")
-        return None
-    moment = finite_ms(raw)
-    if moment is None:
-        debug(engine, "clock: now() gave no finite number")
-    return moment
+    return await _engine_ms(engine, "")
 
 
 class RecordLog:
