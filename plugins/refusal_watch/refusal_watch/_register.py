@@ -290,12 +290,10 @@ class Watch:
         slots = plan_blocks([(block.name, block.text) for block in blocks], add_rule=not carries)
         merged: list[ContextBlock] = []
         for slot in slots:
-            if slot.source is None:
-                merged.append(ContextBlock(name=BLOCK_NAME, text=slot.text or "", by=PLUGIN_NAME))
-            elif slot.text is None:
+            if slot.source is not None and slot.text is None:
                 merged.append(blocks[slot.source])
             else:
-                merged.append(ContextBlock(name=BLOCK_NAME, text=slot.text, by=PLUGIN_NAME))
+                merged.append(ContextBlock(name=BLOCK_NAME, text=slot.text or "", by=PLUGIN_NAME))
         if tuple(merged) == blocks:
             return result
         return result.model_copy(update={"blocks": tuple(merged)})
