@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +32,7 @@ from framework.testing._scripts import (
 )
 from framework.testing._vectors import Vector
 
-__all__ = ["CHECKS", "CheckResult", "DownstreamError", "HandlerChecks", "default_budget"]
+__all__ = ["CHECKS", "CheckResult", "DownstreamError", "HandlerChecks"]
 
 CHECKS: dict[str, str] = {
     "call-next-once": "call_next awaited at most once",
@@ -53,14 +52,6 @@ Status = Literal["pass", "fail", "n/a"]
 
 # Time a correct handler needs at most for one step of a check when nothing it waits on is slow.
 _STEP_TIMEOUT = 1.0
-
-
-def default_budget() -> float:
-    """The handler budget when a registration names none (`HOOKCHAIN_HANDLER_BUDGET`, else 2 s)."""
-    try:
-        return float(os.environ.get("HOOKCHAIN_HANDLER_BUDGET", "2"))
-    except ValueError:
-        return 2.0
 
 
 class DownstreamError(Exception):
