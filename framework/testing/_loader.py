@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from framework import EVENT_TYPES, FakeClock, Host, load_settings
+from framework import FakeClock, Host, load_settings
 
 __all__ = ["HandlerUnderTest", "InstalledPlugin", "PluginUnderTest", "installed_plugins", "load"]
 
@@ -59,7 +59,7 @@ def _describe_spec(spec: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True, slots=True)
 class PluginUnderTest:
-    """A plugin as loaded by the host: its declaration, status and registrations in chain order."""
+    """A plugin as loaded by the host: its declaration, status and registrations in their order."""
 
     name: str
     obj: Any
@@ -113,16 +113,11 @@ def installed_plugins(names: Iterable[str] = ()) -> list[InstalledPlugin]:
     return sorted(found, key=lambda plugin: plugin.name)
 
 
-def _event_names(extra: Iterable[str]) -> list[str]:
-    return sorted({*EVENT_TYPES, *extra} - {"classic"})
-
-
 async def load(
     obj: ModuleType | Any,
     *,
     distribution: str | None = None,
     version: str | None = None,
-    classic_events: Iterable[str] = (),
 ) -> PluginUnderTest:
     """Load `obj` alone into a fresh host (memory store, fake clock) and read its registrations."""
     # The person's HOOKCHAIN_PLUGINS and hookchain.toml must not decide what is under test.
@@ -138,27 +133,19 @@ async def load(
     )
     async with host:
         record = host.plugins[0]
-        handlers: list[HandlerUnderTest] = []
-        names = _event_names(classic_events)
-        own = getattr(record, "registrations", None)
-        registrations = (
-            list(own)
-            if own is not None
-            else [reg for name in names for reg in host.chain(name) if reg.plugin == record.name]
-        )
-        for reg in registrations:
-            handlers.append(
-                HandlerUnderTest(
-                    plugin=reg.plugin,
-                    event=reg.event,
-                    handler=reg.handler,
-                    match=reg.match if callable(reg.match) else None,
-                    match_spec=getattr(reg, "match_spec", None),
-                    order=reg.order,
-                    fail=reg.fail,
-                    budget=reg.budget,
-                )
+        handlers = [
+            HandlerUnderTest(
+                plugin=reg.plugin,
+                event=reg.event,
+                handler=reg.handler,
+                match=reg.match,
+                match_spec=reg.match_spec,
+                order=reg.order,
+                fail=reg.fail,
+                budget=reg.budget,
             )
+            for reg in record.registrations
+        ]
         return PluginUnderTest(
             name=record.name,
             obj=obj,

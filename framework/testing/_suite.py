@@ -79,8 +79,7 @@ async def run_suite(
     version: str | None = None,
 ) -> PluginReport:
     """Run every check for the plugin module `obj` on each contract version it admits."""
-    classic = {v.event_name for known in vector_versions() for v in load_vectors(known)}
-    first = await load(obj, distribution=distribution, version=version, classic_events=classic)
+    first = await load(obj, distribution=distribution, version=version)
     info = first.info
     report = PluginReport(
         name=first.name,
@@ -98,10 +97,10 @@ async def run_suite(
         for result in report.checks.values():
             result.failed(f"its contract range {info.contract!r} admits none of {wanted}")
         return report
-    second = await load(obj, distribution=distribution, version=version, classic_events=classic)
+    second = await load(obj, distribution=distribution, version=version)
     _check_deterministic(first, second, report.checks["deterministic"])
     _check_options(first, report.checks["options"])
-    declared = declared_access(obj, info)
+    declared = declared_access(info)
     # Plugin code really runs: whatever it writes under the session's folder lands in a sandbox.
     with tempfile.TemporaryDirectory(prefix="hookchain-check-") as sandbox:
         for contract_version in report.contract_versions:
@@ -140,7 +139,7 @@ def _in_sandbox(vector: Vector, sandbox: str) -> Vector:
     return vector.with_event(vector.event.model_copy(update={"cwd": sandbox}))
 
 
-def declared_access(obj: Any, info: Any) -> frozenset[str]:
+def declared_access(info: Any) -> frozenset[str]:
     """What the plugin does itself: `PluginInfo.access` ("files", "network", "subprocess")."""
     return frozenset(getattr(info, "access", ()))
 
