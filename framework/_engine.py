@@ -278,6 +278,11 @@ class Engine:
         return outcome.result
 
     @property
+    def host_files(self) -> tuple[str, ...]:
+        """Absolute paths the host owns (data dir, config file, store file): never the model's."""
+        return self._host.owned_files()
+
+    @property
     def sandboxed(self) -> bool:
         """Whether the host runs in a sandbox (replays, tests): plugin files are throwaway."""
         return self._host.sandbox is not None

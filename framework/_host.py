@@ -42,8 +42,8 @@ from framework._loading import (
 )
 from framework._registration import Registration
 from framework._runner import ChainRunner
-from framework._settings import HostSettings, find_config, load_settings, read_config
-from framework._store import Store, StoreBackend, open_backend
+from framework._settings import HostSettings, data_dir, find_config, load_settings, read_config
+from framework._store import SQLiteBackend, Store, StoreBackend, open_backend
 
 Terminal = Callable[[Any], Awaitable[Any]]
 _log = structlog.get_logger("hookchain.host")
@@ -73,7 +73,8 @@ class Host:
         config: Mapping[str, Any] | None = None,
         sandbox: Path | None = None,
     ) -> None:
-        self._config = dict(config) if config is not None else read_config(find_config())
+        self.config_path = None if config is not None else find_config()
+        self._config = dict(config) if config is not None else read_config(self.config_path)
         self.settings = settings if settings is not None else load_settings(self._config)
         self.clock: Clock = clock if clock is not None else SystemClock()
         # A snapshot: plugins see one consistent environment, and a plain dict answers a miss
@@ -240,6 +241,18 @@ class Host:
             runtime.harness_version = harness_version
         if model:
             runtime.model = model
+
+    def owned_files(self) -> tuple[str, ...]:
+        """Files and folders that are the host's own: its data dir, config file and store file.
+
+        What a guard must never let the model write (the store holds, e.g., approvals)."""
+        owned = [str(data_dir())]
+        if self.config_path is not None:
+            owned.append(str(self.config_path))
+        if isinstance(self._backend, SQLiteBackend):
+            path = str(self._backend.path)
+            owned += [path, path + "-wal", path + "-shm"]
+        return tuple(os.path.abspath(path) for path in owned)
 
     def note_agent(self, session_id: str, agent: AgentInfo) -> None:
         self._session(session_id).agents[agent.id] = agent

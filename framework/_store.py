@@ -251,6 +251,9 @@ def open_backend(url: str) -> StoreBackend:
         raw = url.removeprefix("sqlite://")
         if not raw or raw == "/":
             raise StoreError(f"store URL {url!r} has no path; use sqlite:///absolute/path.db")
+        if raw.startswith("//"):
+            # sqlite:////abs/path (the four-slash form) means the same file as sqlite:///abs/path.
+            raw = "/" + raw.lstrip("/")
         path = Path(raw).expanduser()
         if not path.is_absolute():
             # A relative path would depend on whichever folder each hook process starts in.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -310,3 +311,33 @@ async def test_a_session_may_carry_its_own_environment_over_the_hosts() -> None:
         await host.dispatch(bash(session_id="s2"), Terminal())
         assert host.engine("look", "s1").session.cwd == "/Users/recorded/app"
     assert seen == [("/Users/recorded", "/bin/sh"), ("/home/host-user", "/bin/sh")]
+
+
+async def test_the_host_names_the_files_it_owns(tmp_path: Any) -> None:
+    store = tmp_path / "store.sqlite3"
+    config = tmp_path / "hookchain.toml"
+    config.write_text("[hookchain]\n", encoding="utf-8")
+
+    def register(on: Any) -> None:
+        async def look(engine: Any, event: Any, call_next: Any) -> Any:
+            owned.extend(engine.host_files)
+            return await call_next(event)
+
+        on("tool.call", look)
+
+    owned: list[str] = []
+    previous = os.environ.get("HOOKCHAIN_CONFIG")
+    os.environ["HOOKCHAIN_CONFIG"] = str(config)
+    try:
+        # The four-slash form of an absolute path names the same file.
+        plugins = [make_plugin("look", register)]
+        host = Host(plugins=plugins, entry_points=False, store=f"sqlite:///{store}")
+    finally:
+        if previous is None:
+            del os.environ["HOOKCHAIN_CONFIG"]
+        else:
+            os.environ["HOOKCHAIN_CONFIG"] = previous
+    async with host:
+        await host.dispatch(bash(), Terminal())
+    assert str(store) in owned and f"{store}-wal" in owned
+    assert str(config) in owned

@@ -220,6 +220,11 @@ class FakeEngine:
         """Whether this engine stands for a sandboxed host (given a `sandbox` folder)."""
         return self.sandbox is not None
 
+    @property
+    def host_files(self) -> tuple[str, ...]:
+        """The host's own files: a fake host owns none."""
+        return ()
+
     def data_dir(self, configured: str | os.PathLike[str] | None = None) -> Path:
         """The plugin's own folder, by the host's rule: `<sandbox>/<plugin>` when sandboxed."""
         if self.sandbox is not None:

@@ -300,3 +300,24 @@ async def test_cli_approval_is_one_shot(layout: Any) -> None:
     assert first.denial is None
     assert second.denial is not None
     assert terminal.ran == ["t1"]
+
+
+@pytest.mark.anyio
+async def test_the_hosts_own_store_file_is_protected_wherever_it_was_configured(
+    layout: Any,
+) -> None:
+    """The store file comes from Host(store=...), not from HOOKCHAIN_STORE: still protected."""
+    terminal = Terminal()
+    store = layout.scratch / "approvals.sqlite3"
+    async with guarded(layout, backend=f"sqlite:///{store}") as host:
+        for number, target in enumerate((store, f"{store}-wal")):
+            event = ToolCall(
+                session_id="s1",
+                tool_use_id=f"t{number}",
+                tool="Write",
+                input={"file_path": str(target), "content": "forged"},
+            )
+            outcome = await host.dispatch(event, terminal=terminal)
+            assert outcome.result.denial is not None
+            assert "protected" in outcome.result.denial.reason
+    assert terminal.ran == []

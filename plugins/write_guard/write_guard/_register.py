@@ -8,7 +8,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
-from framework import ENGINE_ORIGIN, CallNext, Engine, ToolCall, ToolResult, data_dir, hookimpl
+from framework import ENGINE_ORIGIN, CallNext, Engine, ToolCall, ToolResult, hookimpl
 
 from write_guard._approvals import (
     approval_key,
@@ -56,18 +56,6 @@ def is_write_tool(tool: str) -> bool:
     return tool.casefold() in WRITE_TOOLS
 
 
-def store_file_paths(env: dict[str, str]) -> list[str]:
-    """The hookchain data dir, config override and SQLite store file: where approvals live."""
-    paths = [str(data_dir())]
-    config = env.get("HOOKCHAIN_CONFIG")
-    if config:
-        paths.append(config)
-    store = env.get("HOOKCHAIN_STORE", "")
-    if store.startswith("sqlite://"):
-        paths.append(store.removeprefix("sqlite://"))
-    return [os.path.abspath(os.path.expanduser(path)) for path in paths if path]
-
-
 class Guard:
     """Per-host state: options, the setup directory and the one-time cwd warning."""
 
@@ -75,7 +63,8 @@ class Guard:
         self.options = options
         self.setup_dir = os.getcwd()
         self.cwd_warned = False
-        self.host_paths = store_file_paths(dict(os.environ))
+        # The host's own files (its store holds the approvals), learnt from the first event.
+        self.host_paths: tuple[str, ...] | None = None
         self.default_home = os.path.expanduser("~")
         # The fail-closed and the fail-open handler see the same call back to back; each works
         # it out once. Keyed by the event object itself, so a handler in between that replaces
@@ -119,6 +108,8 @@ class Guard:
     async def context_and_policy(
         self, engine: Engine, event: ToolCall
     ) -> tuple[PathContext, Policy]:
+        if self.host_paths is None:
+            self.host_paths = engine.host_files
         cwd = self.session_cwd(engine)
         agent_type = await self.agent_type(engine, event)
         return self.build(
@@ -149,7 +140,7 @@ class Guard:
             case_insensitive=options.case_insensitive,
         )
         patterns = list(BUILTIN_PROTECTED_PATTERNS)
-        protected = list(self.host_paths)
+        protected = list(self.host_paths or ())
         for entry in options.protected_paths:
             anchored = os.path.join(root, os.path.expanduser(entry))
             if "*" in entry:
