@@ -18,8 +18,9 @@ from typing import Any
 
 import anyio
 
-from framework import FakeClock, Host, load_settings
+from framework import FakeClock, Host
 from framework.testing._checks import CheckResult
+from framework.testing._isolated import isolated_settings, make_host
 from framework.testing._scripts import ScriptedTerminal
 from framework.testing._vectors import Vector
 
@@ -139,20 +140,14 @@ async def check_budget(
     obj: Any, vectors: tuple[Vector, ...], check: CheckResult, *, sandbox: Path | None = None
 ) -> None:
     """Dispatch every vector the plugin handles through a host whose clock and store stall."""
-    person = load_settings({})
-    settings = person.model_copy(
-        update={"plugins": [], "disable_plugins": [], "handler_budget": CHECK_BUDGET}
-    )
+    person = isolated_settings()
     clock = FakeClock()
     clock.stall()
-    host = Host(
-        plugins=[obj],
-        entry_points=False,
-        settings=settings,
-        config={},
+    host = make_host(
+        obj,
+        settings=person.model_copy(update={"handler_budget": CHECK_BUDGET}),
         store=StalledBackend(),
         clock=clock,
-        env={},
         sandbox=sandbox,
     )
     # Background work spawned against the stalled store never ends: the host is closed under a

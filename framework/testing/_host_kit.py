@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 
-from framework import Action, Event, FakeClock, Host, Outcome, load_settings
+from framework import Action, Event, Host, Outcome
+from framework.testing._isolated import make_host
 from framework.testing._scripts import Script, ScriptedTerminal
 from framework.testing._suite import PluginReport, run_suite
 
@@ -20,33 +20,6 @@ __all__ = [
     "provenance",
     "suite_report",
 ]
-
-
-def make_host(
-    *plugins: Any,
-    clock: FakeClock | None = None,
-    env: Mapping[str, str] | None = None,
-    options: Mapping[str, Mapping[str, Any]] | None = None,
-    store: str = "memory://",
-    sandbox: Path | None = None,
-) -> Host:
-    """A host loading only `plugins`, isolated from the person's environment and hookchain.toml.
-
-    Use it as `async with make_host(my_plugin) as host:`. With `sandbox` (a folder) the host is
-    sandboxed: `engine.sandboxed` is true and every plugin's `engine.data_dir()` is in it.
-    """
-    settings = load_settings({}).model_copy(update={"plugins": [], "disable_plugins": []})
-    return Host(
-        plugins=list(plugins),
-        entry_points=False,
-        settings=settings,
-        config={},
-        store=store,
-        clock=clock if clock is not None else FakeClock(),
-        env=dict(env or {}),
-        options=options,
-        sandbox=sandbox,
-    )
 
 
 async def dispatch(host: Host, event: Event, script: Script | None = None) -> Outcome:

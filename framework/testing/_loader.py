@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from framework import FakeClock, Host, load_settings
+from framework.testing._isolated import make_host
 
 __all__ = ["HandlerUnderTest", "InstalledPlugin", "PluginUnderTest", "installed_plugins", "load"]
 
@@ -120,18 +120,7 @@ async def load(
     version: str | None = None,
 ) -> PluginUnderTest:
     """Load `obj` alone into a fresh host (memory store, fake clock) and read its registrations."""
-    # The person's HOOKCHAIN_PLUGINS and hookchain.toml must not decide what is under test.
-    settings = load_settings({}).model_copy(update={"plugins": [], "disable_plugins": []})
-    host = Host(
-        plugins=[obj],
-        entry_points=False,
-        settings=settings,
-        config={},
-        store="memory://",
-        clock=FakeClock(),
-        env={},
-    )
-    async with host:
+    async with make_host(obj) as host:
         record = host.plugins[0]
         handlers = [
             HandlerUnderTest(
