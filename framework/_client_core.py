@@ -161,7 +161,8 @@ def _deadline_s() -> float:
         return DEFAULT_DEADLINE_S
 
 
-def _parse_answer(answer: bytes) -> tuple[int, bytes, bytes] | None:
+def parse_answer(answer: bytes) -> tuple[int, bytes, bytes] | None:
+    """The host's answer as exit code, stderr and stdout; None when it is not one."""
     newline = answer.find(b"\n")
     if newline < 0:
         return None
@@ -203,7 +204,7 @@ def forward(event: str, payload: bytes) -> int:
         if answer == b"R\n":
             why = "host restarting for a new version"
         elif answer:
-            parsed = _parse_answer(answer)
+            parsed = parse_answer(answer)
             if parsed is None:
                 return _unreachable(event, "unreadable answer")
             code, stderr, stdout = parsed

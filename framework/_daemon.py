@@ -339,13 +339,11 @@ def request_control(options: ServeOptions, op: str, timeout: float = 2.0) -> dic
             data = b"".join(iter(lambda: sock.recv(65536), b""))
     except OSError:
         return None
-    head, _, rest = data.partition(b"\n")
-    fields = head.split(b" ")
-    if len(fields) != 2 or not fields[1].isdigit():
+    parsed = _client.parse_answer(data)
+    if parsed is None:
         return None
-    body = rest[int(fields[1]) :]
     try:
-        answer = json.loads(body)
+        answer = json.loads(parsed[2])
     except ValueError:
         return None
     return answer if isinstance(answer, dict) else None
