@@ -29,12 +29,7 @@ def hook(
     """Answer one Claude Code hook call: payload on stdin, answer on stdout and the exit code."""
     payload = sys.stdin.buffer.read()
     if no_daemon:
-        options = _daemon.ServeOptions.from_env()
-        answer = anyio.run(_daemon.run_once, event, payload, options)
-        sys.stderr.write(answer.stderr)
-        sys.stdout.write(answer.stdout)
-        sys.stdout.flush()
-        raise typer.Exit(answer.exit_code)
+        raise typer.Exit(_daemon.answer_once(event, payload))
     raise typer.Exit(_client_core.forward(event, payload))
 
 

@@ -327,6 +327,15 @@ async def run_once(event: str, payload: bytes, options: ServeOptions) -> cmap.Ho
     return answer
 
 
+def answer_once(event: str, payload: bytes) -> int:
+    """`--no-daemon`: answer one hook call in this process and write the answer out; its code."""
+    answer = anyio.run(run_once, event, payload, ServeOptions.from_env())
+    sys.stderr.write(answer.stderr)
+    sys.stdout.write(answer.stdout)
+    sys.stdout.flush()
+    return answer.exit_code
+
+
 def request_control(options: ServeOptions, op: str, timeout: float = 2.0) -> dict[str, Any] | None:
     """Ask a running host for `@status` or `@stop`; None when no host answers."""
     path = str(options.socket_path)
@@ -365,16 +374,10 @@ def stop_host(options: ServeOptions, wait_s: float = 5.0) -> bool:
 def main(argv: Sequence[str], lock_fd: int = -1) -> int:
     """Entry of the detached host and of `--no-daemon`, started by the stdlib-only client."""
     mode = argv[0] if argv else "serve"
-    options = ServeOptions.from_env()
     if mode == "once":
-        payload = sys.stdin.buffer.read()
-        answer = anyio.run(run_once, argv[1] if len(argv) > 1 else "", payload, options)
-        sys.stderr.write(answer.stderr)
-        sys.stdout.write(answer.stdout)
-        sys.stdout.flush()
-        return answer.exit_code
+        return answer_once(argv[1] if len(argv) > 1 else "", sys.stdin.buffer.read())
     try:
-        return anyio.run(serve, options, lock_fd)
+        return anyio.run(serve, ServeOptions.from_env(), lock_fd)
     except RuntimeDirError as error:
         sys.stderr.write(f"hookchain: {error}\n")
         return 1
