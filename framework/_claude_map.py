@@ -25,6 +25,7 @@ from framework._contract import (
     TurnComplete,
     TurnResult,
 )
+from framework._transcript_events import text_of
 
 _log = structlog.get_logger("hookchain.claude")
 
@@ -234,16 +235,10 @@ def _is_refusal_text(text: str | None) -> bool:
 
 def _assistant_text(record: Mapping[str, Any]) -> str | None:
     message = record.get("message")
-    if not isinstance(message, dict):
-        return None
-    content = message.get("content")
+    content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
-        joined = "\n".join(t for t in texts if isinstance(t, str))
-        return joined or None
-    return None
+    return text_of(content) or None
 
 
 def last_assistant_message(

@@ -360,3 +360,16 @@ def test_the_last_message_comes_from_the_tail_when_the_payload_has_none() -> Non
     assert cmap.last_assistant_message(of("Stop")[0], [assistant("first"), tail[1]]) == "first"
     payload = {**of("Stop")[0], "last_assistant_message": "from payload"}
     assert cmap.last_assistant_message(payload, tail) == "from payload"
+
+
+def test_the_tail_message_joins_text_blocks_and_skips_records_without_text() -> None:
+    blocks = [
+        {"type": "text", "text": "one"},
+        {"type": "tool_use", "name": "Bash", "input": {}},
+        {"type": "text", "text": "two"},
+    ]
+    tool_only = record("assistant", message={"content": [{"type": "tool_use", "name": "Bash"}]})
+    tail = [record("assistant", message={"content": blocks}), tool_only]
+    assert cmap.last_assistant_message(of("Stop")[0], tail) == "one\ntwo"
+    plain = record("assistant", message={"content": "as a string"})
+    assert cmap.last_assistant_message(of("Stop")[0], [plain, tool_only]) == "as a string"
