@@ -7,15 +7,15 @@ import sys
 from collections import Counter
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import anyio
 import typer
 
 from framework._loading import entry_point_candidates
 from framework._logging import configure_logging
-from framework._replay import ReplayReport, replay_paths
-from framework._settings import SettingsError, load_settings
+from framework._replay import Progress, ReplayAction, ReplayReport, one_line, replay_paths
+from framework._settings import HostSettings, SettingsError, load_settings
 from framework._store import StoreError
 from framework._transcript import TranscriptPathError
 
@@ -23,6 +23,7 @@ FIRST_PARTY_PLUGINS = ("loop-breaker", "write-guard", "refusal-watch", "observer
 """The plugins shipped with hookchain; the report names those that are not installed."""
 
 _PROGRESS_FROM_EVENTS = 5_000
+_TEXT_WIDTH = 160
 
 
 def parse_since(text: str) -> int:
@@ -86,27 +87,11 @@ def _run(
     paths: list[Path],
     only: list[str],
     store: str,
-    settings: Any,
+    settings: HostSettings,
     since_ms: int | None,
     show_progress: bool,
 ) -> ReplayReport:
-    if not show_progress:
-        return anyio.run(
-            lambda: replay_paths(
-                paths, only=only, store=store, settings=settings, since_ms=since_ms
-            )
-        )
-    from rich.console import Console
-    from rich.progress import Progress
-
-    # On stderr, the terminal that was checked, so a report piped to a file stays clean.
-    with Progress(console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("replaying", total=None)
-
-        def advance(done: int, total: int) -> None:
-            if total >= _PROGRESS_FROM_EVENTS:
-                bar.update(task, completed=done, total=total)
-
+    def replay(progress: Progress | None) -> ReplayReport:
         return anyio.run(
             lambda: replay_paths(
                 paths,
@@ -114,9 +99,24 @@ def _run(
                 store=store,
                 settings=settings,
                 since_ms=since_ms,
-                progress=advance,
+                progress=progress,
             )
         )
+
+    if not show_progress:
+        return replay(None)
+    from rich.console import Console
+    from rich.progress import Progress as ProgressBar
+
+    # On stderr, the terminal that was checked, so a report piped to a file stays clean.
+    with ProgressBar(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("replaying", total=None)
+
+        def advance(done: int, total: int) -> None:
+            if total >= _PROGRESS_FROM_EVENTS:
+                bar.update(task, completed=done, total=total)
+
+        return replay(advance)
 
 
 def print_report(report: ReplayReport) -> None:
@@ -137,7 +137,7 @@ def print_report(report: ReplayReport) -> None:
         console.print(f"[yellow]disabled[/yellow]: {', '.join(disabled)}")
     if missing:
         console.print(f"[yellow]not installed[/yellow]: {', '.join(missing)}")
-    by_session: dict[str, list[Any]] = {}
+    by_session: dict[str, list[ReplayAction]] = {}
     for action in report.actions:
         by_session.setdefault(action.session_id, []).append(action)
     for session in report.sessions:
@@ -161,7 +161,7 @@ def print_report(report: ReplayReport) -> None:
                 action.kind,
                 action.event,
                 tool,
-                _short(action.text),
+                one_line(action.text, _TEXT_WIDTH),
             )
         console.print(table)
     summary = report.summary()
@@ -178,11 +178,6 @@ def print_report(report: ReplayReport) -> None:
         console.print(f"  {plugin}: {shown}")
     for site, count in summary["handler_failures"].items():
         console.print(f"  [red]handler failures[/red] {site}: {count}")
-
-
-def _short(text: str, width: int = 160) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def register(app: typer.Typer) -> None:

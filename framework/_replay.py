@@ -199,8 +199,13 @@ def tool_label(tool: str, tool_input: Mapping[str, Any]) -> str:
         value = tool_input.get("description") or next(
             (v for v in tool_input.values() if isinstance(v, str)), ""
         )
-    text = " ".join(str(value).split())
-    return text if len(text) <= _LABEL_WIDTH else text[: _LABEL_WIDTH - 1] + "…"
+    return one_line(str(value), _LABEL_WIDTH)
+
+
+def one_line(text: str, width: int) -> str:
+    """`text` with its whitespace runs made single spaces, cut to `width` with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 async def replay_sessions(

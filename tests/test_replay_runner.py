@@ -25,7 +25,7 @@ from framework import (
 )
 from framework._cli import app
 from framework._cli_replay import register
-from framework._replay import ReplayReport, replay_paths, tool_label
+from framework._replay import ReplayReport, one_line, replay_paths, tool_label
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "transcripts"
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "transcripts"
@@ -205,6 +205,13 @@ def test_labels_pick_the_telling_field() -> None:
     assert tool_label("Edit", {"file_path": "/a/b.py", "old_string": "x"}) == "/a/b.py"
     assert tool_label("Task", {"description": "Explore", "prompt": "p"}) == "Explore"
     assert len(tool_label("Bash", {"command": "x" * 500})) == 60
+    assert tool_label("Bash", {"command": "x" * 500}) == "x" * 59 + "…"
+
+
+def test_one_line_flattens_and_cuts_only_past_the_width() -> None:
+    assert one_line(" a\n\tb  c ", 10) == "a b c"
+    assert one_line("abcde", 5) == "abcde"
+    assert one_line("abcdef", 5) == "abcd…"
 
 
 def cli() -> CliRunner:
