@@ -139,7 +139,13 @@ def claude_side(**extra_env: str) -> Iterator[ClaudeSide]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def pre(command: str, tool_use_id: str | None, session: str) -> dict[str, Any]:
+SESSION = "sess-a"
+
+
+def pre(
+    command: str, tool_use_id: str | None = "toolu_1", session: str = SESSION
+) -> dict[str, Any]:
+    """A Bash PreToolUse payload; without `tool_use_id` it is one from before Claude Code 2.0.43."""
     payload: dict[str, Any] = {
         "session_id": session,
         "hook_event_name": "PreToolUse",

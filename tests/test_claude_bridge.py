@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import claude_probe_plugin as probe
 import pytest
+from claude_e2e_kit import SESSION, pre
 from structlog.testing import capture_logs
 
 from framework import Host, HostSettings
@@ -18,7 +19,6 @@ from framework import _claude_map as cmap
 from framework._claude_bridge import ClaudeBridge
 
 PAYLOADS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "hook-payloads"
-SESSION = "sess-a"
 
 
 @pytest.fixture(autouse=True)
@@ -41,20 +41,6 @@ async def bridged(
             yield bridge
         finally:
             bridge.cancel_all()
-
-
-def pre(
-    command: str, tool_use_id: str | None = "toolu_1", session: str = SESSION
-) -> dict[str, Any]:
-    payload: dict[str, Any] = {
-        "session_id": session,
-        "hook_event_name": "PreToolUse",
-        "tool_name": "Bash",
-        "tool_input": {"command": command},
-    }
-    if tool_use_id is not None:
-        payload["tool_use_id"] = tool_use_id
-    return payload
 
 
 def post(of: dict[str, Any], failed: bool = False, **changes: Any) -> dict[str, Any]:
