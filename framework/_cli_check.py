@@ -22,7 +22,7 @@ _MARKS = {"pass": "[green]✓[/green]", "n/a": "[dim]–[/dim]", "fail": "[red]�
 
 def check_plugins(names: list[str], contract: str | None) -> dict[str, Any]:
     """Run the suite for every installed plugin (or the named ones): what `--json` prints."""
-    from framework.testing._checks import CHECKS
+    from framework.testing._checks import CHECKS, CheckResult
     from framework.testing._loader import installed_plugins
     from framework.testing._suite import PluginReport, run_suite
 
@@ -38,10 +38,8 @@ def check_plugins(names: list[str], contract: str | None) -> dict[str, Any]:
                 obj = installed.load()
             except Exception as error:
                 report = PluginReport(installed.name, installed.distribution, installed.version, [])
-                for check in CHECKS:
-                    report.checks[check] = _failed(
-                        f"cannot import {installed.value}: {type(error).__name__}: {error}"
-                    )
+                reason = f"cannot import {installed.value}: {type(error).__name__}: {error}"
+                report.checks = {check: CheckResult("fail", reason) for check in CHECKS}
                 reports.append(report.as_json())
                 continue
             report = await run_suite(
@@ -67,12 +65,6 @@ def _silence_logs() -> None:
 
     configure_logging("error")
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))
-
-
-def _failed(reason: str) -> Any:
-    from framework.testing._checks import CheckResult
-
-    return CheckResult(status="fail", reason=reason)
 
 
 def _print_matrix(report: dict[str, Any]) -> None:
