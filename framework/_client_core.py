@@ -237,7 +237,7 @@ def main(argv: list[str]) -> int:
 
 def run(argv: list[str]) -> NoReturn:
     """`main`, then exit at once: every byte went out through `posix.write`, so the interpreter's
-    tear-down (a fifth of a warm hook's time) has nothing left to do."""
+    tear-down would only spend time on the way out."""
     posix._exit(main(argv))
 
 
