@@ -16,10 +16,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from framework import _client, _daemon
 
 TESTS = Path(__file__).resolve().parent
 CLIENT = str(Path(_client.__file__).resolve())
+PAYLOADS = TESTS.parent.parent / "shared" / "corpus" / "hook-payloads"
+
+
+def payload_lines() -> list[tuple[str, str]]:
+    """Every real hook payload as its file's name and its line; fails clearly without the corpus."""
+    if not PAYLOADS.is_dir():
+        pytest.fail(f"the hook payload corpus is missing: expected {PAYLOADS} beside the clone")
+    return [
+        (path.name, line)
+        for path in sorted(PAYLOADS.glob("*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
 
 
 @dataclass

@@ -11,14 +11,12 @@ from typing import Any
 import anyio
 import claude_probe_plugin as probe
 import pytest
-from claude_e2e_kit import SESSION, pre
+from claude_e2e_kit import SESSION, payload_lines, pre
 from structlog.testing import capture_logs
 
 from framework import Host, HostSettings
 from framework import _claude_map as cmap
 from framework._claude_bridge import ClaudeBridge
-
-PAYLOADS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "hook-payloads"
 
 
 @pytest.fixture(autouse=True)
@@ -359,14 +357,7 @@ async def test_other_events_are_classic_and_malformed_input_fails_open() -> None
 
 @pytest.mark.anyio
 async def test_every_real_payload_gets_a_valid_answer() -> None:
-    if not PAYLOADS.is_dir():
-        pytest.fail(f"the hook payload corpus is missing: expected {PAYLOADS} beside the clone")
-    payloads = [
-        json.loads(line)
-        for path in sorted(PAYLOADS.glob("*.jsonl"))
-        for line in path.read_text().splitlines()
-        if line.strip()
-    ]
+    payloads = [json.loads(line) for _, line in payload_lines()]
     async with bridged() as bridge:
         for payload in payloads:
             answer = await bridge.answer(json.dumps(payload).encode(), payload["hook_event_name"])

@@ -16,11 +16,10 @@ from pathlib import Path
 import anyio
 import claude_probe_plugin as probe
 import pytest
-from claude_e2e_kit import CLIENT, claude_side, post, pre
+from claude_e2e_kit import CLIENT, claude_side, payload_lines, post, pre
 
 from framework import Host, _client_core, _daemon
 
-PAYLOADS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "hook-payloads"
 pytestmark = pytest.mark.slow
 
 
@@ -181,19 +180,14 @@ def test_no_daemon_runs_the_chain_in_the_client_process() -> None:
 
 
 def test_every_real_payload_through_real_clients() -> None:
-    if not PAYLOADS.is_dir():
-        pytest.fail(f"the hook payload corpus is missing: expected {PAYLOADS} beside the clone")
     with claude_side() as side:
-        for path in sorted(PAYLOADS.glob("*.jsonl")):
-            for line in path.read_text().splitlines():
-                if not line.strip():
-                    continue
-                event = json.loads(line)["hook_event_name"]
-                result = side.hook(event, line.encode())
-                assert result.code == 0, (path.name, result.stderr)
-                assert result.stderr == ""
-                if result.stdout:
-                    assert isinstance(json.loads(result.stdout), dict)
+        for name, line in payload_lines():
+            event = json.loads(line)["hook_event_name"]
+            result = side.hook(event, line.encode())
+            assert result.code == 0, (name, result.stderr)
+            assert result.stderr == ""
+            if result.stdout:
+                assert isinstance(json.loads(result.stdout), dict)
         status = _daemon.request_control(side.options(), "@status")
         assert status is not None
         assert status["events_served"] == 49

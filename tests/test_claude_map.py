@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
+from claude_e2e_kit import payload_lines
 
 from framework import (
     Action,
@@ -22,18 +22,9 @@ from framework import (
 )
 from framework import _claude_map as cmap
 
-PAYLOADS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "hook-payloads"
-
 
 def corpus() -> list[dict[str, Any]]:
-    if not PAYLOADS.is_dir():
-        pytest.fail(f"the hook payload corpus is missing: expected {PAYLOADS} beside the clone")
-    payloads = []
-    for path in sorted(PAYLOADS.glob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                payloads.append(json.loads(line))
-    return payloads
+    return [json.loads(line) for _, line in payload_lines()]
 
 
 def raw(payload: dict[str, Any]) -> bytes:
