@@ -25,7 +25,7 @@ from framework._contract import (
     TurnComplete,
     TurnResult,
 )
-from framework._transcript_events import text_of
+from framework._transcript_events import text_of, turn_reason
 
 _log = structlog.get_logger("hookchain.claude")
 
@@ -204,7 +204,7 @@ def turn_complete(
         session_id=payload["session_id"],
         turn_id=turn_id,
         agent_id=_agent_id(payload) if payload["hook_event_name"] == "SubagentStop" else None,
-        reason=stop_reason(payload, transcript_tail),
+        reason=turn_reason(stop_reason(payload, transcript_tail)),
         stop_hook_active=payload.get("stop_hook_active") is True,
         last_message=last_message,
     )

@@ -334,7 +334,7 @@ class _Builder:
             session_id=self.session_id,
             turn_id=self.turn_id,
             agent_id=self.agent_id,
-            reason=reason or _turn_reason(self.last_stop),
+            reason=reason or turn_reason(self.last_stop),
             stop_hook_active=self.stop_hook_active,
             last_message=self.last_text,
         )
@@ -485,7 +485,9 @@ def _model(record: Mapping[str, Any]) -> str | None:
     return model if isinstance(model, str) and model != "<synthetic>" else None
 
 
-def _turn_reason(stop_reason: str | None) -> str:
+def turn_reason(stop_reason: str | None) -> str:
+    """A turn's reason from its last model stop reason: a step that stopped for tools is not the
+    end of a turn, so when a turn nonetheless ends there (or the reason is unknown) it ended."""
     if stop_reason in (None, "tool_use", "end_turn"):
         return "end_turn"
     return stop_reason

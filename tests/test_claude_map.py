@@ -364,3 +364,15 @@ def test_the_tail_message_joins_text_blocks_and_skips_records_without_text() -> 
     assert cmap.last_assistant_message(of("Stop")[0], tail) == "one\ntwo"
     plain = record("assistant", message={"content": "as a string"})
     assert cmap.last_assistant_message(of("Stop")[0], [plain, tool_only]) == "as a string"
+
+
+def test_a_stop_after_a_tool_use_step_completes_the_turn_as_a_replay_would() -> None:
+    tail = [
+        json.dumps(
+            {"type": "assistant", "message": {"stop_reason": "tool_use", "content": []}}
+        ).encode()
+    ]
+    payload = {"session_id": "s", "hook_event_name": "Stop", "stop_hook_active": False}
+    event = cmap.turn_complete(payload, "turn-1", tail)
+    assert event.reason == "end_turn"
+    assert cmap.stop_reason(payload, tail) == "tool_use"  # the step itself did stop for tools
