@@ -7,6 +7,7 @@ import os
 import re
 import stat
 import tempfile
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -120,6 +121,37 @@ def encode_line(record: Mapping[str, Any]) -> bytes:
     return (_encode(scrub_value(record)) + "\n").encode("utf-8")
 
 
+def _check_line(line: bytes) -> None:
+    if not line.endswith(b"\n") or b"\n" in line[:-1]:
+        raise ValueError("a log line must be exactly one newline-terminated line")
+
+
+_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_for_append(path: Path) -> tuple[int, os.stat_result]:
+    """An `O_APPEND` descriptor on `path`, refused unless a regular file of this user, made 0600."""
+    descriptor = os.open(path, _APPEND_FLAGS, _FILE_MODE)
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+            raise UnsafeLogPath(f"{path} is not a regular file of this user")
+        if stat.S_IMODE(info.st_mode) != _FILE_MODE:
+            os.fchmod(descriptor, _FILE_MODE)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor, info
+
+
+def _write_line(descriptor: int, path: Path, line: bytes, *, durable: bool) -> None:
+    written = os.write(descriptor, line)
+    if written != len(line):
+        raise OSError(f"short write to {path}: {written} of {len(line)} bytes")
+    if durable:
+        os.fsync(descriptor)
+
+
 def append_line(path: Path, line: bytes, *, durable: bool = True) -> None:
     """Append one complete line with a single `write` on an `O_APPEND` descriptor, then fsync.
 
@@ -128,21 +160,10 @@ def append_line(path: Path, line: bytes, *, durable: bool = True) -> None:
     because a second write could land after another process's line. `durable=False` skips the
     fsync: only for a sandboxed host's throwaway log, never for a real one.
     """
-    if not line.endswith(b"\n") or b"\n" in line[:-1]:
-        raise ValueError("a log line must be exactly one newline-terminated line")
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    descriptor = os.open(path, flags, _FILE_MODE)
+    _check_line(line)
+    descriptor, _ = _open_for_append(path)
     try:
-        info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
-            raise UnsafeLogPath(f"{path} is not a regular file of this user")
-        if stat.S_IMODE(info.st_mode) != _FILE_MODE:
-            os.fchmod(descriptor, _FILE_MODE)
-        written = os.write(descriptor, line)
-        if written != len(line):
-            raise OSError(f"short write to {path}: {written} of {len(line)} bytes")
-        if durable:
-            os.fsync(descriptor)
+        _write_line(descriptor, path, line, durable=durable)
     finally:
         os.close(descriptor)
 
@@ -164,6 +185,82 @@ def append_record(
 
 
 _last_path: tuple[Path | None, str, Path] = (None, "", Path())
+
+
+@dataclass(slots=True)
+class _OpenMonthFile:
+    data_dir: Path
+    name: str
+    path: Path
+    descriptor: int
+    device: int
+    inode: int
+
+
+class MonthLog:
+    """One host's writer of the log: the folder confirmed private once, the month file kept open.
+
+    Each line still goes out as one `write` on an `O_APPEND` descriptor (so lines of several
+    processes never tear or interleave), after one `lstat` of the file's path: the kept
+    descriptor is used only while the path still names that same inode, as a regular 0600 file
+    of this user. Otherwise (rotated, replaced, removed, loosened, or another month or folder)
+    the file is closed and opened afresh with every check of `append_line`, and the folder is
+    confirmed private again. A folder's own permissions changed while its file stays the same
+    are thus corrected at the next reopen, not at the next line. `close()` releases the file
+    (at `session.end`, and when the writer is collected).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._confirmed: set[Path] = set()
+        self._open: _OpenMonthFile | None = None
+
+    def append(
+        self, data_dir: Path, record: Mapping[str, Any], ms: int, *, durable: bool = True
+    ) -> Path:
+        """Scrub and append `record` to the month file of `ms` under `data_dir`."""
+        line = encode_line(record)
+        _check_line(line)
+        with self._lock:
+            if data_dir not in self._confirmed:
+                ensure_private_dir(data_dir)
+                self._confirmed.add(data_dir)
+            current = self._current(data_dir, month_file_name(ms))
+            _write_line(current.descriptor, current.path, line, durable=durable)
+            return current.path
+
+    def _current(self, data_dir: Path, name: str) -> _OpenMonthFile:
+        current = self._open
+        if current is not None and current.name == name and current.data_dir == data_dir:
+            try:
+                found = os.lstat(current.path)
+            except FileNotFoundError:
+                pass
+            else:
+                if (
+                    found.st_ino == current.inode
+                    and found.st_dev == current.device
+                    and stat.S_ISREG(found.st_mode)
+                    and found.st_uid == os.getuid()
+                    and stat.S_IMODE(found.st_mode) == _FILE_MODE
+                ):
+                    return current
+        self._close_current()
+        ensure_private_dir(data_dir)
+        path = data_dir / name
+        descriptor, info = _open_for_append(path)
+        self._open = _OpenMonthFile(data_dir, name, path, descriptor, info.st_dev, info.st_ino)
+        return self._open
+
+    def _close_current(self) -> None:
+        current, self._open = self._open, None
+        if current is not None:
+            os.close(current.descriptor)
+
+    def close(self) -> None:
+        """Close the kept month file; the next line opens it again."""
+        with self._lock:
+            self._close_current()
 
 
 @dataclass(frozen=True, slots=True)

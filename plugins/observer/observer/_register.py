@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ from framework import (
     hookimpl,
 )
 
-from observer._log_file import append_record, prepare_record_keys
+from observer._log_file import MonthLog, prepare_record_keys
 from observer._options import Options
 from observer._read_counter import load_counter, reminder_due, reminder_text, save_counter
 from observer._records import ObserverErrorMarker, iso_timestamp
@@ -81,6 +82,9 @@ class Observer:
         prepare_record_keys()
         self.hot: OrderedDict[str, _HotTurn] = OrderedDict()
         self._sandbox_dir: Path | None = None
+        self.log = MonthLog()
+        # The kept month file is closed at `session.end`, or when this host's observer goes.
+        weakref.finalize(self, self.log.close)
 
     async def _turn(self, engine: Engine, event: Event) -> _HotTurn:
         """This session's running turn, kept in memory while the host is warm.
@@ -181,6 +185,7 @@ class Observer:
     async def session_end(self, engine: Engine, event: SessionEnd, call_next: CallNext) -> None:
         # The session's state goes with it; so does its turn in memory.
         self.hot.pop(engine.session.id, None)
+        await _off_loop(engine, self.log.close)
         await call_next(event)
 
     async def _start(self, engine: Engine, event: SessionStart) -> None:
@@ -288,8 +293,10 @@ class Observer:
 
     async def _append(self, engine: Engine, record: dict[str, Any], now: int) -> None:
         """A real log line is fsynced off the event loop; a sandboxed host's log is throwaway."""
-        durable = not engine.sandboxed
-        await _off_loop(engine, append_record, self.data_dir(engine), record, now, durable=durable)
+        data_dir = self.data_dir(engine)
+        await _off_loop(
+            engine, self.log.append, data_dir, record, now, durable=not engine.sandboxed
+        )
 
 
 async def _off_loop(engine: Engine, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:

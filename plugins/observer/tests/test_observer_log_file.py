@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from observer._log_file import (
+    MonthLog,
     UnsafeLogPath,
     append_line,
     append_record,
@@ -131,22 +132,102 @@ def test_read_log_counts_torn_and_foreign_lines(tmp_path: Path) -> None:
     ]
 
 
+def _lines(path: Path) -> list[str]:
+    return [json.loads(line)["id"] for line in path.read_bytes().splitlines()]
+
+
+def test_month_log_keeps_appending_lines_to_the_month_file(tmp_path: Path) -> None:
+    log = MonthLog()
+    data_dir = tmp_path / "observer"
+    first = log.append(data_dir, {"record": "episode", "id": "a"}, JAN_2026_MS)
+    second = log.append(data_dir, {"record": "episode", "id": "b"}, JAN_2026_MS + 1)
+    earlier = log.append(data_dir, {"record": "episode", "id": "c"}, JAN_2026_MS - 1)
+    log.close()
+    assert first == second == data_dir / "episodes-2026-01.jsonl"
+    assert earlier == data_dir / "episodes-2025-12.jsonl"
+    assert _lines(first) == ["a", "b"]
+    assert _lines(earlier) == ["c"]
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE(first.stat().st_mode) == 0o600
+
+
+def test_month_log_follows_a_file_replaced_or_removed_under_it(tmp_path: Path) -> None:
+    log = MonthLog()
+    path = log.append(tmp_path, {"record": "episode", "id": "a"}, JAN_2026_MS)
+    path.rename(tmp_path / "rotated.jsonl")
+    # Another process starts the file afresh at the same path.
+    append_record(tmp_path, {"record": "episode", "id": "b"}, JAN_2026_MS)
+    log.append(tmp_path, {"record": "episode", "id": "c"}, JAN_2026_MS)
+    path.unlink()
+    log.append(tmp_path, {"record": "episode", "id": "d"}, JAN_2026_MS)
+    log.close()
+    # The kept descriptor would have written c and d after a in the rotated file.
+    assert _lines(tmp_path / "rotated.jsonl") == ["a"]
+    assert _lines(path) == ["d"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_month_log_tightens_a_loosened_file_before_the_next_line(tmp_path: Path) -> None:
+    log = MonthLog()
+    path = log.append(tmp_path, {"record": "episode", "id": "a"}, JAN_2026_MS)
+    path.chmod(0o644)
+    log.append(tmp_path, {"record": "episode", "id": "b"}, JAN_2026_MS)
+    log.close()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert _lines(path) == ["a", "b"]
+
+
+def test_month_log_refuses_a_symlink_put_in_the_files_place(tmp_path: Path) -> None:
+    log = MonthLog()
+    path = log.append(tmp_path, {"record": "episode", "id": "a"}, JAN_2026_MS)
+    target = tmp_path / "elsewhere.jsonl"
+    path.rename(target)
+    path.symlink_to(target)
+    with pytest.raises(OSError):
+        log.append(tmp_path, {"record": "episode", "id": "b"}, JAN_2026_MS)
+    log.close()
+    assert _lines(target) == ["a"]
+
+
+def test_month_log_reopens_after_close_and_refuses_bad_folders(tmp_path: Path) -> None:
+    log = MonthLog()
+    path = log.append(tmp_path, {"record": "episode", "id": "a"}, JAN_2026_MS)
+    log.close()
+    log.close()
+    log.append(tmp_path, {"record": "episode", "id": "b"}, JAN_2026_MS)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    link = tmp_path / "linked"
+    link.symlink_to(elsewhere)
+    with pytest.raises(UnsafeLogPath):
+        log.append(link, {"record": "episode", "id": "c"}, JAN_2026_MS)
+    log.close()
+    assert _lines(path) == ["a", "b"]
+    assert list(elsewhere.iterdir()) == []
+
+
 _WRITER_SCRIPT = """
 import sys
 from pathlib import Path
-from observer._log_file import append_record
+from observer._log_file import MonthLog, append_record
 
 data_dir = sys.argv[1]
-writer, lines, month_ms = (int(value) for value in sys.argv[2:5])
+writer, lines, month_ms, kept = (int(value) for value in sys.argv[2:6])
+log = MonthLog()
 for index in range(lines):
     # Sizes from tiny to well past PIPE_BUF, so a torn write would show.
     padding = "x" * ((writer * 7919 + index * 104_729) % 70_000)
     record = {"record": "episode", "writer": writer, "index": index, "padding": padding}
-    append_record(Path(data_dir), record, month_ms)
+    if kept:
+        log.append(Path(data_dir), record, month_ms)
+    else:
+        append_record(Path(data_dir), record, month_ms)
+log.close()
 """
 
 
-def test_concurrent_writer_processes_never_tear_or_interleave(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kept", [False, True], ids=["reopened", "kept-open"])
+def test_concurrent_writer_processes_never_tear_or_interleave(tmp_path: Path, kept: bool) -> None:
     writers, lines = 4, 60
     processes = [
         subprocess.Popen(
@@ -158,6 +239,7 @@ def test_concurrent_writer_processes_never_tear_or_interleave(tmp_path: Path) ->
                 str(writer),
                 str(lines),
                 str(JAN_2026_MS),
+                str(int(kept)),
             ],
             env={**os.environ, "PYTHONPATH": str(PACKAGE_ROOT)},
         )
