@@ -64,6 +64,8 @@ class _HotTurn:
 
     tally: TurnTally
     loaded_for: Event | None
+    # The session's facts as this host last wrote them (None until it writes them itself).
+    session: SessionFacts | None = None
 
 
 class Observer:
@@ -191,6 +193,8 @@ class Observer:
     async def _start(self, engine: Engine, event: SessionStart) -> None:
         now = await engine.clock.now()
 
+        begun: list[SessionFacts] = []
+
         def begin(stored: Any) -> Any:
             session = SessionFacts.model_validate(stored or {})
             compacted = event.source == "compact" or (
@@ -199,9 +203,13 @@ class Observer:
             updated = session.model_copy(
                 update={"model": event.model or session.model, "post_compaction": compacted}
             )
+            begun[:] = [updated]
             return updated.model_dump(mode="json")
 
         await engine.state.update(_SESSION_KEY, begin, default={})
+        hot = self.hot.get(engine.session.id)
+        if hot is not None and hot.session is not None:
+            hot.session = begun[0]
         await self._heartbeat(engine, now)
         data_dir = self.data_dir(engine)
         counter = await _off_loop(engine, load_counter, data_dir, now)
@@ -244,23 +252,7 @@ class Observer:
                 await engine.state.set(_TURN_KEY, hot.tally.facts().model_dump(mode="json"))
                 return result.continued(instruction, by=PLUGIN_NAME)
         now = await engine.clock.now()
-
-        counted: list[SessionFacts] = []
-
-        def next_turn(stored: Any) -> Any:
-            session = SessionFacts.model_validate(stored or {})
-            # The stored facts are validated; the next count is written as the plain values of
-            # `model_dump`, and the facts kept from the last run of this function (the store may
-            # run it more than once) rather than validated a second time from the store.
-            counted[:] = [session]
-            return {
-                "turns": session.turns + 1,
-                "model": session.model,
-                "post_compaction": session.post_compaction,
-            }
-
-        await engine.state.update(_SESSION_KEY, next_turn, default={})
-        session = counted[0]
+        session = await self._count_turn(engine, hot)
         economy_env = self.options.economy_level_env
         context = EpisodeContext(
             episode_id=str(uuid.uuid4()),
@@ -276,6 +268,32 @@ class Observer:
         hot.tally = TurnTally(_NO_FACTS)
         await engine.state.delete(_TURN_KEY)
         return result
+
+    async def _count_turn(self, engine: Engine, hot: _HotTurn) -> SessionFacts:
+        """The session's facts before this turn; the store then holds them with one more turn.
+
+        A host that wrote the facts itself (at the session's start or its last turn end, as
+        `hot.session`) counts on from them and only writes the new count, as a restarted host
+        needs it; otherwise the stored facts are read and counted in one atomic update.
+        """
+        session = hot.session
+        if session is None:
+            counted: list[SessionFacts] = []
+
+            def next_turn(stored: Any) -> Any:
+                facts = SessionFacts.model_validate(stored or {})
+                # The facts are kept from the last run of this function (the store may run it
+                # more than once) rather than validated a second time from the store.
+                counted[:] = [facts]
+                return _session_values(facts, facts.turns + 1)
+
+            await engine.state.update(_SESSION_KEY, next_turn, default={})
+            session = counted[0]
+        else:
+            await engine.state.set(_SESSION_KEY, _session_values(session, session.turns + 1))
+        # Values already validated: copied, not validated again.
+        hot.session = session.model_copy(update={"turns": session.turns + 1})
+        return session
 
     async def _write_error(
         self, engine: Engine, session_id: str, turn_id: str | None, stage: str, error: Exception
@@ -297,6 +315,11 @@ class Observer:
         await _off_loop(
             engine, self.log.append, data_dir, record, now, durable=not engine.sandboxed
         )
+
+
+def _session_values(session: SessionFacts, turns: int) -> dict[str, Any]:
+    """The stored form of the session's facts: the plain values of `model_dump`."""
+    return {"turns": turns, "model": session.model, "post_compaction": session.post_compaction}
 
 
 async def _off_loop(engine: Engine, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:

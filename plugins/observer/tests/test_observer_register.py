@@ -399,3 +399,20 @@ async def test_each_sandboxed_host_writes_into_its_own_sandbox(tmp_path: Path) -
             ("s2", f"{name}-t"),
         ]
     assert not (tmp_path / "w1").exists() and not (tmp_path / "w2").exists()
+
+
+@pytest.mark.anyio
+async def test_a_warm_host_stores_each_turn_count_for_a_restarted_one(data_dir: Path) -> None:
+    backend = open_backend("memory://")
+    async with _fresh_host(backend, data_dir) as warm:
+        await warm.dispatch(SessionStart(session_id="s1", model="model-x"))
+        for turn in ("t1", "t2", "t3"):
+            await _turn(warm, "go", turn=turn)
+        await warm.dispatch(SessionStart(session_id="s1", source="compact"))
+    async with _fresh_host(backend, data_dir) as restarted:
+        await _turn(restarted, "on", turn="t4")
+    environments = [episode["environment"] for episode in _lines(data_dir)]
+    assert [e["session_turn"] for e in environments] == [1, 2, 3, 4]
+    assert [e["model"] for e in environments] == ["model-x"] * 4
+    assert [e["post_compaction"] for e in environments] == [False, False, False, True]
+    await backend.aclose()
