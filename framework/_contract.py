@@ -321,6 +321,7 @@ def is_valid_result(event: Event, result: object) -> bool:
 
 def neutral_result(event: Event, output: Any = "") -> Any:
     """What the harness does when nothing intervenes: the dry-run terminal of `hookchain try`."""
+    # Results are frozen, so the ones that carry nothing of the event are made once and shared.
     if isinstance(event, ToolCall):
         return ToolResult(output=output)
     if isinstance(event, PromptSubmit):
@@ -328,14 +329,19 @@ def neutral_result(event: Event, output: Any = "") -> Any:
     if isinstance(event, PromptContext):
         return ContextResult(blocks=event.blocks)
     if isinstance(event, TurnComplete):
-        return TurnResult()
+        return _NEUTRAL_TURN
     if isinstance(event, CommandRun):
-        return CommandReply(text="")
+        return _NEUTRAL_REPLY
     if isinstance(event, Classic):
-        return ClassicResult()
+        return _NEUTRAL_CLASSIC
     if isinstance(event, TurnStep):
         return single_stop_stream("end_turn")
     return None
+
+
+_NEUTRAL_TURN = TurnResult()
+_NEUTRAL_REPLY = CommandReply(text="")
+_NEUTRAL_CLASSIC = ClassicResult()
 
 
 async def single_stop_stream(stop_reason: str) -> StepStream:

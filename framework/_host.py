@@ -53,6 +53,10 @@ _plugin_log = structlog.get_logger("hookchain.plugin")
 _BARE_CHAIN = (END_OF_CHAIN,)
 
 
+_HAS_AGENT_FIELD: dict[type[Event], bool] = {}
+"""Whether an event type has `agent_id`, by type: learnt at its first dispatch."""
+
+
 async def _neutral_terminal(event: Event) -> Any:
     return neutral_result(event)
 
@@ -286,7 +290,11 @@ class Host:
         kind = type(event)
         if kind is SessionStart:
             runtime.started(event)  # type: ignore[arg-type]
-        agent_id = getattr(event, "agent_id", None)
+        # Not getattr with a default: on a model without the field that raises and catches inside.
+        has_agent = _HAS_AGENT_FIELD.get(kind)
+        if has_agent is None:
+            has_agent = _HAS_AGENT_FIELD[kind] = "agent_id" in kind.model_fields
+        agent_id = event.agent_id if has_agent else None  # type: ignore[attr-defined]
         if agent_id is not None and agent_id not in runtime.agents:
             runtime.agents[agent_id] = AgentInfo(id=agent_id)
         runner = self._runner

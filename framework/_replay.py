@@ -324,12 +324,14 @@ class _SessionRun:
         self.count(event)
         outcome = await self.host.dispatch(event, self.terminal(step))
         self.collect(outcome.actions, event, index)
-        if isinstance(event, TurnStep):
+        if type(event) is TurnStep:
             await _drain(outcome.result)
             self.collect(self.host.take_pending(event.session_id), event, index)
 
     def count(self, event: Event) -> None:
-        if isinstance(event, ToolCall):
+        # Exact types: the replay builds every event itself, and a type test is cheaper than an
+        # isinstance that fails (pydantic models check those through their metaclass).
+        if type(event) is ToolCall:
             self.tool_calls += 1
             self.tool_calls_main += event.agent_id is None
         elif event.kind == "prompt.submit":
@@ -338,8 +340,8 @@ class _SessionRun:
             self.turns += 1
 
     def terminal(self, step: Step) -> Callable[[Any], Any]:
-        event = step.event
-        if isinstance(event, ToolCall):
+        kind = type(step.event)
+        if kind is ToolCall:
 
             async def run_tool(_: Event) -> Any:
                 if step.subagent:
@@ -347,13 +349,13 @@ class _SessionRun:
                 return step.recorded.to_tool_result()
 
             return run_tool
-        if isinstance(event, TurnStep):
+        if kind is TurnStep:
 
             async def run_step(_: Event) -> Any:
                 return _stream(step.chunks)
 
             return run_step
-        if isinstance(event, TurnComplete) and step.continuation is not None:
+        if kind is TurnComplete and step.continuation is not None:
             recorded = TurnResult(
                 continuation=Continue(reason=step.continuation, by=RECORDED_BY_PREFIX + "stop-hook")
             )
@@ -362,11 +364,7 @@ class _SessionRun:
                 return recorded
 
             return blocked
-
-        async def neutral(seen: Event) -> Any:
-            return neutral_result(seen)
-
-        return neutral
+        return _neutral
 
     async def subagent(self, steps: tuple[Step, ...]) -> None:
         # The subagent's events come from the harness, not from inside the Task's dispatch.
@@ -413,6 +411,10 @@ class _SessionRun:
             tool_calls_main=self.tool_calls_main,
             actions=len(self.actions),
         )
+
+
+async def _neutral(seen: Event) -> Any:
+    return neutral_result(seen)
 
 
 async def _stream(chunks: tuple[StreamChunk, ...]) -> AsyncIterator[StreamChunk]:
