@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from write_guard._shell import ShellParseError, parse_line, shell_tokens
+from write_guard._shell import ShellParseError, _lex, parse_line, shell_tokens
 
 CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "transcripts"
 ALPHABET = "ab/.-_~*=$`{}! \t\r\n;&|<>()0é'\"\\#"
@@ -51,6 +51,11 @@ def _same_as_lexer(text: str) -> None:
             shell_tokens(text)
         return
     assert shell_tokens(text) == expected, repr(text)
+    # A token is flagged as punctuation exactly when it is made of punctuation only, quoted or
+    # not (a quoted `'>'` reads as an operator, the cautious reading).
+    punctuation = ";&|<>()\n"
+    flags = [bool(token) and not token.strip(punctuation) for token in expected]
+    assert [flag for _token, flag in _lex(text)] == flags, repr(text)
 
 
 def test_every_corpus_command_splits_as_the_lexer_splits_it() -> None:

@@ -24,19 +24,20 @@ _CHANGES_DIRECTORY = frozenset({"cd", "pushd"})
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 # Loops unrolled (`a*(?:b a*)*` rather than `(?:a|b)*`): one regex step per run, not per character.
 _SUBSTITUTION = re.compile(r"\$\(([^()]*(?:\([^()]*\)[^()]*)*)\)|`([^`]*)`")
-# One regex step per run of characters, in the states of a POSIX `shlex.shlex` with our
-# punctuation, blanks " \t\r", `#` comments and whitespace_split; `_lexer_tokens` is the reference.
-# The blanks after a plain piece are taken with it (group `ends`): one step for most words.
-_SEGMENT = re.compile(
-    r"""(?P<blank>[ \t\r]+)
-    |(?P<comment>\#[^\n]*\n?)
-    |(?P<punct>[;&|<>()\n]+)
-    |(?P<plain>[^ \t\r;&|<>()\n'"\\\#]+)(?P<ends>[ \t\r]+)?
-    |'(?P<single>[^']*)'
-    |"(?P<double>[^"\\]*(?:\\.[^"\\]*)*)"
-    |\\(?P<escaped>.)""",
+# The tokens of a POSIX `shlex.shlex` with our punctuation, blanks " \t\r", `#` comments and
+# whitespace_split (`_lexer_tokens` is the reference), one regex step per token with the blanks
+# before it: a punctuation run, or a word of plain runs, quoted strings and escapes (loops
+# unrolled, one step per run). A comment matches with no group; trailing blanks match nothing.
+# `bad` is a quote or backslash that opens no piece (an unclosed quote, a trailing escape).
+_TOKEN = re.compile(
+    r"""[ \t\r]*(?:
+    (?P<punct>[;&|<>()\n]+)
+    |(?P<word>(?:[^ \t\r;&|<>()\n'"\\\#]+|'[^']*'|"[^"\\]*(?:\\.[^"\\]*)*"|\\.)+)
+    |\#[^\n]*\n?
+    |(?P<bad>['"\\]))""",
     re.VERBOSE | re.DOTALL,
 )
+_PIECE = re.compile(r"""'([^']*)'|"([^"\\]*(?:\\.[^"\\]*)*)"|\\(.)""", re.DOTALL)
 _QUOTED_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 
 
@@ -91,50 +92,33 @@ def _lex(text: str) -> list[tuple[str, bool]]:
     """
     tokens: list[tuple[str, bool]] = []
     append = tokens.append
-    word: str | None = None
-    quoted = False  # an unquoted plain piece never holds punctuation
-    position = 0
-    for match in _SEGMENT.finditer(text):
-        if match.start() != position:
-            break  # no segment starts here: an unclosed quote or a trailing escape
-        position = match.end()
-        kind = match.lastgroup
-        if kind == "ends":
-            piece = match.group("plain")
-            if word is None:
-                append((piece, False))
+    for punctuation, word, bad in _TOKEN.findall(text):
+        if punctuation:
+            append((punctuation, True))
+        elif word:
+            if "'" in word or '"' in word or "\\" in word:
+                word = _PIECE.sub(_unquote, word)
+                append((word, _is_punctuation_run(word)))
             else:
-                word += piece
-                append((word, quoted and _is_punctuation_run(word)))
-                word = None
-                quoted = False
-        elif kind == "plain":
-            piece = match.group(kind)
-            word = piece if word is None else word + piece
-        elif kind == "blank" or kind == "comment" or kind == "punct":
-            if word is not None:
-                append((word, quoted and _is_punctuation_run(word)))
-                word = None
-                quoted = False
-            if kind == "punct":
-                append((match.group(), True))
-        else:
-            piece = match.group(kind or "plain")
-            if kind == "double" and "\\" in piece:
-                # Inside double quotes only a quote or a backslash is escaped; else both stay.
-                piece = _QUOTED_ESCAPE.sub(_unescape_in_quotes, piece)
-            word = piece if word is None else word + piece
-            quoted = True
-    if position != len(text):
-        # The lexer words the refusal.
-        return [(token, _is_punctuation_run(token)) for token in _lexer_tokens(text)]
-    if word is not None:
-        append((word, quoted and _is_punctuation_run(word)))
+                append((word, False))  # a plain run never holds punctuation
+        elif bad:
+            # The lexer words the refusal.
+            return [(token, _is_punctuation_run(token)) for token in _lexer_tokens(text)]
     return tokens
 
 
 def _is_punctuation_run(token: str) -> bool:
     return bool(token) and not token.strip(_PUNCTUATION)
+
+
+def _unquote(match: re.Match[str]) -> str:
+    single, double, escaped = match.groups()
+    if single is not None:
+        return str(single)
+    if double is None:
+        return str(escaped)
+    # Inside double quotes only a quote or a backslash is escaped; else both stay.
+    return _QUOTED_ESCAPE.sub(_unescape_in_quotes, double) if "\\" in double else str(double)
 
 
 def _unescape_in_quotes(match: re.Match[str]) -> str:
