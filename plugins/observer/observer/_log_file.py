@@ -95,8 +95,11 @@ def replace_private_file(directory: Path, name: str, payload: bytes, *, durable:
     return target
 
 
-# The line encoder, built once rather than per line.
-_encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=False).encode
+# The line encoder, built once rather than per line; records are trees of fresh plain values,
+# so the check for reference cycles is left out.
+_encode = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), sort_keys=False, check_circular=False
+).encode
 
 
 def prepare_record_keys() -> None:

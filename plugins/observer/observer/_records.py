@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from typing import Final, Literal
 
@@ -97,10 +98,45 @@ class ObserverErrorMarker(_Frozen):
     error_type: str
 
 
+_DAY_MS = 24 * 60 * 60 * 1000
+_EXACT_UNTIL_MS = 2**32 * 1000
+
+
 def iso_timestamp(ms: int) -> str:
     """Milliseconds since the epoch as an ISO 8601 UTC timestamp with millisecond precision."""
+    global _last_day
+    day_ms, date = _last_day
+    offset = ms - day_ms
+    if 0 <= offset < _DAY_MS:
+        # Lines of one day follow one another: the date is kept and the time of day is counted
+        # out of the milliseconds (tests hold this equal to the datetime form).
+        seconds, millis = divmod(offset, 1000)
+        minutes, second = divmod(seconds, 60)
+        hour, minute = divmod(minutes, 60)
+        return f"{date}T{hour:02d}:{minute:02d}:{second:02d}.{millis:03d}Z"
+    text = _datetime_timestamp(ms)
+    start = ms - ms % _DAY_MS
+    # Up to 2106 a millisecond survives the float division exactly, so both forms agree.
+    if 0 <= start < _EXACT_UNTIL_MS and _datetime_timestamp(start) == f"{text[:10]}T00:00:00.000Z":
+        _last_day = (start, text[:10])
+    return text
+
+
+def _datetime_timestamp(ms: int) -> str:
     moment = datetime.fromtimestamp(ms / 1000, tz=UTC)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+_last_day: tuple[int, str] = (0, "")
+
+
+def new_episode_id() -> str:
+    """A random (version 4) UUID in its usual text form, as `str(uuid.uuid4())` gives it."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
+    text = raw.hex()
+    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
 
 
 def size_bucket(tool_calls: int, files_touched: int) -> SizeBucket:

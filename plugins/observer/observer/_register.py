@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -33,7 +32,7 @@ from framework import (
 from observer._log_file import MonthLog, prepare_record_keys
 from observer._options import Options
 from observer._read_counter import load_counter, reminder_due, reminder_text, save_counter
-from observer._records import ObserverErrorMarker, iso_timestamp
+from observer._records import ObserverErrorMarker, iso_timestamp, new_episode_id
 from observer._routing import gate_decision, parse_routing_tag
 from observer._turn_facts import (
     EpisodeContext,
@@ -255,7 +254,7 @@ class Observer:
         session = await self._count_turn(engine, hot)
         economy_env = self.options.economy_level_env
         context = EpisodeContext(
-            episode_id=str(uuid.uuid4()),
+            episode_id=new_episode_id(),
             ms=now,
             session_id=event.session_id,
             turn_id=event.turn_id,

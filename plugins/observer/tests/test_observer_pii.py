@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import random
+import string
+import uuid
+
 import pytest
 from observer._pii import _RULES, scrub, scrub_value
 
@@ -191,3 +195,43 @@ def _scrub_with_every_rule(text: str) -> str:
 )
 def test_the_hint_prefilters_skip_only_rules_that_cannot_match(text: str) -> None:
     assert scrub(text) == _scrub_with_every_rule(text)
+
+
+def _shaped(rng: random.Random, shape: str) -> str:
+    # `h` is any lower-case hex digit, `d` any decimal digit; everything else stays.
+    return "".join(
+        rng.choice("0123456789abcdef")
+        if char == "h"
+        else rng.choice(string.digits)
+        if char == "d"
+        else char
+        for char in shape
+    )
+
+
+def test_uuids_and_line_timestamps_are_left_alone_by_every_rule() -> None:
+    rng = random.Random(20260101)
+    uuid_shape = "hhhhhhhh-hhhh-hhhh-hhhh-hhhhhhhhhhhh"
+    samples = [str(uuid.uuid4()) for _ in range(500)]
+    samples += [_shaped(rng, uuid_shape) for _ in range(2000)]
+    samples += [_shaped(rng, uuid_shape.replace("h", "d")) for _ in range(500)]
+    samples += ["acca0000-acca-8888-7777-123456789012", "78888888-8888-8888-8888-888888888888"]
+    samples += [_shaped(rng, "dddd-dd-ddTdd:dd:dd.dddZ") for _ in range(2000)]
+    samples += ["8888-88-88T88:88:88.888Z", "7000-01-01T00:00:00.000Z"]
+    for text in samples:
+        assert _scrub_with_every_rule(text) == text
+        assert scrub(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a3b22378-244c-4a23-b39c-cf4e49b8df3f jane@example.com",
+        "A3B22378-244C-4A23-B39C-CF4E49B8DF3F",
+        "2026-01-01T00:00:00.000Z +1 415 555 0132",
+        "+1 415 555 0132",
+    ],
+)
+def test_only_whole_uuids_and_timestamps_skip_the_rules(text: str) -> None:
+    assert scrub(text) == _scrub_with_every_rule(text)
+    assert scrub(text + "\n") == _scrub_with_every_rule(text + "\n")
