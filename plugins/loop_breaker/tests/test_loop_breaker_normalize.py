@@ -7,6 +7,7 @@ import sys
 
 import pytest
 from loop_breaker.core.normalize import (
+    _SECRET,
     OUTPUT_TAIL_CHARS,
     action_key,
     classify_outcome,
@@ -109,6 +110,19 @@ def test_output_text_and_redaction() -> None:
     assert output_text({"stdout": "hi"}) == '{"stdout": "hi"}'
     assert output_text(None) == ""
     assert "hunter2" not in redact("password=hunter2 and more")
+
+
+def test_redaction_masks_what_the_secret_pattern_matches() -> None:
+    rng = random.Random(11)
+    pieces = ["api", "API", "_", "-", "key", "Token", "secret", "PASSWD", "password", "ſ", "K"]
+    pieces += ["authorization", "sk", "ghp", "GHO", "xoxb", "abcdefgh12", ":", "=", " ", "é", "x"]
+    for _ in range(5000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 10)))
+        assert redact(text) == _SECRET.sub("[redacted]", text)
+    # Case folds beyond ASCII are the pattern's, not `lower`'s: `ſ` is an `s`, `K` a `k`.
+    assert redact("PAſſWORD=hunter2") == "[redacted]"
+    assert redact("ſk-abcdefgh12345") == "[redacted]"
+    assert redact("apiKey: 12345678") == "[redacted]"
 
 
 def test_whitespace_collapses_as_split_and_join_for_every_character() -> None:
