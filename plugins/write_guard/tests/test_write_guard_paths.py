@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from write_guard._paths import Resolutions, realpath
+from write_guard._paths import PathContext, Resolutions, ResolvedPath, realpath, resolve_path
 
 CASES = [
     "{ws}/sub/new.txt",
@@ -20,12 +20,27 @@ CASES = [
     "{ws}/.git/config/not-a-dir/x",
     "{ws}//sub//x",
     "{ws}/sub/",
+    "{ws}/sub/.",
+    "{ws}/sub/./",
+    "{ws}/escape/",
+    "{ws}/escape/.",
+    "{ws}/escape/./new.txt",
+    "{ws}/escape//new.txt",
+    "{ws}/gone/./x/",
+    "{ws}/cycle/x",
+    "{ws}/cycle/./x",
+    "{ws}/cycle/../sub/x",
     "{ws}/loop/x",
     "{ws}/loop/../sub/x",
     "{scratch}/planted/x",
     "/",
     "//etc/x",
 ]
+
+
+@pytest.fixture(autouse=True)
+def _cycle(layout: Any) -> None:
+    os.symlink(layout.ws / "cycle", layout.ws / "cycle")
 
 
 def _expected(layout: Any, case: str) -> str:
@@ -87,3 +102,19 @@ def test_a_symlink_swapped_in_between_decisions_is_seen(layout: Any) -> None:
     (layout.ws / "swap").rmdir()
     os.symlink(layout.out, layout.ws / "swap")
     assert realpath(target, {})[0] == os.path.join(os.path.realpath(layout.out), "x.txt")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["a/b.txt", "a//b", "a/./b", "a/../b", "a/", "./a", ".", "..", ".git/config", "a/.b/",
+     "/x/y", "//x/y", "///x", "/x/..", "/", "~/n", "a/b/.", "a/b/.."],
+)  # fmt: skip
+def test_the_requested_path_is_the_normalised_one(raw: str) -> None:
+    context = PathContext(cwd="/w/s", home="/h")
+    anchored = raw.replace("~", "/h", 1) if raw.startswith("~") else raw
+    anchored = anchored if anchored.startswith("/") else "/w/s/" + anchored
+    expected = os.path.normpath(anchored)
+    expected = "/" + expected.lstrip("/") if expected.startswith("//") else expected
+    path = resolve_path(raw, context, {})
+    assert isinstance(path, ResolvedPath)
+    assert path.requested == expected

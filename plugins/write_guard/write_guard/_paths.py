@@ -79,10 +79,15 @@ def resolve_path(
         anchored = expanded
     else:
         anchored = cwd + expanded if cwd.endswith("/") else cwd + "/" + expanded
-    # normpath keeps a leading "//" (POSIX allows it a special meaning); treat it as "/".
-    requested = os.path.normpath(anchored)
-    if requested.startswith("//"):
-        requested = "/" + requested.lstrip("/")
+    # An absolute path with no empty, `.` or `..` name and no trailing slash is already what
+    # normpath returns. normpath keeps a leading "//" (POSIX allows it a special meaning);
+    # treat it as "/".
+    if "//" in anchored or "/." in anchored or anchored.endswith("/") or anchored[:1] != "/":
+        requested = os.path.normpath(anchored)
+        if requested.startswith("//"):
+            requested = "/" + requested.lstrip("/")
+    else:
+        requested = anchored
     # realpath works on the unnormalised form so that "link/.." follows the link like the kernel.
     resolved = os.path.realpath(anchored) if known is None else realpath(anchored, known)[0]
     return ResolvedPath(raw=raw, requested=requested, resolved=resolved)
@@ -93,36 +98,47 @@ def realpath(path: str, known: Resolutions) -> tuple[str, bool]:
 
     The realpath of `parent/name`, for a plain `name` that is not a symlink, is the parent's
     realpath joined with `name`; a name below a missing parent is missing too, with no syscall.
-    Anything else (a symlink, `.`, `..`, a relative path) goes to `os.path.realpath` itself.
+    An empty or `.` name (`a//b`, `a/`, `a/.`) resolves as its parent: realpath skips it.
+    Anything else (a symlink, `..`, a relative path) goes to `os.path.realpath` itself.
     """
     found = known.get(path)
     if found is not None:
         return found
-    # String operations rather than os.path.split/join: this runs for every ancestor.
-    if path == "/":
-        found = ("/", True)  # what os.path.realpath("/") returns, without its walk
-        known[path] = found
-        return found
-    parent, _, name = path.rpartition("/")
-    if not name or name == "." or name == ".." or not path.startswith("/"):
-        found = (os.path.realpath(path), True)
-    else:
-        base, parent_exists = realpath(parent.rstrip("/") or "/", known)
-        candidate = base + "/" + name if base != "/" else "/" + name
-        found = (candidate, False)
-        if parent_exists:
-            try:
-                mode = os.lstat(candidate).st_mode
-            except OSError as error:
-                # realpath keeps the name as written; only a name known to be absent spares its
-                # descendants their lstat (any other failure leaves them to be tried).
-                if error.errno not in (errno.ENOENT, errno.ENOTDIR):
-                    found = (candidate, True)
-            else:
-                # A symlink, and only a symlink, needs the full walk.
-                found = (os.path.realpath(path), True) if stat.S_ISLNK(mode) else (candidate, True)
-    known[path] = found
-    return found
+    # Up to the nearest ancestor already known (or one only os.path.realpath resolves), then
+    # down again name by name; a loop rather than recursion, as this runs for every ancestor.
+    below: list[tuple[str, str]] = []
+    current = path
+    while True:
+        if current == "/":
+            found = ("/", True)  # what os.path.realpath("/") returns, without its walk
+            break
+        parent, _, name = current.rpartition("/")
+        if name == ".." or not current.startswith("/"):
+            found = (os.path.realpath(current), True)
+            break
+        below.append((current, name))
+        current = parent.rstrip("/") or "/"
+        found = known.get(current)
+        if found is not None:
+            break
+    known[current] = found
+    base, exists = found
+    for child, name in reversed(below):
+        if name and name != ".":
+            candidate = base + "/" + name if base != "/" else "/" + name
+            if exists:
+                try:
+                    mode = os.lstat(candidate).st_mode
+                except OSError as error:
+                    # realpath keeps the name as written; only a name known to be absent spares
+                    # its descendants their lstat (any other failure leaves them to be tried).
+                    exists = error.errno not in (errno.ENOENT, errno.ENOTDIR)
+                else:
+                    # A symlink, and only a symlink, needs the full walk.
+                    candidate = os.path.realpath(child) if stat.S_ISLNK(mode) else candidate
+            base = candidate
+        known[child] = (base, exists)
+    return base, exists
 
 
 def _expand(raw: str, context: PathContext) -> str | PathRejection:
