@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 
 from .normalize import digest
 from .types import CallRecord, CoreConfig, DetectorId, ResolveWhen, Signal
@@ -10,6 +11,17 @@ from .types import CallRecord, CoreConfig, DetectorId, ResolveWhen, Signal
 Detector = Callable[[Sequence[CallRecord], str, CoreConfig], "Signal | None"]
 
 CYCLE_PERIODS = (2, 3, 4)
+
+_action_key_of = attrgetter("action_key")
+_error_sig_of = attrgetter("error_sig")
+
+
+def _fewer_than(
+    nudge_at: int, value: str, read: attrgetter[str], records: Sequence[CallRecord]
+) -> bool:
+    """Whether fewer than `nudge_at` records carry `value`: a streak of them cannot reach the
+    threshold then, and this count runs in C where walking the streak would not."""
+    return list(map(read, records)).count(value) < nudge_at
 
 
 def _signal(
@@ -70,7 +82,9 @@ def env_blocker(records: Sequence[CallRecord], loop_id: str, config: CoreConfig)
 def denied_retry(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
     """A call retried after it was refused (by the person, a permission rule or a hook)."""
     last = records[-1]
-    if last.outcome != "denied":
+    if last.outcome != "denied" or _fewer_than(
+        config.limits("denied-retry").nudge_at, last.action_key, _action_key_of, records
+    ):
         return None
     denials = [
         record
@@ -94,7 +108,9 @@ def repeat_failure(
 ) -> Signal | None:
     """The same action failing again since it last worked."""
     last = records[-1]
-    if last.outcome != "error":
+    if last.outcome != "error" or _fewer_than(
+        config.limits("repeat-failure").nudge_at, last.action_key, _action_key_of, records
+    ):
         return None
     streak: list[CallRecord] = []
     for record in reversed(records):
@@ -119,7 +135,9 @@ def repeat_failure(
 def same_error(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
     """Different actions ending in the same error signature (volatile parts stripped)."""
     last = records[-1]
-    if last.outcome != "error":
+    if last.outcome != "error" or _fewer_than(
+        config.limits("same-error").nudge_at, last.error_sig, _error_sig_of, records
+    ):
         return None
     actions: set[str] = set()
     streak: list[CallRecord] = []
@@ -236,10 +254,15 @@ def _is_periodic(records: Sequence[CallRecord]) -> bool:
 def idle_repeat(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
     """The same successful call with the same output and no edit in between."""
     last = records[-1]
-    if last.outcome != "ok" or last.is_poll:
+    nudge_at = config.limits("idle-repeat").nudge_at
+    if (
+        last.outcome != "ok"
+        or last.is_poll
+        or _fewer_than(nudge_at, last.action_key, _action_key_of, records)
+    ):
         return None
     streak = _same_output_streak(records, last, same_epoch=True)
-    if len(streak) < config.limits("idle-repeat").nudge_at or _is_periodic(records):
+    if len(streak) < nudge_at or _is_periodic(records):
         # Part of a cycle: the cycle detector names it once it has enough rounds.
         return None
     return _signal(
@@ -261,7 +284,11 @@ def idle_repeat(records: Sequence[CallRecord], loop_id: str, config: CoreConfig)
 def poll(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
     """Polling whose output does not change (polling with new output is never flagged)."""
     last = records[-1]
-    if last.outcome != "ok" or not last.is_poll:
+    if (
+        last.outcome != "ok"
+        or not last.is_poll
+        or _fewer_than(config.limits("poll").nudge_at, last.action_key, _action_key_of, records)
+    ):
         return None
     return _signal(
         "poll",
