@@ -222,7 +222,10 @@ class MonthLog:
         self, data_dir: Path, record: Mapping[str, Any], ms: int, *, durable: bool = True
     ) -> Path:
         """Scrub and append `record` to the month file of `ms` under `data_dir`."""
-        line = encode_line(record)
+        return self.write(data_dir, encode_line(record), ms, durable=durable)
+
+    def write(self, data_dir: Path, line: bytes, ms: int, *, durable: bool = True) -> Path:
+        """Append one encoded, scrubbed line to the month file of `ms` under `data_dir`."""
         _check_line(line)
         with self._lock:
             if data_dir not in self._confirmed:

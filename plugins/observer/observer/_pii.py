@@ -220,6 +220,11 @@ _scrub_short = lru_cache(maxsize=4096)(scrub)
 _SHORT = 128
 
 
+def scrub_text(text: str) -> str:
+    """A string of a record as `scrub_value` scrubs it."""
+    return _scrub_short(text) if len(text) <= _SHORT else scrub(text)
+
+
 _PLAIN_SCALARS = frozenset({int, float, bool, type(None)})
 
 

@@ -29,7 +29,8 @@ from framework import (
     hookimpl,
 )
 
-from observer._log_file import MonthLog, prepare_record_keys
+from observer._episode_line import episode_line
+from observer._log_file import MonthLog, encode_line, prepare_record_keys
 from observer._options import Options
 from observer._read_counter import load_counter, reminder_due, reminder_text, save_counter
 from observer._records import ObserverErrorMarker, iso_timestamp, new_episode_id
@@ -41,7 +42,6 @@ from observer._turn_facts import (
     ToolRules,
     TurnFacts,
     TurnTally,
-    episode_record,
     other_live_sessions,
     prepare_prompt_rules,
     read_prompt,
@@ -263,7 +263,7 @@ class Observer:
             economy_level=engine.env.get(economy_env) if economy_env else None,
         )
         tag = parse_routing_tag(event.last_message)
-        await self._append(engine, episode_record(facts, session, tag, context), now)
+        await self._write(engine, episode_line(facts, session, tag, context), now)
         hot.tally = TurnTally(_NO_FACTS)
         await engine.state.delete(_TURN_KEY)
         return result
@@ -309,11 +309,12 @@ class Observer:
         await self._append(engine, marker.model_dump(mode="json"), now)
 
     async def _append(self, engine: Engine, record: dict[str, Any], now: int) -> None:
+        await self._write(engine, encode_line(record), now)
+
+    async def _write(self, engine: Engine, line: bytes, now: int) -> None:
         """A real log line is fsynced off the event loop; a sandboxed host's log is throwaway."""
         data_dir = self.data_dir(engine)
-        await _off_loop(
-            engine, self.log.append, data_dir, record, now, durable=not engine.sandboxed
-        )
+        await _off_loop(engine, self.log.write, data_dir, line, now, durable=not engine.sandboxed)
 
 
 def _session_values(session: SessionFacts, turns: int) -> dict[str, Any]:

@@ -239,7 +239,7 @@ def choose_node(facts: TurnFacts, tag: RoutingTag | None) -> str:
     return NO_NODE
 
 
-def _provenance_fields(
+def provenance_fields(
     facts: TurnFacts, tag: RoutingTag | None
 ) -> tuple[Provenance, str | None, Literal["routing_tag", "prompt", "none"]]:
     if tag is not None:
@@ -251,7 +251,7 @@ def _provenance_fields(
 
 def choose_provenance(facts: TurnFacts, tag: RoutingTag | None) -> DecisionProvenance:
     """The tag when present; else a dictated method means the person chose; else autonomous."""
-    provenance, counterfactual, source = _provenance_fields(facts, tag)
+    provenance, counterfactual, source = provenance_fields(facts, tag)
     return DecisionProvenance(provenance=provenance, counterfactual=counterfactual, source=source)
 
 
@@ -285,7 +285,7 @@ def episode_record(
     written without building and dumping the model on each turn.
     """
     files = len(facts.file_digests)
-    provenance, counterfactual, source = _provenance_fields(facts, tag)
+    provenance, counterfactual, source = provenance_fields(facts, tag)
     prompt = facts.prompt
     return {
         "record": "episode",
