@@ -276,3 +276,35 @@ def test_denial_names_the_resolved_path(layout: Any) -> None:
     assert isinstance(outcome, GuardDenial)
     assert str(layout.out / "new.txt") in outcome.reason
     assert str(layout.ws / "escape" / "new.txt") in outcome.reason
+
+
+@pytest.mark.parametrize(
+    ("tool", "value", "denied"),
+    [
+        (W, "{scratch}/vault", True),
+        (W, "{scratch}/vault/key.txt", True),
+        (W, "{scratch}/Vault/deeper/key.txt", True),
+        (B, "rm -rf {scratch}", True),
+        (B, "rm -rf {scratch}/", True),
+        (B, "mv {scratch}/vault/../vault {scratch}/other", True),
+        (W, "{scratch}/vaulted.txt", False),
+        (W, "{scratch}/vault.txt", False),
+        (B, "rm -rf {scratch}/other", False),
+    ],
+)
+def test_a_protected_path_covers_what_is_below_it_and_what_contains_it(
+    layout: Any, tool: str, value: str, denied: bool
+) -> None:
+    policy = Policy(
+        preset="workspace",
+        workspace_root=str(layout.ws),
+        extra_roots=(str(layout.scratch),),
+        protected_paths=(str(layout.scratch / "vault"),),
+    )
+    surface = extract_surface(tool, _tool_input(tool, layout.fill(value)))
+    outcome = decide(surface, _context(layout), policy)
+    if denied:
+        assert isinstance(outcome, GuardDenial), outcome
+        assert outcome.rule == PROT
+    else:
+        assert outcome is None

@@ -85,11 +85,17 @@ def protected_verdict(path: ResolvedPath, policy: Policy) -> PathVerdict | None:
             name = folded.rpartition("/")[2]
             if name in _PROTECTED_PARENTS:
                 hit = f"*/{name}"
-        if hit is None:
-            hit = next(
-                (p for p, folded_p in protected if _touches(folded, folded_p)),
-                None,
-            )
+        if hit is None and protected:
+            # One path contains the other: `is_within` both ways, spelled out for this hot loop.
+            below = folded if folded.endswith("/") else folded + "/"
+            for original, folded_protected, protected_below in protected:
+                if (
+                    folded == folded_protected
+                    or folded.startswith(protected_below)
+                    or folded_protected.startswith(below)
+                ):
+                    hit = original
+                    break
         if hit is not None:
             return PathVerdict(
                 rule="protected-path",
@@ -144,15 +150,10 @@ def _matching_pattern(path: str, patterns: tuple[str, ...]) -> str | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _folded(paths: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
-    return tuple((path, path.casefold()) for path in paths)
-
-
-def _touches(folded_candidate: str, folded_protected: str) -> bool:
-    """Whether one path contains the other (both already case-folded)."""
-    return is_within(folded_candidate, folded_protected) or is_within(
-        folded_protected, folded_candidate
-    )
+def _folded(paths: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
+    """Each path, case-folded, and the folded prefix of everything below it."""
+    folded = ((path, path.casefold()) for path in paths)
+    return tuple((path, f, f if f.endswith("/") else f + "/") for path, f in folded)
 
 
 def preset_verdict(path: ResolvedPath, policy: Policy) -> PathVerdict | None:
@@ -167,15 +168,13 @@ def preset_verdict(path: ResolvedPath, policy: Policy) -> PathVerdict | None:
             instead="describe the change in your answer, or hand it to an agent that may write",
         )
     roots = root_forms(policy.workspace_root)
-    inside = all(
-        _within_any(form, roots, policy) for form in _distinct(path.requested, path.resolved)
-    )
+    forms = _distinct(path.requested, path.resolved)
+    inside = _all_within(forms, roots, policy.case_insensitive)
     if policy.preset == "workspace":
         if inside:
             return None
         extra = tuple(form for root in policy.extra_roots for form in root_forms(root))
-        forms = _distinct(path.requested, path.resolved)
-        if all(_within_any(form, (*roots, *extra), policy) for form in forms):
+        if _all_within(forms, (*roots, *extra), policy.case_insensitive):
             return None
         return PathVerdict(
             rule="outside-roots",
@@ -218,8 +217,15 @@ def _distinct(requested: str, resolved: str) -> tuple[str, ...]:
     return (requested,) if requested == resolved else (requested, resolved)
 
 
-def _within_any(path: str, roots: Sequence[str], policy: Policy) -> bool:
-    return any(is_within(path, root, case_insensitive=policy.case_insensitive) for root in roots)
+def _all_within(paths: Sequence[str], roots: Sequence[str], case_insensitive: bool) -> bool:
+    """Whether every path is within one of the roots (loops rather than generators: hot)."""
+    for path in paths:
+        for root in roots:
+            if is_within(path, root, case_insensitive=case_insensitive):
+                break
+        else:
+            return False
+    return True
 
 
 def _orchestrator_refusal(relative: str, lists: OrchestratorLists) -> str | None:
