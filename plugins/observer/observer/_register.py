@@ -290,8 +290,9 @@ class Observer:
             session = counted[0]
         else:
             await engine.state.set(_SESSION_KEY, _session_values(session, session.turns + 1))
-        # Values already validated: copied, not validated again.
-        hot.session = session.model_copy(update={"turns": session.turns + 1})
+        hot.session = SessionFacts(
+            turns=session.turns + 1, model=session.model, post_compaction=session.post_compaction
+        )
         return session
 
     async def _write_error(

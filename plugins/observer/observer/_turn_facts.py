@@ -171,8 +171,10 @@ def read_prompt(text: str, rules: PromptRules) -> PromptFacts:
     )
 
 
+@lru_cache(maxsize=1024)
 def _digest(path: str) -> str:
-    # Only a short digest is kept, so the state store never holds the paths themselves.
+    # Only a short digest is kept, so the state store never holds the paths themselves. A turn
+    # touches the same files again and again: each path is hashed once while it is recent.
     return hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
