@@ -18,6 +18,7 @@ from loop_breaker.core.normalize import (
     label_of,
     output_text,
     redact,
+    short_path,
 )
 
 
@@ -104,6 +105,21 @@ def test_polls_and_labels() -> None:
     assert not is_poll("Bash", {"command": "npm test"})
     assert label_of("Edit", {"file_path": "/home/u/proj/src/app.py"}) == "Edit src/app.py"
     assert len(label_of("Bash", {"command": "x" * 500})) == 60
+
+
+def test_labels_name_the_command_or_the_last_two_path_parts() -> None:
+    rng = random.Random(5)
+    for _ in range(5000):
+        path = "".join(rng.choice(["a", "bc", "/", "\\", " "]) for _ in range(rng.randint(0, 7)))
+        command = "".join(rng.choice(["ls", " ", "\n", "\u3000"]) for _ in range(rng.randint(0, 3)))
+        parts = [part for part in path.replace("\\", "/").split("/") if part]
+        assert short_path(path) == ("/".join(parts[-2:]) if parts else path)
+        tool_input = {"command": command, "url": 7, "pattern": path}
+        if command.strip():
+            assert label_of("Bash", tool_input) == " ".join(command.split())
+        else:
+            assert label_of("Bash", tool_input) == (f"Bash {short_path(path)}" if path else "Bash")
+    assert label_of("Read", {"file_path": "", "path": "/w/a.py"}) == "Read"
 
 
 def test_output_text_and_redaction() -> None:

@@ -235,24 +235,31 @@ def file_of(tool: str, tool_input: Mapping[str, Any]) -> str:
 
 
 def short_path(path: str) -> str:
-    parts = [part for part in path.replace("\\", "/").split("/") if part]
+    """The last two non-empty parts of `path`, `\\` read as `/`."""
+    parts = (path.replace("\\", "/") if "\\" in path else path).split("/")
+    if len(parts) >= 2 and parts[-1] and parts[-2]:
+        # The usual path: its last two parts are not empty, so no filtering is needed.
+        return f"{parts[-2]}/{parts[-1]}"
+    parts = [part for part in parts if part]
     return "/".join(parts[-2:]) if parts else path
+
+
+_LABEL_FIELDS = ("file_path", "notebook_path", "path", "url", "pattern")
 
 
 def label_of(tool: str, tool_input: Mapping[str, Any]) -> str:
     """A short human label: `npm test`, `Edit src/users.py`, `WebFetch`."""
     command = tool_input.get("command")
-    if isinstance(command, str) and command.strip():
+    # `isspace` says what `strip` would, without copying a long command.
+    if isinstance(command, str) and command and not command.isspace():
         text = " ".join(command[: LABEL_CAP * 2].split())
     else:
-        path = next(
-            (
-                value
-                for name in ("file_path", "notebook_path", "path", "url", "pattern")
-                if isinstance(value := tool_input.get(name), str)
-            ),
-            "",
-        )
+        for name in _LABEL_FIELDS:
+            path = tool_input.get(name)
+            if isinstance(path, str):
+                break
+        else:
+            path = ""
         text = f"{tool} {short_path(path)}" if path else tool
     return text if len(text) <= LABEL_CAP else text[: LABEL_CAP - 1] + "…"
 
