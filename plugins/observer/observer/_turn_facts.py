@@ -112,26 +112,34 @@ def _ascii_folded(cues: tuple[str, ...]) -> tuple[str, ...] | None:
 _ODD_FOLDS = ("\u0130", "\u0131")
 
 
-def _surely_without_cues(prompt: str, cues: tuple[str, ...]) -> bool:
-    """True only when no cue can match: ASCII cues, none of them in the case-folded prompt.
+def _cue_candidates(prompt: str, cues: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The cues that can match: with ASCII cues, those in the case-folded prompt; None when
+    any cue can (non-ASCII cues, or a prompt with the dotted or dotless i).
 
     Every character that matches an ASCII cue's character ignoring case folds to the same
-    character, except the dotted and dotless i, whose prompts are left to the patterns.
+    character, except the dotted and dotless i, whose prompts are left to the patterns: so a
+    cue that matches is in the folded prompt, and one that is not there cannot match.
     """
     folded_cues = _ascii_folded(cues)
     if folded_cues is None or any(odd in prompt for odd in _ODD_FOLDS):
-        return False
+        return None
     folded = prompt.casefold()
-    return not any(cue in folded for cue in folded_cues)
+    return tuple(
+        cue for cue, folded_cue in zip(cues, folded_cues, strict=True) if folded_cue in folded
+    )
 
 
 def _cues_in(prompt: str, cues: tuple[str, ...]) -> tuple[str, ...]:
-    """The cues the prompt contains, in configured order; one cheap check when it contains none."""
-    if not cues or _surely_without_cues(prompt, cues):
+    """The cues the prompt contains, in configured order; only a cue the prompt can contain is
+    searched for with its pattern."""
+    if not cues:
         return ()
-    if _any_cue_pattern(cues).search(prompt) is None:
-        return ()
-    return tuple(cue for cue in cues if _cue_found(prompt, cue))
+    candidates = _cue_candidates(prompt, cues)
+    if candidates is None:
+        if _any_cue_pattern(cues).search(prompt) is None:
+            return ()
+        candidates = cues
+    return tuple(cue for cue in candidates if _cue_found(prompt, cue))
 
 
 def prepare_prompt_rules(rules: PromptRules) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 import sys
 
@@ -261,3 +262,23 @@ def test_cues_are_found_ignoring_case_as_the_patterns_do(
         methods=(), method_patterns=(), correction_cues=configured, task_ref_pattern=""
     )
     assert read_prompt(prompt, rules).correction_cues == found
+
+
+def test_cues_found_equal_each_cues_own_pattern() -> None:
+    rng = random.Random(5)
+    alphabet = ["a", "i", "İ", "ı", "ſ", "K", "ß", " ", "-", "'", "é", "\n"]
+    words = [*_ASCII_CUES, "wrongly", "undone", "STOP", "Stop!", "don't", "x"]
+    cue_sets = [_ASCII_CUES, (*_ASCII_CUES, "ss"), ("undo", "неверно"), ("k", "i", "ss")]
+    for _ in range(3000):
+        parts = [rng.choice(words + alphabet) for _ in range(rng.randrange(0, 8))]
+        prompt = rng.choice(["", " "]).join(parts)
+        cues = rng.choice(cue_sets)
+        rules = PromptRules(
+            methods=(), method_patterns=(), correction_cues=cues, task_ref_pattern=""
+        )
+        expected = tuple(
+            cue
+            for cue in cues
+            if re.search(rf"(?<!\w){re.escape(cue)}(?!\w)", prompt, re.IGNORECASE)
+        )
+        assert read_prompt(prompt, rules).correction_cues == expected, (prompt, cues)
