@@ -12,7 +12,7 @@ from observer._routing import RoutingTag
 from observer._turn_facts import (
     EpisodeContext,
     SessionFacts,
-    TurnFacts,
+    TurnCounts,
     choose_node,
     episode_record,
     provenance_fields,
@@ -74,7 +74,7 @@ def _plain(*values: Any) -> bool:
 
 
 def episode_line(
-    facts: TurnFacts, session: SessionFacts, tag: RoutingTag | None, context: EpisodeContext
+    facts: TurnCounts, session: SessionFacts, tag: RoutingTag | None, context: EpisodeContext
 ) -> bytes:
     """`encode_line(episode_record(...))`, byte for byte (tests hold the two equal), built without
     the intermediate dicts and the general walk over them."""

@@ -238,7 +238,8 @@ class Observer:
         self, engine: Engine, event: TurnComplete, result: TurnResult
     ) -> TurnResult:
         hot = await self._turn(engine, event)
-        facts = hot.tally.facts()
+        # Taken before any await: a call counted meanwhile is not this episode's.
+        facts = hot.tally.snapshot()
         if self.options.routing_gate:
             instruction = gate_decision(
                 dictated=facts.prompt.dictated,

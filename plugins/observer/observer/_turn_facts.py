@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -66,6 +66,25 @@ class SessionFacts(BaseModel):
     turns: int = 0
     model: str | None = None
     post_compaction: bool = False
+
+
+class TurnCounts(Protocol):
+    """What an episode reads of a turn: its `TurnFacts`, or a `TurnSnapshot` of its tally."""
+
+    @property
+    def prompt(self) -> PromptFacts: ...
+
+    @property
+    def tool_calls(self) -> int: ...
+
+    @property
+    def edits(self) -> int: ...
+
+    @property
+    def file_digests(self) -> tuple[str, ...]: ...
+
+    @property
+    def tool_nodes(self) -> tuple[str, ...]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +205,18 @@ def _digest(path: str) -> str:
     return hashlib.sha256(path.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+@dataclass(frozen=True, slots=True)
+class TurnSnapshot:
+    """A running turn's counts at one moment, read by the turn's end."""
+
+    prompt: PromptFacts
+    tool_calls: int
+    edits: int
+    file_digests: tuple[str, ...]
+    tool_nodes: tuple[str, ...]
+    gate_fired_for: str | None
+
+
 class TurnTally:
     """A turn's facts while it runs, counted in place (a session's host keeps one in memory)."""
 
@@ -216,6 +247,17 @@ class TurnTally:
             if isinstance(candidate, str) and is_node_name(candidate):
                 self._nodes.setdefault(candidate)
 
+    def snapshot(self) -> TurnSnapshot:
+        """The counts as they are now, unchanged by later calls (`facts()` without validation)."""
+        return TurnSnapshot(
+            self.prompt,
+            self.tool_calls,
+            self.edits,
+            tuple(self._digests),
+            tuple(self._nodes),
+            self.gate_fired_for,
+        )
+
     def facts(self) -> TurnFacts:
         return TurnFacts(
             prompt=self.prompt,
@@ -236,7 +278,7 @@ def count_tool_call(
     return tally.facts()
 
 
-def choose_node(facts: TurnFacts, tag: RoutingTag | None) -> str:
+def choose_node(facts: TurnCounts, tag: RoutingTag | None) -> str:
     """The handling node: the tag's, else the dictated method, command, tool, or none."""
     for candidate in (
         tag.node if tag else None,
@@ -250,7 +292,7 @@ def choose_node(facts: TurnFacts, tag: RoutingTag | None) -> str:
 
 
 def provenance_fields(
-    facts: TurnFacts, tag: RoutingTag | None
+    facts: TurnCounts, tag: RoutingTag | None
 ) -> tuple[Provenance, str | None, Literal["routing_tag", "prompt", "none"]]:
     if tag is not None:
         return tag.provenance, tag.counterfactual, "routing_tag"
@@ -286,7 +328,7 @@ def build_episode(
 
 
 def episode_record(
-    facts: TurnFacts, session: SessionFacts, tag: RoutingTag | None, context: EpisodeContext
+    facts: TurnCounts, session: SessionFacts, tag: RoutingTag | None, context: EpisodeContext
 ) -> dict[str, Any]:
     """The episode's log line as plain JSON values, field for field what
     `build_episode(...).model_dump(mode="json")` gives (tests hold the two equal).

@@ -17,6 +17,7 @@ from observer._turn_facts import (
     SessionFacts,
     ToolRules,
     TurnFacts,
+    TurnTally,
     _any_cue_pattern,
     _cue_pattern,
     build_episode,
@@ -282,3 +283,22 @@ def test_cues_found_equal_each_cues_own_pattern() -> None:
             if re.search(rf"(?<!\w){re.escape(cue)}(?!\w)", prompt, re.IGNORECASE)
         )
         assert read_prompt(prompt, rules).correction_cues == expected, (prompt, cues)
+
+
+def test_a_tally_snapshot_holds_the_facts_and_ignores_later_calls() -> None:
+    tally = TurnTally(TurnFacts(prompt=read_prompt("run discovery-interview", PROMPT_RULES)))
+    tally.count("Skill", {"skill": "builder"}, TOOL_RULES)
+    tally.count("Edit", {"file_path": "/a.py"}, TOOL_RULES)
+    tally.gate_fired_for = "t1"
+    snapshot = tally.snapshot()
+    facts = tally.facts()
+    tally.count("Edit", {"file_path": "/b.py"}, TOOL_RULES)
+    assert snapshot.prompt == facts.prompt
+    assert (snapshot.tool_calls, snapshot.edits) == (facts.tool_calls, facts.edits) == (2, 1)
+    assert snapshot.file_digests == facts.file_digests and len(facts.file_digests) == 1
+    assert snapshot.tool_nodes == facts.tool_nodes == ("builder",)
+    assert snapshot.gate_fired_for == facts.gate_fired_for == "t1"
+    session = SessionFacts(turns=1)
+    assert episode_record(snapshot, session, None, CONTEXT) == episode_record(
+        facts, session, None, CONTEXT
+    )
