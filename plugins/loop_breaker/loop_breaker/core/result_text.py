@@ -129,7 +129,11 @@ def _plain_chars(value: Any, depth: int, sizes: dict[int, int]) -> int:
             item_kind = type(item)
             if item_kind is str:
                 total += len(item)
-            elif item_kind is not int and item_kind in _SCALARS:
+            elif item_kind is int:
+                # Checked here rather than in a call of its own: results hold many counts.
+                if not -_INT_LIMIT < item < _INT_LIMIT:
+                    return -1
+            elif item_kind in _SCALARS:
                 continue
             else:
                 chars = _plain_chars(item, depth + 1, sizes)

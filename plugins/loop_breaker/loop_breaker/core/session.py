@@ -9,6 +9,7 @@ from typing import Any
 from .detectors import detect
 from .normalize import (
     EDIT_TOOLS,
+    POLL_TOOLS,
     Failure,
     action_key,
     digest,
@@ -140,26 +141,31 @@ class LoopBreakerCore:
 
     def _record(self, observation: Observation) -> CallRecord | None:
         tool = observation.tool
-        if not is_counted(tool, observation.text):
+        text = observation.text
+        if not is_counted(tool, text):
             return None
         tool_input = observation.input
-        window, evicted = self.windows.get(observation.loop_id, observation.at_ms)
-        if evicted:
-            self.policy.drop_loops(evicted)
+        # Calls come to known loops far more often than they open one: a lookup first.
+        window = self.windows.loops.get(observation.loop_id)
+        if window is None:
+            window, evicted = self.windows.get(observation.loop_id, observation.at_ms)
+            if evicted:
+                self.policy.drop_loops(evicted)
         outcome = observation.outcome
-        file = file_of(tool, tool_input)
+        is_edit = tool in EDIT_TOOLS
+        file = file_of(tool, tool_input) if is_edit else ""  # `file_of` is "" for the rest
         changed = reverted = False
         error_sig = error_class = token = snippet = ""
         if outcome == "ok":
-            if tool in EDIT_TOOLS:
+            if is_edit:
                 # An edit's reply says nothing new; its effect is the file state it leaves.
                 outcome_fp = "edited"
                 if file:
                     changed, reverted = window.apply_edit(file, edit_transition(tool, tool_input))
             else:
-                outcome_fp = digest(tail(observation.text))
+                outcome_fp = digest(tail(text))
         else:
-            failure = self._failure(observation.text)
+            failure = self._failure(text)
             outcome_fp = error_sig = failure.signature
             error_class, token, snippet = (
                 failure.error_class,
@@ -183,7 +189,8 @@ class LoopBreakerCore:
             file=file,
             changed=changed,
             reverted=reverted,
-            is_poll=is_poll(tool, tool_input),
+            # `is_poll` reads the input only for a Bash command; other tools need no call.
+            is_poll=tool in POLL_TOOLS or (tool == "Bash" and is_poll(tool, tool_input)),
             epoch=window.epoch,
             at_ms=observation.at_ms,
             cycle_key=f"{key}:{outcome_fp}",
