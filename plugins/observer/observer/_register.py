@@ -32,7 +32,14 @@ from framework import (
 from observer._episode_line import episode_line
 from observer._log_file import MonthLog, encode_line, prepare_record_keys
 from observer._options import Options
-from observer._read_counter import load_counter, reminder_due, reminder_text, save_counter
+from observer._read_counter import (
+    COUNTER_FILE,
+    ReadCounter,
+    load_counter,
+    reminder_due,
+    reminder_text,
+    save_counter,
+)
 from observer._records import ObserverErrorMarker, iso_timestamp, new_episode_id
 from observer._routing import gate_decision, parse_routing_tag
 from observer._turn_facts import (
@@ -83,6 +90,7 @@ class Observer:
         prepare_record_keys()
         self.hot: OrderedDict[str, _HotTurn] = OrderedDict()
         self._sandbox_dir: Path | None = None
+        self._sandbox_counter: ReadCounter | None = None
         self.log = MonthLog()
         # The kept month file is closed at `session.end`, or when this host's observer goes.
         weakref.finalize(self, self.log.close)
@@ -210,15 +218,30 @@ class Observer:
         if hot is not None and hot.session is not None:
             hot.session = begun[0]
         await self._heartbeat(engine, now)
+        if engine.sandboxed:
+            self._remind_in_memory(engine, now)
+            return
         data_dir = self.data_dir(engine)
         counter = await _off_loop(engine, load_counter, data_dir, now)
         if reminder_due(counter, now, self.options.unread_weeks):
             engine.ui.toast(reminder_text(counter, now))
             counter = counter.model_copy(update={"last_reminded_ms": now})
-            await _off_loop(engine, save_counter, data_dir, counter, durable=not engine.sandboxed)
-        elif not (data_dir / ".read-counter.json").exists():
+            await _off_loop(engine, save_counter, data_dir, counter)
+        elif not (data_dir / COUNTER_FILE).exists():
             # Start the clock for "unread" the first time the observer sees this workspace.
-            await _off_loop(engine, save_counter, data_dir, counter, durable=not engine.sandboxed)
+            await _off_loop(engine, save_counter, data_dir, counter)
+
+    def _remind_in_memory(self, engine: Engine, now: int) -> None:
+        """The read counter of a sandboxed host: the same reminders, kept for the host's life.
+
+        Nobody reads a sandbox's log through the CLI, and its folder is thrown away with it, so
+        the counter is not written there: it starts when the host first starts a session.
+        """
+        counter = self._sandbox_counter or ReadCounter(first_seen_ms=now)
+        if reminder_due(counter, now, self.options.unread_weeks):
+            engine.ui.toast(reminder_text(counter, now))
+            counter = counter.model_copy(update={"last_reminded_ms": now})
+        self._sandbox_counter = counter
 
     async def _heartbeat(self, engine: Engine, now: int) -> bool:
         """Mark this session live; whether another session was live within the window."""

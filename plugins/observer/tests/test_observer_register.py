@@ -26,6 +26,7 @@ from observer._read_counter import WEEK_MS, ReadCounter, save_counter
 import observer
 
 START_MS = 1_767_225_600_000
+DAY_MS = WEEK_MS // 7
 TAG = (
     "<!-- routing: provenance=user_directed_method node=discovery-interview counterfactual=plan -->"
 )
@@ -416,3 +417,41 @@ async def test_a_warm_host_stores_each_turn_count_for_a_restarted_one(data_dir: 
     assert [e["model"] for e in environments] == ["model-x"] * 4
     assert [e["post_compaction"] for e in environments] == [False, False, False, True]
     await backend.aclose()
+
+
+def _counter_files(root: Path) -> list[Path]:
+    return list(root.rglob(".read-counter.json"))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("sandboxed", [False, True], ids=["real", "sandboxed"])
+async def test_the_unread_reminder_is_the_same_in_a_sandbox_without_its_file(
+    tmp_path: Path, sandboxed: bool
+) -> None:
+    clock = FakeClock(start_ms=START_MS)
+    data_dir = tmp_path / "log"
+    async with Host(
+        plugins=[observer],
+        entry_points=False,
+        store="memory://",
+        clock=clock,
+        options={"observer": {"data_dir": str(data_dir)}},
+        config={},
+        sandbox=tmp_path / "sandbox" if sandboxed else None,
+    ) as running:
+        reminded: list[str] = []
+        for session, step_ms in (("s1", 0), ("s2", 54 * WEEK_MS), ("s3", 1000), ("s4", DAY_MS)):
+            clock.advance(step_ms)
+            outcome = await running.dispatch(SessionStart(session_id=session))
+            toasts = [action.text for action in outcome.actions if action.kind == "toast"]
+            reminded += [session for text in toasts if "not been read for 54 weeks" in text]
+    assert reminded == ["s2", "s4"]
+    counter_files = _counter_files(tmp_path)
+    if sandboxed:
+        # The sandbox's folder is thrown away: the counter lived in the host only.
+        assert counter_files == []
+    else:
+        assert counter_files == [data_dir / ".read-counter.json"]
+        assert json.loads(counter_files[0].read_text())["last_reminded_ms"] == START_MS + (
+            54 * WEEK_MS + 1000 + DAY_MS
+        )
