@@ -52,6 +52,7 @@ from observer._turn_facts import (
     other_live_sessions,
     prepare_prompt_rules,
     read_prompt,
+    started_turn_values,
 )
 
 PLUGIN_NAME = "observer"
@@ -155,11 +156,11 @@ class Observer:
             return result
         try:
             # Only derived, content-free facts are kept: the prompt text never reaches the store.
-            facts = TurnFacts(prompt=read_prompt(event.text, self.prompt_rules))
+            prompt = read_prompt(event.text, self.prompt_rules)
             hot = await self._turn(engine, event)
-            hot.tally = TurnTally(facts)
+            hot.tally = TurnTally.started_by(prompt)
             # Stored by warm hosts too, so that a restarted host still knows the turn's prompt.
-            await engine.state.set(_TURN_KEY, facts.model_dump(mode="json"))
+            await engine.state.set(_TURN_KEY, started_turn_values(prompt))
         except Exception as error:
             await self._write_error(engine, event.session_id, None, "prompt.submit", error)
         return result

@@ -247,6 +247,13 @@ class TurnTally:
             if isinstance(candidate, str) and is_node_name(candidate):
                 self._nodes.setdefault(candidate)
 
+    @classmethod
+    def started_by(cls, prompt: PromptFacts) -> TurnTally:
+        """A new turn's tally: its prompt's facts and nothing counted yet."""
+        tally = cls(_NO_COUNTS)
+        tally.prompt = prompt
+        return tally
+
     def snapshot(self) -> TurnSnapshot:
         """The counts as they are now, unchanged by later calls (`facts()` without validation)."""
         return TurnSnapshot(
@@ -267,6 +274,28 @@ class TurnTally:
             tool_nodes=tuple(self._nodes),
             gate_fired_for=self.gate_fired_for,
         )
+
+
+_NO_COUNTS = TurnFacts()
+
+
+def started_turn_values(prompt: PromptFacts) -> dict[str, Any]:
+    """The stored form of a turn a prompt has just started: the plain values of
+    `TurnFacts(prompt=prompt).model_dump(mode="json")` (tests hold the two equal)."""
+    return {
+        "prompt": {
+            "length": prompt.length,
+            "correction_cues": list(prompt.correction_cues),
+            "dictated": prompt.dictated,
+            "command_node": prompt.command_node,
+            "task_ref": prompt.task_ref,
+        },
+        "tool_calls": 0,
+        "edits": 0,
+        "file_digests": [],
+        "tool_nodes": [],
+        "gate_fired_for": None,
+    }
 
 
 def count_tool_call(

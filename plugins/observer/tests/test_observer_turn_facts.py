@@ -26,6 +26,7 @@ from observer._turn_facts import (
     other_live_sessions,
     prepare_prompt_rules,
     read_prompt,
+    started_turn_values,
 )
 
 PROMPT_RULES = PromptRules(
@@ -302,3 +303,14 @@ def test_a_tally_snapshot_holds_the_facts_and_ignores_later_calls() -> None:
     assert episode_record(snapshot, session, None, CONTEXT) == episode_record(
         facts, session, None, CONTEXT
     )
+
+
+@pytest.mark.parametrize(
+    "text", ["", "fix ABC-12, wrong again", "/review-pr now", "run discovery-interview " * 40]
+)
+def test_a_started_turn_is_stored_as_the_models_dump(text: str) -> None:
+    prompt = read_prompt(text, PROMPT_RULES)
+    dumped = TurnFacts(prompt=prompt).model_dump(mode="json")
+    values = started_turn_values(prompt)
+    assert json.dumps(values) == json.dumps(dumped)
+    assert TurnTally.started_by(prompt).facts() == TurnFacts(prompt=prompt)
