@@ -8,6 +8,7 @@ import pytest
 from write_guard._decide import GitHold, GuardDenial, decide
 from write_guard._paths import PathContext
 from write_guard._policy import Policy, Preset
+from write_guard._quick import writes_nothing
 from write_guard._surface import extract_surface
 
 W, E, B = "Write", "Edit", "Bash"
@@ -233,6 +234,15 @@ def test_attack_is_denied(layout: Any, case: str, tool: str, value: str, rule: s
     assert outcome.rule == rule
     assert f"({rule})" in outcome.reason
     assert "Instead:" in outcome.reason
+
+
+@pytest.mark.parametrize(("case", "tool", "value", "rule"), ATTACKS, ids=[a[0] for a in ATTACKS])
+def test_attack_takes_the_full_analysis(
+    layout: Any, case: str, tool: str, value: str, rule: str
+) -> None:
+    """No Bash attack is waved through by the shortcut for lines that write nothing."""
+    if tool == B:
+        assert not writes_nothing(layout.fill(value))
 
 
 @pytest.mark.parametrize(("case", "tool", "value"), CONTROLS, ids=[c[0] for c in CONTROLS])

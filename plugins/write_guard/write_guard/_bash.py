@@ -33,6 +33,7 @@ _WRAPPERS: dict[str, frozenset[str]] = {
 _XARGS_VALUE_OPTIONS = frozenset({"-I", "-i", "-n", "-P", "-d", "-E", "-L", "-s", "-a", "-e"})
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
 _INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "perl", "php", "deno", "bun"})
+INTERPRETER_PREFIXES = ("python3.", "python2")
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,7 +131,7 @@ def _analyse_argv(
     if name == "git":
         analysis.git_commands.append(tuple(argv))
         return
-    if name in _INTERPRETERS or name.startswith(("python3.", "python2")):
+    if name in _INTERPRETERS or name.startswith(INTERPRETER_PREFIXES):
         inline = any(
             word in {"--eval", "--command"}
             or (_is_short_cluster(word) and set(word[1:]) & {"c", "e", "i"})
@@ -310,3 +311,9 @@ _EXTRACTORS: dict[str, Callable[[list[str]], list[str]]] = {
     "find": _find,
     "tar": _tar,
 }
+
+# Every command name the analysis reacts to; a line running none of them (and with no
+# redirection, substitution or heredoc) writes nothing (see `_quick`).
+ANALYSED_COMMANDS = frozenset(
+    {*_WRAPPERS, "xargs", *_SHELLS, "eval", "git", *_INTERPRETERS, *_EXTRACTORS}
+)

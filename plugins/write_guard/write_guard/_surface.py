@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from write_guard._bash import WriteTarget, analyse_bash
+from write_guard._quick import writes_nothing
 
 _PATH_FIELDS: dict[str, tuple[str, ...]] = {
     "write": ("file_path",),
@@ -83,6 +84,13 @@ def _patch_surface(text: str, how: str) -> Surface:
 
 
 def _bash_surface(command: str) -> Surface:
+    if writes_nothing(command):
+        return Surface(command=command)
+    return analysed_bash_surface(command)
+
+
+def analysed_bash_surface(command: str) -> Surface:
+    """The surface of a Bash command by the full analysis (no shortcut)."""
     analysis = analyse_bash(command)
     targets = list(analysis.targets)
     # Every name the pattern looks for contains one of these: a line without either applies
