@@ -7,8 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from loop_breaker.core import CoreConfig, Thresholds
+from loop_breaker.core import CoreConfig, LoopBreakerCore, Thresholds
+from loop_breaker.core.codec import dump, load
 from loop_breaker.core.detectors import DETECTORS, detect
+from loop_breaker.core.normalize import digest
 from loop_breaker.core.types import DETECTOR_IDS, CallRecord
 
 Factory = Callable[..., Any]
@@ -249,6 +251,23 @@ def test_stop_block_counts_per_feedback_when_two_loops_alternate(session: Factor
     sub = s.core.turn_complete("sub", "t9", True, second, 3)
     assert [d.kind for d in main] == [d.kind for d in sub] == ["nudge", "escalate"]
     assert main[0].signature != sub[0].signature
+
+
+def test_stop_block_names_one_signature_whether_the_streak_was_stored_or_not() -> None:
+    feedback = "Stop hook: tests failed: 3"
+    warm = LoopBreakerCore()
+    for at in range(1, 4):
+        warm.turn_complete("sub", "t1", True, feedback, at)
+    cold = LoopBreakerCore()
+    cold.turn_complete("sub", "t1", True, feedback, 1)
+    for at in range(2, 4):
+        # A host that lives for one hook call: the streak comes back from the stored state.
+        cold = load(dump(cold), CoreConfig())
+        cold.turn_complete("sub", "t1", True, feedback, at)
+    assert dump(cold) == dump(warm)
+    assert [state.signature for state in cold.policy.signatures.values()] == [
+        f"stop-block:{digest('sub' + warm.stop_streaks['sub'].feedback_fp)}"
+    ]
 
 
 def test_precedence_env_blocker_speaks_before_repeat_failure(session: Factory) -> None:

@@ -28,6 +28,7 @@ from .window import Windows
 
 FEEDBACK_SNIPPET_CAP = 120
 FAILURES_REMEMBERED = 16
+_STOP_RELEASED = ResolveWhen("stop-released")
 
 
 @dataclass(slots=True)
@@ -37,6 +38,8 @@ class StopStreak:
     feedback_fp: str = ""
     evidence: list[str] = field(default_factory=list)
     snippet: str = ""
+    signature: str = ""
+    """The streak's signal signature once built (in memory only: it follows from the rest)."""
 
 
 class LoopBreakerCore:
@@ -107,16 +110,18 @@ class LoopBreakerCore:
         streak.evidence.append(f"stop:{turn_id}:{len(streak.evidence)}")
         limits = self.config.limits("stop-block")
         if len(streak.evidence) >= limits.nudge_at:
+            if not streak.signature:
+                streak.signature = f"stop-block:{digest(loop_id + fingerprint)}"
             signal = Signal(
                 detector="stop-block",
-                signature=f"stop-block:{digest(loop_id + fingerprint)}",
+                signature=streak.signature,
                 loop_id=loop_id,
                 count=len(streak.evidence),
                 nudge_at=limits.nudge_at,
                 escalate_at=limits.escalate_at,
                 evidence=tuple(streak.evidence[-30:]),
                 label="Stop blocked",
-                resolve=ResolveWhen("stop-released"),
+                resolve=_STOP_RELEASED,
                 snippet=streak.snippet,
             )
             decisions.extend(self.policy.on_signal(signal, now_ms))
