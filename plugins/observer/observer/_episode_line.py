@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from json.encoder import encode_basestring
-from typing import Any
 
 from observer._log_file import encode_line
-from observer._pii import scrub, scrub_text
+from observer._pii import SHORT_TEXT, scrub
 from observer._records import SCHEMA_VERSION, iso_timestamp, length_bucket, size_bucket
 from observer._routing import RoutingTag
 from observer._turn_facts import (
@@ -55,10 +55,18 @@ _KEYS = (
 _KEYS_ARE_CLEAN = all(scrub(text) == text for text in (*_KEYS, "episode", "unknown"))
 
 
+@lru_cache(maxsize=4096)
+def _short_json(value: str) -> str:
+    # Ids, names and buckets recur from line to line: each is scrubbed and quoted once.
+    return encode_basestring(scrub(value))
+
+
 def _text(value: str | None) -> str:
     if value is None:
         return "null"
-    return encode_basestring(scrub_text(value))
+    if len(value) <= SHORT_TEXT:
+        return _short_json(value)
+    return encode_basestring(scrub(value))
 
 
 def _count(value: int) -> str:
@@ -69,10 +77,6 @@ def _flag(value: bool) -> str:
     return "true" if value else "false"
 
 
-def _plain(*values: Any) -> bool:
-    return all(type(value) is str or value is None for value in values)
-
-
 def episode_line(
     facts: TurnCounts, session: SessionFacts, tag: RoutingTag | None, context: EpisodeContext
 ) -> bytes:
@@ -80,38 +84,65 @@ def episode_line(
     the intermediate dicts and the general walk over them."""
     prompt = facts.prompt
     provenance, counterfactual, source = provenance_fields(facts, tag)
-    node = choose_node(facts, tag)
+    files = len(facts.file_digests)
     cues = prompt.correction_cues
-    counts = (context.session_turn, facts.tool_calls, facts.edits)
+    texts = (
+        context.episode_id,
+        iso_timestamp(context.ms),
+        context.session_id,
+        context.turn_id,
+        choose_node(facts, tag),
+        provenance,
+        counterfactual,
+        source,
+        session.model,
+        context.economy_level,
+        size_bucket(facts.tool_calls, files),
+        prompt.task_ref,
+        length_bucket(prompt.length),
+        *cues,
+    )
     if not (
         _KEYS_ARE_CLEAN
-        and _plain(context.episode_id, context.session_id, context.turn_id, node)
-        and _plain(provenance, counterfactual, source, session.model, context.economy_level)
-        and _plain(prompt.task_ref, *cues)
-        and all(type(count) is int for count in counts)
+        and all(type(text) is str or text is None for text in texts)
+        and type(context.session_turn) is int
+        and type(facts.tool_calls) is int
+        and type(facts.edits) is int
         and type(session.post_compaction) is bool
         and type(context.parallel_session) is bool
     ):
         return encode_line(episode_record(facts, session, tag, context))
-    files = len(facts.file_digests)
-    cue_list = ",".join(_text(cue) for cue in cues)
+    (
+        episode_id,
+        ts,
+        session_id,
+        turn_id,
+        node,
+        provenance_text,
+        counterfactual_text,
+        source_text,
+        model,
+        economy_level,
+        bucket,
+        task_ref,
+        prompt_length,
+        *cue_texts,
+    ) = map(_text, texts)
     return (
         f'{{"record":"episode","schema_version":{_count(SCHEMA_VERSION)},'
-        f'"id":{_text(context.episode_id)},"ts":{_text(iso_timestamp(context.ms))},'
-        f'"session_id":{_text(context.session_id)},"turn_id":{_text(context.turn_id)},'
-        f'"node":{_text(node)},'
-        f'"decision_provenance":{{"provenance":{_text(provenance)},'
-        f'"counterfactual":{_text(counterfactual)},"source":{_text(source)}}},'
-        f'"environment":{{"model":{_text(session.model)},'
+        f'"id":{episode_id},"ts":{ts},"session_id":{session_id},"turn_id":{turn_id},'
+        f'"node":{node},'
+        f'"decision_provenance":{{"provenance":{provenance_text},'
+        f'"counterfactual":{counterfactual_text},"source":{source_text}}},'
+        f'"environment":{{"model":{model},'
         f'"post_compaction":{_flag(session.post_compaction)},'
         f'"session_turn":{_count(context.session_turn)},'
         f'"parallel_session":{_flag(context.parallel_session)},'
-        f'"economy_level":{_text(context.economy_level)}}},'
+        f'"economy_level":{economy_level}}},'
         f'"task_size":{{"tool_calls":{_count(facts.tool_calls)},"edits":{_count(facts.edits)},'
-        f'"files_touched":{_count(files)},'
-        f'"bucket":{_text(size_bucket(facts.tool_calls, files))}}},'
-        f'"task_ref":{_text(prompt.task_ref)},'
-        f'"prompt_signal":{{"length_bucket":{_text(length_bucket(prompt.length))},'
-        f'"correction":{_flag(bool(cues))},"correction_cues":[{cue_list}]}},'
+        f'"files_touched":{_count(files)},"bucket":{bucket}}},'
+        f'"task_ref":{task_ref},'
+        f'"prompt_signal":{{"length_bucket":{prompt_length},'
+        f'"correction":{_flag(bool(cues))},"correction_cues":[{",".join(cue_texts)}]}},'
         f'"outcome":"unknown"}}\n'
     ).encode()

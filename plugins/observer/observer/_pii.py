@@ -217,12 +217,8 @@ def _scrub_by_rules(text: str) -> str:
 # scrubbed once per process. Long text is scrubbed every time and never kept.
 _scrub_key = lru_cache(maxsize=1024)(scrub)
 _scrub_short = lru_cache(maxsize=4096)(scrub)
-_SHORT = 128
-
-
-def scrub_text(text: str) -> str:
-    """A string of a record as `scrub_value` scrubs it."""
-    return _scrub_short(text) if len(text) <= _SHORT else scrub(text)
+SHORT_TEXT = 128
+_SHORT = SHORT_TEXT
 
 
 _PLAIN_SCALARS = frozenset({int, float, bool, type(None)})
