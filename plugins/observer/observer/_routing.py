@@ -32,7 +32,9 @@ def is_node_name(text: str) -> bool:
 
 def parse_routing_tag(message: str | None) -> RoutingTag | None:
     """The last well-formed routing tag in `message`; a malformed tag counts as no tag."""
-    if not message:
+    # Every tag opens with `<!--` (no letters, so case does not matter): a message without one,
+    # the usual case, is not scanned with the pattern.
+    if not message or "<!--" not in message:
         return None
     for match in reversed(list(_TAG.finditer(message))):
         pairs = dict(_PAIR.findall(match.group("body")))

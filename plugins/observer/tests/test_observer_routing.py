@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from observer._routing import (
     RoutingTag,
@@ -118,3 +120,24 @@ def test_gate_is_silent_without_a_dictated_method() -> None:
         )
         is None
     )
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "done\n<!-- ROUTING: provenance=autonomous node=planner -->",
+        "<!--routing:provenance=user_directed_method node=a counterfactual=b-->",
+        "x" * 5000 + "<!-- routing: provenance=autonomous node=n -->" + "y" * 5000,
+        "<!- routing: provenance=autonomous node=n -->",
+        "<!-- note --> and plain text",
+    ],
+)
+def test_parse_routing_tag_agrees_with_a_scan_of_the_whole_message(message: str) -> None:
+    found = [
+        match.group("body")
+        for match in re.finditer(r"<!--\s*routing:(?P<body>[^<>]*?)-->", message, re.IGNORECASE)
+    ]
+    tag = parse_routing_tag(message)
+    assert (tag is not None) == bool(found)
+    if tag is not None:
+        assert f"node={tag.node}" in found[-1]
