@@ -38,7 +38,6 @@ _TOKEN = re.compile(
     re.VERBOSE | re.DOTALL,
 )
 _PIECE = re.compile(r"""'([^']*)'|"([^"\\]*(?:\\.[^"\\]*)*)"|\\(.)""", re.DOTALL)
-_QUOTED_ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 
 
 class ShellParseError(ValueError):
@@ -117,13 +116,12 @@ def _unquote(match: re.Match[str]) -> str:
         return str(single)
     if double is None:
         return str(escaped)
-    # Inside double quotes only a quote or a backslash is escaped; else both stay.
-    return _QUOTED_ESCAPE.sub(_unescape_in_quotes, double) if "\\" in double else str(double)
-
-
-def _unescape_in_quotes(match: re.Match[str]) -> str:
-    char = match.group(1)
-    return char if char in '"\\' else "\\" + char
+    if "\\" not in double:
+        return str(double)
+    # Inside double quotes a backslash escapes only a quote or a backslash; before anything else
+    # both characters stay. Pairs are taken left to right: first every `\\`, and no piece
+    # between them holds another, so each remaining `\"` is a pair of its own.
+    return "\\".join(piece.replace('\\"', '"') for piece in double.split("\\\\"))
 
 
 def _lexer_tokens(text: str) -> list[str]:
