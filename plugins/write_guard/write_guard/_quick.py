@@ -32,6 +32,10 @@ def writes_nothing(command: str) -> bool:
     Anything else the line holds (words, quotes, `;`, `&&`, `|`, newlines, assignments) only
     separates or feeds commands the analysis ignores. False means "not proven", not "writes".
     """
+    # Most lines the analysis is needed for say so in their first word (`rm`, `git`, `python3`).
+    first = command.split(None, 1)
+    if first and first[0].rpartition("/")[2] in ANALYSED_COMMANDS:
+        return False
     # The analysis joins continued lines first; so must the checks.
     text = command.replace("\\\r\n", "").replace("\\\n", "")
     if "patch" in text or "apply" in text:
@@ -39,8 +43,6 @@ def writes_nothing(command: str) -> bool:
     if "<" in text or "(" in text or ")" in text or "`" in text or "#" in text:
         return False
     if ">" in text and ">" in _DUPLICATION.sub("", text):
-        return False
-    if _BALANCED.fullmatch(text) is None:
         return False
     # Without its quote and backslash characters (no command name holds one; dropping them
     # leaves each word's other characters in place, so a name built from quoted pieces shows)
@@ -50,4 +52,6 @@ def writes_nothing(command: str) -> bool:
     if any(prefix in words for prefix in INTERPRETER_PREFIXES):
         return False
     words = words.replace(";", " ").replace("&", " ").replace("|", " ").replace(">", " ")
-    return ANALYSED_COMMANDS.isdisjoint(words.replace("/", " ").split())
+    if not ANALYSED_COMMANDS.isdisjoint(words.replace("/", " ").split()):
+        return False
+    return _BALANCED.fullmatch(text) is not None
