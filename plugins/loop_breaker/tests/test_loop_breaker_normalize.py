@@ -9,9 +9,11 @@ import pytest
 from loop_breaker.core.normalize import (
     _SECRET,
     OUTPUT_TAIL_CHARS,
+    _has_digit,
     action_key,
     classify_outcome,
     collapse_whitespace,
+    error_lines,
     failure_of,
     is_counted,
     is_poll,
@@ -120,6 +122,18 @@ def test_labels_name_the_command_or_the_last_two_path_parts() -> None:
         else:
             assert label_of("Bash", tool_input) == (f"Bash {short_path(path)}" if path else "Bash")
     assert label_of("Read", {"file_path": "", "path": "/w/a.py"}) == "Read"
+
+
+def test_a_one_line_error_is_read_as_the_same_line_in_a_longer_text() -> None:
+    rng = random.Random(3)
+    pieces = ["Error", " ", "x", "fail", "\t", "ok", "12", "é", "DENIED", "İ", "0x1f", ":3"]
+    for _ in range(5000):
+        line = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        assert "\n" not in line
+        # With a newline the text takes the general path, whose answer must not change.
+        assert error_lines(line) == error_lines(line + "\n")
+        assert _has_digit(line) == (not frozenset("0123456789").isdisjoint(line))
+    assert not _has_digit("٣ is an Arabic-Indic three")
 
 
 def test_output_text_and_redaction() -> None:

@@ -84,7 +84,6 @@ _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _LINE_WORD = re.compile(r"line \d+")
 _GUTTER = re.compile(r"\s*>?\s*\d+\s*\|")
 _TMP_PATH = re.compile(r"/tmp/[\w.\-/]+")
-_DIGITS = frozenset("0123456789")
 
 _ERROR_CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
@@ -299,10 +298,27 @@ class Failure:
     snippet: str
 
 
+def _has_digit(line: str) -> bool:
+    """Whether `line` holds an ASCII digit: ten substring scans in C, where a set test would
+    make a string of every character."""
+    return (
+        "0" in line
+        or "1" in line
+        or "2" in line
+        or "3" in line
+        or "4" in line
+        or "5" in line
+        or "6" in line
+        or "7" in line
+        or "8" in line
+        or "9" in line
+    )
+
+
 def _clean_line(line: str) -> str:
     if "/tmp/" in line:
         line = _TMP_PATH.sub("#", line)
-    if _DIGITS.isdisjoint(line):
+    if not _has_digit(line):
         return " ".join(line.split())
     gutter = _GUTTER.match(line)
     if gutter is not None:
@@ -323,6 +339,10 @@ def _clean_line(line: str) -> str:
 def error_lines(text: str) -> list[str]:
     """The last error-looking lines of `text` (found by substring search, not a regex scan)."""
     lowered = text.lower()
+    if "\n" not in text:
+        # One line: it is the only candidate, and the first word found decides.
+        line = text.strip()
+        return [line] if line and any(word in lowered for word in _ERROR_WORDS) else []
     starts: set[int] = set()
     for word in _ERROR_WORDS:
         position = lowered.rfind(word)
