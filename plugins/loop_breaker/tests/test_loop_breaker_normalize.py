@@ -6,6 +6,7 @@ import random
 import sys
 
 import pytest
+from loop_breaker.core import MAIN_LOOP, LoopBreakerCore, Observation
 from loop_breaker.core.normalize import (
     _SECRET,
     OUTPUT_TAIL_CHARS,
@@ -167,3 +168,37 @@ def test_whitespace_collapses_as_split_and_join_for_every_character() -> None:
     for _ in range(2000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
         assert collapse_whitespace(text) == " ".join(text.split())
+
+
+def test_a_call_record_holds_each_derived_value_in_its_own_field() -> None:
+    core = LoopBreakerCore()
+    text = "zsh: command not found: rg\nError: token=abc12345 at step 3"
+    tool_input = {"command": "rg  foo", "description": "search"}
+    core.observe(Observation("c1", MAIN_LOOP, "Bash", tool_input, "error", text, 42))
+    failure = failure_of(text)
+    record = core.windows.loops[MAIN_LOOP].records[-1]
+    key = action_key("Bash", tool_input)
+    expected = {
+        "call_id": "c1",
+        "seq": 1,
+        "tool": "Bash",
+        "action_key": key,
+        "label": "rg foo",
+        "outcome": "error",
+        "outcome_fp": failure.signature,
+        "error_sig": failure.signature,
+        "error_class": "command-not-found",
+        "error_token": "rg",
+        "snippet": redact(failure.snippet),
+        "file": "",
+        "changed": False,
+        "reverted": False,
+        "is_poll": False,
+        "epoch": 0,
+        "at_ms": 42,
+        "cycle_key": f"{key}:{failure.signature}",
+    }
+    assert {name: getattr(record, name) for name in expected} == expected
+    assert "[redacted]" in record.snippet
+    core.observe(Observation("c2", MAIN_LOOP, "BashOutput", {"bash_id": "b"}, "ok", "x", 43))
+    assert core.windows.loops[MAIN_LOOP].records[-1].is_poll

@@ -179,26 +179,27 @@ class LoopBreakerCore:
             )
         window.seq += 1
         key = action_key(tool, tool_input)
+        # Positional, in field order (as `codec` also relies on): keywords cost a lookup each.
         record = CallRecord(
-            call_id=observation.call_id,
-            seq=window.seq,
-            tool=tool,
-            action_key=key,
-            label=label_of(tool, tool_input),
-            outcome=outcome,
-            outcome_fp=outcome_fp,
-            error_sig=error_sig,
-            error_class=error_class if outcome == "error" else "",
-            error_token=token,
-            snippet=snippet,
-            file=file,
-            changed=changed,
-            reverted=reverted,
+            observation.call_id,
+            window.seq,
+            tool,
+            key,
+            label_of(tool, tool_input),
+            outcome,
+            outcome_fp,
+            error_sig,
+            error_class if outcome == "error" else "",
+            token,
+            snippet,
+            file,
+            changed,
+            reverted,
             # `is_poll` reads the input only for a Bash command; other tools need no call.
-            is_poll=tool in POLL_TOOLS or (tool == "Bash" and is_poll(tool, tool_input)),
-            epoch=window.epoch,
-            at_ms=observation.at_ms,
-            cycle_key=f"{key}:{outcome_fp}",
+            tool in POLL_TOOLS or (tool == "Bash" and is_poll(tool, tool_input)),
+            window.epoch,
+            observation.at_ms,
+            f"{key}:{outcome_fp}",
         )
         window.append(record)
         return record
