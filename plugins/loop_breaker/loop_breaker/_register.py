@@ -249,14 +249,16 @@ def register(on: Any, options: Options) -> None:
                 if denial is not None
                 else result_text(event.tool, result.output, is_error=result.is_error)
             )
+            # Positional, in field order (call_id, loop_id, tool, input, outcome, text, at_ms):
+            # built once per tool call, where keywords cost a lookup each.
             observation = Observation(
-                call_id=event.tool_use_id,
-                loop_id=loop_id,
-                tool=event.tool,
-                input=event.input,
-                outcome=classify_outcome(result.is_error, denial is not None, text),
-                text=text,
-                at_ms=now,
+                event.tool_use_id,
+                loop_id,
+                event.tool,
+                event.input,
+                classify_outcome(result.is_error, denial is not None, text),
+                text,
+                now,
             )
             decisions = await runtime.with_core(
                 engine, event, lambda core: core.observe(observation)
