@@ -68,6 +68,8 @@ def _positive_seconds(raw: str, shown: str) -> float:
 class RedisBackend:
     """Keys live under a prefix (`hookchain:` by default); values are JSON strings."""
 
+    process_local = False
+
     def __init__(
         self,
         client: redis.asyncio.Redis,

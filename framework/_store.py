@@ -67,6 +67,9 @@ def _memory_copy(value: Any) -> str:
 class MemoryBackend:
     """A process-local store for tests and replays; values are copied in and out as JSON."""
 
+    process_local = True
+    """Values live in this process only: no other host reads them, none outlives the host."""
+
     def __init__(self) -> None:
         self.url = "memory://"
         self._data: dict[str, tuple[str, float | None]] = {}
@@ -124,6 +127,8 @@ CREATE TABLE IF NOT EXISTS kv (
 
 class SQLiteBackend:
     """A SQLite file in WAL mode, safe for many processes at once; updates in BEGIN IMMEDIATE."""
+
+    process_local = False
 
     def __init__(self, path: Path, *, busy_timeout_ms: int = 10_000) -> None:
         self.url = f"sqlite:///{path}"
@@ -293,6 +298,14 @@ class Store:
     @property
     def prefix(self) -> str:
         return self._prefix
+
+    @property
+    def process_local(self) -> bool:
+        """True when the values live in this process only (`memory://`): no other host shares
+        them and none outlives this one. A plugin that keeps a warm copy in memory and writes it
+        behind for a restarted or another host has nobody to write it for then. Backends that do
+        not say so count as shared."""
+        return getattr(self._backend, "process_local", False) is True
 
     def namespace(self, name: str) -> Store:
         """A view whose keys live under `name:` inside this one."""

@@ -349,3 +349,19 @@ async def test_a_ttl_that_is_not_positive_is_refused(backend: StoreBackend) -> N
     with pytest.raises(StoreError, match="positive"):
         await store.update("k", lambda value: 1, ttl=-5)
     assert await store.get("k") is None
+
+
+async def test_only_the_memory_backend_says_its_values_stay_in_this_process(
+    backend: StoreBackend,
+) -> None:
+    # Plugins skip write-behind copies when this is True: a shared backend saying so loses data.
+    view = Store(backend).namespace("plugin")
+    assert view.process_local is (backend.url == "memory://")
+
+
+def test_a_backend_that_does_not_say_counts_as_shared() -> None:
+    class Quiet(MemoryBackend):
+        process_local = None  # type: ignore[assignment]
+
+    assert Store(MemoryBackend()).process_local is True
+    assert Store(Quiet()).process_local is False
