@@ -20,6 +20,7 @@ from framework import (
     PromptSubmit,
     SessionEnd,
     SessionStart,
+    Store,
     ToolCall,
     ToolResult,
     TurnComplete,
@@ -99,7 +100,8 @@ class _Runtime:
         the core is loaded from `engine.state`, and every change made while handling that same
         event is written back at once, so a short-lived host loses nothing. Once this host sees a
         second event of the session it is warm: the store copy is then written at main-loop turn
-        end (`persist`).
+        end (`persist`). A process-local store (`memory://`) has no other host to read that copy:
+        it is written only when the session leaves memory (`_drop`).
         """
         session_id = engine.session.id
         hot = self.hot.get(session_id)
@@ -110,7 +112,7 @@ class _Runtime:
             if hot.loaded_for is not None and hot.loaded_for is not event:
                 hot.loaded_for = None
         outcome = change(hot.core)
-        if hot.loaded_for is not None:
+        if hot.loaded_for is not None and not hot.state.process_local:
             await self.persist(engine)
         return outcome
 
@@ -128,11 +130,26 @@ class _Runtime:
                 )
         core.policy.set_ignores(stored_ignores)
         # A concurrent handler of the same session may have loaded it meanwhile: keep the first.
-        hot = self.hot.setdefault(session_id, _HotCore(core, event))
+        hot = self.hot.setdefault(session_id, _HotCore(core, event, engine.state))
         while len(self.hot) > MAX_HOT_SESSIONS:
-            # The oldest idle session drops to its last stored copy (its last turn end).
-            self.hot.popitem(last=False)
+            await self._drop(engine, *self.hot.popitem(last=False))
         return hot
+
+    async def _drop(self, engine: Engine, session_id: str, hot: _HotCore) -> None:
+        """The oldest idle session leaves memory. A shared store holds its last turn end's copy
+        already; a process-local one holds only what is written now: its counts and its core."""
+        if not hot.state.process_local:
+            return
+        try:
+            await self._add_stats(engine, hot)
+            state = dump(hot.core)
+            if state != hot.stored:
+                await hot.state.set(STATE_KEY, state)
+        except Exception:
+            # Still in memory, and the next event of the session finds it there.
+            self.hot[session_id] = hot
+            self.hot.move_to_end(session_id, last=False)
+            raise
 
     async def persist(self, engine: Engine) -> None:
         """Writes this session's in-memory core to `engine.state`."""
@@ -161,6 +178,23 @@ class _Runtime:
             await self.with_core(engine, event, lambda core: core.policy.pending.add(taken))
             raise
 
+    async def flush_all(self, engine: Engine) -> None:
+        """Every session's new counts, for a reader of the totals when turn ends do not add
+        them (a process-local store)."""
+        for hot in list(self.hot.values()):
+            await self._add_stats(engine, hot)
+
+    async def _add_stats(self, engine: Engine, hot: _HotCore) -> None:
+        taken: Stats = hot.core.policy.take_pending()
+        if taken.is_empty():
+            return
+        try:
+            await engine.store.update(STATS_KEY, lambda stored: merge_stats(stored, taken))
+        except Exception:
+            # Counts not written go back to the session, for the next flush.
+            hot.core.policy.pending.add(taken)
+            raise
+
 
 @dataclass(slots=True)
 class _HotCore:
@@ -168,6 +202,8 @@ class _HotCore:
 
     core: LoopBreakerCore
     loaded_for: Event | None
+    state: Store
+    """The session's `engine.state`, for writing the core when it leaves memory."""
     stored: dict[str, Any] | None = None
     """What `engine.state` holds, as last read or written here."""
 
@@ -306,7 +342,9 @@ def register(on: Any, options: Options) -> None:
                     engine.ui.toast(decision.text, timeout_ms=TOAST_MS)
                     engine.transcript.line(decision.text)
             # A blocked Stop does not end the turn: the turn's counts and state wait for its end.
-            if event.agent_id is None and not blocked:
+            # In a process-local store nobody reads them before the session ends or leaves
+            # memory, or the command runs: those write them instead.
+            if event.agent_id is None and not blocked and not engine.state.process_local:
                 await runtime.flush(engine, event)
                 await runtime.persist(engine)
         except Exception as error:
@@ -346,6 +384,8 @@ async def _command(engine: Engine, runtime: _Runtime, event: CommandRun) -> str:
     arguments = event.arguments.strip()
     verb, _, rest = arguments.partition(" ")
     if verb == "":
+        if engine.store.process_local:
+            await runtime.flush_all(engine)
         stored = await engine.store.get(STATS_KEY)
         return await runtime.with_core(engine, event, lambda core: render(core, stored))
     if verb in ("off", "on"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -309,9 +310,14 @@ async def test_overlong_ignore_options_are_reported_once_and_the_rest_apply() ->
         assert outcome.result.notes == ()
 
 
-async def test_a_host_per_hook_call_loses_no_call() -> None:
+def _shared(folder: Path) -> StoreBackend:
+    """A store that outlives a host, as a restarted or short-lived host finds it."""
+    return open_backend(f"sqlite:///{folder / 'store.db'}")
+
+
+async def test_a_host_per_hook_call_loses_no_call(tmp_path: Path) -> None:
     # Without a warm host every event runs in a fresh one: the state must reach the store.
-    backend = open_backend("memory://")
+    backend = _shared(tmp_path)
     terminal = Terminal()
     notes = []
     for index in range(3):
@@ -322,8 +328,10 @@ async def test_a_host_per_hook_call_loses_no_call() -> None:
     await backend.aclose()
 
 
-async def test_a_warm_host_stores_the_state_at_turn_end_for_a_restarted_one() -> None:
-    backend = open_backend("memory://")
+async def test_a_warm_host_stores_the_state_at_turn_end_for_a_restarted_one(
+    tmp_path: Path,
+) -> None:
+    backend = _shared(tmp_path)
     terminal = Terminal()
     async with _host(store=backend) as warm:
         await warm.dispatch(SessionStart(session_id="s1"))
@@ -345,8 +353,8 @@ async def test_session_end_forgets_the_session(host: Host) -> None:
     assert again.result.notes == ()
 
 
-async def test_a_blocked_stop_leaves_the_stored_state_to_the_turn_end() -> None:
-    backend = open_backend("memory://")
+async def test_a_blocked_stop_leaves_the_stored_state_to_the_turn_end(tmp_path: Path) -> None:
+    backend = _shared(tmp_path)
     terminal = Terminal()
 
     async def blocked(event: TurnComplete) -> TurnResult:
@@ -364,4 +372,62 @@ async def test_a_blocked_stop_leaves_the_stored_state_to_the_turn_end() -> None:
         stored = await state.get("core")
         assert stored["observed"] == 2
         assert stored["stop_streaks"] == {}
+    await backend.aclose()
+
+
+async def test_a_process_local_store_gets_no_copy_at_turn_end_but_the_command_sees_counts(
+    host: Host,
+) -> None:
+    state = host.session_store("s1").namespace("loop-breaker")
+    totals = host.store.namespace("loop-breaker")
+    terminal = Terminal()
+    await host.dispatch(SessionStart(session_id="s1"))
+    for index in range(3):
+        await host.dispatch(_call(index), terminal=terminal)
+    await host.dispatch(TurnComplete(session_id="s1", turn_id="t1"))
+    # Nobody but this host reads a memory store: no write-behind copy, no counts yet.
+    assert await state.get("core") is None
+    assert await totals.get("stats.v1") is None
+    # Another session's command reads the totals: every session's counts are there first.
+    reply = await host.dispatch(CommandRun(session_id="s2", command="loop-breaker"))
+    assert "  nudges: 1" in reply.result.text
+    assert (await totals.get("stats.v1"))["totals"]["nudges"] == 1
+    await host.dispatch(SessionEnd(session_id="s1"))
+    assert (await totals.get("stats.v1"))["totals"]["nudges"] == 1
+
+
+async def _evicted_session_goes_on(host: Host) -> tuple[int, Any]:
+    terminal = Terminal()
+    await host.dispatch(SessionStart(session_id="a"))
+    await host.dispatch(_call(0, session="a"), terminal=terminal)
+    await host.dispatch(TurnComplete(session_id="a", turn_id="t1"))
+    await host.dispatch(_call(1, session="a"), terminal=terminal)
+    # A second session pushes "a" out of memory (one session is held in this test).
+    await host.dispatch(_call(0, "ls", session="b"), terminal=terminal)
+    stored = await host.session_store("a").namespace("loop-breaker").get("core")
+    third = await host.dispatch(_call(2, session="a"), terminal=terminal)
+    return len(third.result.notes), stored
+
+
+async def test_a_process_local_store_keeps_a_session_that_leaves_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(loop_breaker._register, "MAX_HOT_SESSIONS", 1)
+    async with _host() as host:
+        notes, stored = await _evicted_session_goes_on(host)
+    # Written when it left memory: the third failure is the third one seen, nothing lost.
+    assert notes == 1
+    assert stored["observed"] == 2
+
+
+async def test_a_shared_store_drops_a_session_to_its_last_turn_end(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(loop_breaker._register, "MAX_HOT_SESSIONS", 1)
+    backend = _shared(tmp_path)
+    async with _host(store=backend) as host:
+        notes, stored = await _evicted_session_goes_on(host)
+    # The copy of the turn end (one call) is what a restarted host would also find.
+    assert notes == 0
+    assert stored["observed"] == 1
     await backend.aclose()
