@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import fnmatch
+import os
 import random
 
 import pytest
 from write_guard._options import Options
-from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, _compiled, _matching_pattern
+from write_guard._paths import ResolvedPath, is_within
+from write_guard._policy import (
+    BUILTIN_PROTECTED_PATTERNS,
+    Policy,
+    _compiled,
+    _matching_pattern,
+    protected_verdict,
+)
 from write_guard._register import Guard
 from write_guard._surface import _APPLIES_PATCH, extract_surface
 
@@ -77,3 +85,32 @@ def test_patch_and_substitution_lines_are_still_read() -> None:
     assert applied.uncertain == ("a patch whose paths are not visible",)
     nested = extract_surface("Bash", {"command": "echo $(rm -rf build) `touch stamp`"})
     assert {t.path for t in nested.targets} == {"build", "stamp"}
+
+
+_CONTAINMENT_PARTS = ["/", "a", "b", "B", "db", "-wal", ".", "x"]
+
+
+def _random_path(rng: random.Random) -> str:
+    text = "/" + "".join(rng.choice(_CONTAINMENT_PARTS) for _ in range(rng.randint(0, 7)))
+    return os.path.normpath(text).replace("//", "/")
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_shared_prefix_skips_only_paths_no_protected_path_contains_or_is_below(
+    seed: int,
+) -> None:
+    rng = random.Random(seed)
+    for _ in range(400):
+        protected = tuple(_random_path(rng) for _ in range(rng.randint(1, 4)))
+        policy = Policy(
+            preset="workspace", workspace_root="/", protected_paths=protected, protected_patterns=()
+        )
+        path = _random_path(rng)
+        if path.rpartition("/")[2].casefold() in {".git", ".claude"}:
+            continue
+        folded = path.casefold()
+        expected = any(
+            is_within(folded, p.casefold()) or is_within(p.casefold(), folded) for p in protected
+        )
+        verdict = protected_verdict(ResolvedPath(path, path, path), policy)
+        assert (verdict is not None) == expected, (path, protected)

@@ -77,7 +77,7 @@ class PathVerdict:
 
 def protected_verdict(path: ResolvedPath, policy: Policy) -> PathVerdict | None:
     """A denial when the requested or the resolved path is (or contains) a protected location."""
-    protected = _folded(policy.protected_paths)
+    protected, shared = _folded(policy.protected_paths)
     for candidate in _distinct(path.requested, path.resolved):
         folded = candidate.casefold()
         hit = _matching_pattern(folded, policy.protected_patterns)
@@ -85,7 +85,9 @@ def protected_verdict(path: ResolvedPath, policy: Policy) -> PathVerdict | None:
             name = folded.rpartition("/")[2]
             if name in _PROTECTED_PARENTS:
                 hit = f"*/{name}"
-        if hit is None and protected:
+        # A match makes one path a prefix of the other, and every protected path starts with
+        # `shared`: a path that is not a prefix of `shared` nor starts with it matches none.
+        if hit is None and protected and (folded.startswith(shared) or shared.startswith(folded)):
             # One path contains the other: `is_within` both ways, spelled out for this hot loop.
             below = folded if folded.endswith("/") else folded + "/"
             for original, folded_protected, protected_below in protected:
@@ -150,10 +152,24 @@ def _matching_pattern(path: str, patterns: tuple[str, ...]) -> str | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _folded(paths: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
-    """Each path, case-folded, and the folded prefix of everything below it."""
+def _folded(paths: tuple[str, ...]) -> tuple[tuple[tuple[str, str, str], ...], str]:
+    """Each path, case-folded, and the folded prefix of everything below it; and the longest
+    prefix all the folded paths share."""
     folded = ((path, path.casefold()) for path in paths)
-    return tuple((path, f, f if f.endswith("/") else f + "/") for path, f in folded)
+    entries = tuple((path, f, f if f.endswith("/") else f + "/") for path, f in folded)
+    return entries, _shared_start([f for _path, f, _below in entries])
+
+
+def _shared_start(texts: list[str]) -> str:
+    """The longest string every text starts with, compared character by character (a path
+    may share only part of a name with another)."""
+    if not texts:
+        return ""
+    first, last = min(texts), max(texts)
+    for index, char in enumerate(first):
+        if char != last[index]:
+            return first[:index]
+    return first
 
 
 def preset_verdict(path: ResolvedPath, policy: Policy) -> PathVerdict | None:
