@@ -22,6 +22,7 @@ from framework import (
     Registration,
     SessionEnd,
     SessionStart,
+    Store,
     ToolCall,
     ToolResult,
     TurnComplete,
@@ -71,6 +72,8 @@ class _HotTurn:
 
     tally: TurnTally
     loaded_for: Event | None
+    # The session's own state, where a process-local host writes the turn back when it drops it.
+    state: Store
     # The session's facts as this host last wrote them (None until it writes them itself).
     session: SessionFacts | None = None
 
@@ -104,6 +107,8 @@ class Observer:
         written back at once (`_changed`), so a short-lived host loses nothing. Once this host
         sees a second event of the session it is warm: a tool call then only counts in memory,
         and the facts reach the store when the turn ends (the episode) or a prompt starts one.
+        On a process-local store nobody else reads them: they reach it only when this host
+        drops the session from memory.
         """
         return self._warm_turn(engine, event) or await self._load_turn(engine, event)
 
@@ -121,10 +126,16 @@ class Observer:
         stored = await engine.state.get(_TURN_KEY)
         facts = TurnFacts.model_validate(stored or {})
         # A concurrent handler of the same session may have loaded it meanwhile: keep it.
-        hot = self.hot.setdefault(engine.session.id, _HotTurn(TurnTally(facts), event))
+        hot = self.hot.setdefault(
+            engine.session.id, _HotTurn(TurnTally(facts), event, engine.state)
+        )
         while len(self.hot) > MAX_HOT_SESSIONS:
             # The oldest idle session drops back to its stored copy.
-            self.hot.popitem(last=False)
+            _, dropped = self.hot.popitem(last=False)
+            if dropped.state.process_local:
+                # A process-local store was spared the write-behind copies: it gets them now,
+                # or this host would lose what it knew of the session.
+                await _write_back(dropped)
         return hot
 
     async def _changed(self, engine: Engine, hot: _HotTurn) -> None:
@@ -159,8 +170,10 @@ class Observer:
             prompt = read_prompt(event.text, self.prompt_rules)
             hot = await self._turn(engine, event)
             hot.tally = TurnTally.started_by(prompt)
-            # Stored by warm hosts too, so that a restarted host still knows the turn's prompt.
-            await engine.state.set(_TURN_KEY, started_turn_values(prompt))
+            if not engine.state.process_local:
+                # Stored by warm hosts too, so that a restarted host still knows the turn's
+                # prompt (a process-local store outlives no host: it gets it if dropped).
+                await engine.state.set(_TURN_KEY, started_turn_values(prompt))
         except Exception as error:
             await self._write_error(engine, event.session_id, None, "prompt.submit", error)
         return result
@@ -173,7 +186,7 @@ class Observer:
             # The warm path (the usual one) runs without awaiting anything.
             hot = self._warm_turn(engine, event) or await self._load_turn(engine, event)
             hot.tally.count(event.tool, event.input, self.tool_rules)
-            if hot.loaded_for is not None:
+            if hot.loaded_for is not None and not engine.state.process_local:
                 await self._changed(engine, hot)
         except Exception as error:
             await self._write_error(engine, event.session_id, None, "tool.call", error)
@@ -214,8 +227,12 @@ class Observer:
             begun[:] = [updated]
             return updated.model_dump(mode="json")
 
-        await engine.state.update(_SESSION_KEY, begin, default={})
         hot = self.hot.get(engine.session.id)
+        if hot is not None and hot.session is not None and engine.state.process_local:
+            # This host's copy is the session's facts: the store was spared its count.
+            begin(_session_values(hot.session, hot.session.turns))
+        else:
+            await engine.state.update(_SESSION_KEY, begin, default={})
         if hot is not None and hot.session is not None:
             hot.session = begun[0]
         await self._heartbeat(engine, now)
@@ -273,7 +290,8 @@ class Observer:
             )
             if instruction is not None:
                 hot.tally.gate_fired_for = event.turn_id
-                await engine.state.set(_TURN_KEY, hot.tally.facts().model_dump(mode="json"))
+                if not engine.state.process_local:
+                    await engine.state.set(_TURN_KEY, hot.tally.facts().model_dump(mode="json"))
                 return result.continued(instruction, by=PLUGIN_NAME)
         now = await engine.clock.now()
         session = await self._count_turn(engine, hot)
@@ -290,7 +308,8 @@ class Observer:
         tag = parse_routing_tag(event.last_message)
         await self._write(engine, episode_line(facts, session, tag, context), now)
         hot.tally = TurnTally(_NO_FACTS)
-        await engine.state.delete(_TURN_KEY)
+        if not engine.state.process_local:
+            await engine.state.delete(_TURN_KEY)
         return result
 
     async def _count_turn(self, engine: Engine, hot: _HotTurn) -> SessionFacts:
@@ -313,7 +332,7 @@ class Observer:
 
             await engine.state.update(_SESSION_KEY, next_turn, default={})
             session = counted[0]
-        else:
+        elif not engine.state.process_local:
             await engine.state.set(_SESSION_KEY, _session_values(session, session.turns + 1))
         hot.session = SessionFacts(
             turns=session.turns + 1, model=session.model, post_compaction=session.post_compaction
@@ -341,6 +360,13 @@ class Observer:
         """A real log line is fsynced off the event loop; a sandboxed host's log is throwaway."""
         data_dir = self.data_dir(engine)
         await _off_loop(engine, self.log.write, data_dir, line, now, durable=not engine.sandboxed)
+
+
+async def _write_back(hot: _HotTurn) -> None:
+    """Store what a host kept of a session only in memory: its running turn and its facts."""
+    await hot.state.set(_TURN_KEY, hot.tally.facts().model_dump(mode="json"))
+    if hot.session is not None:
+        await hot.state.set(_SESSION_KEY, _session_values(hot.session, hot.session.turns))
 
 
 def _session_values(session: SessionFacts, turns: int) -> dict[str, Any]:

@@ -289,6 +289,12 @@ async def test_a_sandboxed_host_writes_the_same_episodes_without_fsync(
     assert not (tmp_path / "configured").exists()
 
 
+def _shared_backend(data_dir: Path) -> StoreBackend:
+    """A store that hosts share, as successive hook processes share the default SQLite file (a
+    `memory://` store is process-local: a host may keep in memory what only it will read)."""
+    return open_backend(f"sqlite:///{data_dir.parent / 'store.db'}")
+
+
 def _fresh_host(backend: StoreBackend, data_dir: Path) -> Host:
     options = {"observer": {"data_dir": str(data_dir), "methods": ["discovery-interview"]}}
     return Host(
@@ -313,7 +319,7 @@ _TURN_EVENTS: list[Any] = [
 
 @pytest.mark.anyio
 async def test_a_host_per_hook_call_loses_no_tool_call(data_dir: Path) -> None:
-    backend = open_backend("memory://")
+    backend = _shared_backend(data_dir)
     for event in _TURN_EVENTS:
         async with _fresh_host(backend, data_dir) as host:
             await host.dispatch(event)
@@ -328,7 +334,7 @@ async def test_a_host_per_hook_call_loses_no_tool_call(data_dir: Path) -> None:
 async def test_a_warm_host_counts_in_memory_and_a_restarted_one_keeps_the_prompt(
     data_dir: Path,
 ) -> None:
-    backend = open_backend("memory://")
+    backend = _shared_backend(data_dir)
     async with _fresh_host(backend, data_dir) as warm:
         await warm.dispatch(PromptSubmit(session_id="s1", text="wrong again, fix it"))
         for event in _TURN_EVENTS[1:-1]:
@@ -366,7 +372,7 @@ async def test_only_a_persons_prompt_starts_the_turns_facts(host: Host, data_dir
 
 @pytest.mark.anyio
 async def test_a_restarted_host_continues_the_sessions_turn_count(data_dir: Path) -> None:
-    backend = open_backend("memory://")
+    backend = _shared_backend(data_dir)
     async with _fresh_host(backend, data_dir) as first:
         await first.dispatch(SessionStart(session_id="s1", model="model-x", source="compact"))
         await _turn(first, "one", turn="t1")
@@ -404,7 +410,7 @@ async def test_each_sandboxed_host_writes_into_its_own_sandbox(tmp_path: Path) -
 
 @pytest.mark.anyio
 async def test_a_warm_host_stores_each_turn_count_for_a_restarted_one(data_dir: Path) -> None:
-    backend = open_backend("memory://")
+    backend = _shared_backend(data_dir)
     async with _fresh_host(backend, data_dir) as warm:
         await warm.dispatch(SessionStart(session_id="s1", model="model-x"))
         for turn in ("t1", "t2", "t3"):

@@ -1,0 +1,157 @@
+"""A host on a process-local store (`memory://`) keeps the session in memory and loses nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from framework import (
+    Event,
+    FakeClock,
+    Host,
+    PromptSubmit,
+    SessionStart,
+    StoreBackend,
+    ToolCall,
+    TurnComplete,
+    open_backend,
+)
+
+import observer
+from observer import _register
+
+START_MS = 1_767_225_600_000
+STORES = ["memory", "sqlite"]
+TAG = "<!-- routing: provenance=user_directed_method node=discovery-interview counterfactual=x -->"
+
+
+def _backend(kind: str, folder: Path) -> StoreBackend:
+    if kind == "memory":
+        return open_backend("memory://")
+    return open_backend(f"sqlite:///{folder / 'store.db'}")
+
+
+@asynccontextmanager
+async def _host(kind: str, folder: Path) -> AsyncIterator[Host]:
+    backend = _backend(kind, folder)
+    options = {"observer": {"data_dir": str(folder / "log"), "methods": ["discovery-interview"]}}
+    try:
+        async with Host(
+            plugins=[observer],
+            entry_points=False,
+            store=backend,
+            clock=FakeClock(start_ms=START_MS),
+            options=options,
+            config={},
+        ) as host:
+            yield host
+    finally:
+        await backend.aclose()
+
+
+def _episodes(folder: Path) -> list[dict[str, Any]]:
+    lines: list[dict[str, Any]] = []
+    for path in sorted((folder / "log").glob("episodes-*.jsonl")):
+        lines += [json.loads(line) for line in path.read_text().splitlines()]
+    for line in lines:
+        line.pop("id")  # drawn at random
+    return lines
+
+
+def _tool(session: str, index: int, tool: str = "Edit") -> ToolCall:
+    return ToolCall(
+        session_id=session,
+        tool_use_id=f"{session}-{index}",
+        tool=tool,
+        input={"file_path": f"/{index}"},
+    )
+
+
+# Two sessions whose turns interleave: with one session held in memory, each event of the other
+# drops it mid-turn, between turns, and before a compacting `session.start`.
+_INTERLEAVED: list[Event] = [
+    SessionStart(session_id="s1", model="model-x"),
+    PromptSubmit(session_id="s1", text="wrong again, run discovery-interview for ABC-7"),
+    _tool("s1", 1),
+    SessionStart(session_id="s2", model="model-y"),
+    PromptSubmit(session_id="s2", text="hello"),
+    _tool("s2", 1, "Read"),
+    _tool("s1", 2),
+    TurnComplete(session_id="s1", turn_id="a1", last_message="no tag"),
+    _tool("s2", 2),
+    _tool("s1", 3),
+    TurnComplete(session_id="s1", turn_id="a1", last_message=f"done {TAG}"),
+    TurnComplete(session_id="s2", turn_id="b1", last_message="ok"),
+    SessionStart(session_id="s1", source="compact"),
+    PromptSubmit(session_id="s2", text="again"),
+    PromptSubmit(session_id="s1", text="on"),
+    TurnComplete(session_id="s2", turn_id="b2", last_message="ok"),
+    _tool("s1", 4),
+    TurnComplete(session_id="s1", turn_id="a2", last_message="ok"),
+]
+
+
+async def _run(kind: str, folder: Path, events: Sequence[Event]) -> list[dict[str, Any]]:
+    async with _host(kind, folder) as host:
+        for event in events:
+            await host.dispatch(event)
+    return _episodes(folder)
+
+
+@pytest.mark.anyio
+async def test_a_process_local_host_that_drops_sessions_writes_the_same_episodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kept = await _run("memory", tmp_path / "kept", _INTERLEAVED)
+    monkeypatch.setattr(_register, "MAX_HOT_SESSIONS", 1)
+    dropped = await _run("memory", tmp_path / "dropped", _INTERLEAVED)
+    assert dropped == kept
+    # The run covers what a dropped session must keep: tool counts, the prompt's facts, the
+    # gate's question, the turn count and compaction.
+    assert [(e["session_id"], e["task_size"]["tool_calls"]) for e in kept] == [
+        ("s1", 3),
+        ("s2", 2),
+        ("s2", 0),
+        ("s1", 1),
+    ]
+    first = kept[0]
+    assert first["task_ref"] == "ABC-7"
+    assert first["decision_provenance"]["source"] == "routing_tag"
+    assert [e["environment"]["session_turn"] for e in kept] == [1, 1, 2, 2]
+    assert [e["environment"]["post_compaction"] for e in kept] == [False, False, False, True]
+    assert [e["environment"]["model"] for e in kept] == ["model-x", "model-y", "model-y", "model-x"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", STORES)
+async def test_both_stores_give_the_same_episodes(tmp_path: Path, kind: str) -> None:
+    reference = await _run("memory", tmp_path / "reference", _INTERLEAVED)
+    assert await _run(kind, tmp_path / kind, _INTERLEAVED) == reference
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", STORES)
+async def test_only_a_shared_store_gets_the_warm_hosts_copies(tmp_path: Path, kind: str) -> None:
+    async with _host(kind, tmp_path) as host:
+        state = host.engine("observer", "s1").state
+        await host.dispatch(SessionStart(session_id="s1", model="model-x"))
+        await host.dispatch(PromptSubmit(session_id="s1", text="wrong"))
+        await host.dispatch(_tool("s1", 1))
+        await host.dispatch(_tool("s1", 2))
+        stored_turn = await state.get("turn")
+        for turn in ("t1", "t2"):
+            await host.dispatch(TurnComplete(session_id="s1", turn_id=turn, last_message="ok"))
+        stored_session = await state.get("session")
+    if kind == "memory":
+        # Nobody but this host could read them: the prompt's facts and the second count stay
+        # in memory.
+        assert stored_turn is None
+        assert stored_session == {"turns": 1, "model": "model-x", "post_compaction": False}
+    else:
+        assert stored_turn is not None
+        assert stored_turn["prompt"]["correction_cues"] == ["wrong"]
+        assert stored_session == {"turns": 2, "model": "model-x", "post_compaction": False}
