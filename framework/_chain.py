@@ -7,6 +7,8 @@ import contextlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from framework._contract import (
     CommandReply,
     ContextResult,
@@ -317,6 +319,8 @@ class _FallbackNext:
 
 def audit_change(dispatch: Dispatch, plugin: str, frame: CallNext, result: Any) -> None:
     """Record what `plugin` changed relative to downstream's result (or decided on its own)."""
+    if not isinstance(result, BaseModel):
+        return  # a stream (turn.step) or None: nothing in it to audit
     before = frame._outcome if frame._state == _DONE else None
     add = dispatch.add
     if isinstance(result, ToolResult):

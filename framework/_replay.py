@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from tempfile import TemporaryDirectory
@@ -352,7 +352,7 @@ class _SessionRun:
         if kind is TurnStep:
 
             async def run_step(_: Event) -> Any:
-                return _stream(step.chunks)
+                return _RecordedStream(step.chunks)
 
             return run_step
         if kind is TurnComplete and step.continuation is not None:
@@ -417,9 +417,31 @@ async def _neutral(seen: Event) -> Any:
     return neutral_result(seen)
 
 
-async def _stream(chunks: tuple[StreamChunk, ...]) -> AsyncIterator[StreamChunk]:
-    for chunk in chunks:
-        yield chunk
+class _RecordedStream:
+    """A step's recorded chunks as a stream.
+
+    Not an async generator: the event loop registers each new one in a weak set for shutdown,
+    which costs a replayed step more than reading its chunks.
+    """
+
+    __slots__ = ("_chunks", "_next")
+
+    def __init__(self, chunks: tuple[StreamChunk, ...]) -> None:
+        self._chunks = chunks
+        self._next = 0
+
+    def __aiter__(self) -> _RecordedStream:
+        return self
+
+    async def __anext__(self) -> StreamChunk:
+        index = self._next
+        if index >= len(self._chunks):
+            raise StopAsyncIteration
+        self._next = index + 1
+        return self._chunks[index]
+
+    async def aclose(self) -> None:
+        self._next = len(self._chunks)
 
 
 async def _drain(stream: Any) -> None:
