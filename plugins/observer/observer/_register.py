@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -95,6 +96,8 @@ class Observer:
         self.hot: OrderedDict[str, _HotTurn] = OrderedDict()
         self._sandbox_dir: Path | None = None
         self._sandbox_counter: ReadCounter | None = None
+        # A process-local store's live marks, kept here instead: session -> (ms, wall expiry).
+        self._live: dict[str, tuple[int, float]] = {}
         self.log = MonthLog()
         # The kept month file is closed at `session.end`, or when this host's observer goes.
         weakref.finalize(self, self.log.close)
@@ -264,6 +267,8 @@ class Observer:
     async def _heartbeat(self, engine: Engine, now: int) -> bool:
         """Mark this session live; whether another session was live within the window."""
         window_ms = self.options.parallel_window_minutes * 60_000
+        if engine.store.process_local:
+            return self._local_heartbeat(engine.session.id, now, window_ms)
         own = f"{_LIVE_PREFIX}{engine.session.id}"
         await engine.store.set(own, now, ttl=window_ms / 1000)
         beats: dict[str, int] = {}
@@ -274,6 +279,20 @@ class Observer:
             if isinstance(seen, int):
                 beats[key.removeprefix(_LIVE_PREFIX)] = seen
         return other_live_sessions(beats, engine.session.id, now, window_ms)
+
+    def _local_heartbeat(self, session_id: str, now: int, window_ms: int) -> bool:
+        """`_heartbeat` for a process-local store: only this host's sessions could read the marks,
+        so they are kept here, each expiring like the store's key would (its TTL in wall time)."""
+        wall = time.time()
+        live = self._live
+        live[session_id] = (now, wall + window_ms / 1000)
+        beats: dict[str, int] = {}
+        for other, (seen, expires) in list(live.items()):
+            if expires <= wall:
+                del live[other]
+            elif other != session_id:
+                beats[other] = seen
+        return other_live_sessions(beats, session_id, now, window_ms)
 
     async def _finish_turn(
         self, engine: Engine, event: TurnComplete, result: TurnResult

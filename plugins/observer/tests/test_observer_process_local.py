@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -146,12 +147,56 @@ async def test_only_a_shared_store_gets_the_warm_hosts_copies(tmp_path: Path, ki
         for turn in ("t1", "t2"):
             await host.dispatch(TurnComplete(session_id="s1", turn_id=turn, last_message="ok"))
         stored_session = await state.get("session")
+        live_marks = await host.engine("observer", "s1").store.keys("live:")
+    assert live_marks == ([] if kind == "memory" else ["live:s1"])
     if kind == "memory":
-        # Nobody but this host could read them: the prompt's facts and the second count stay
-        # in memory.
+        # Nobody but this host could read them: the prompt's facts, the second count and the
+        # live marks stay in memory.
         assert stored_turn is None
         assert stored_session == {"turns": 1, "model": "model-x", "post_compaction": False}
     else:
         assert stored_turn is not None
         assert stored_turn["prompt"]["correction_cues"] == ["wrong"]
         assert stored_session == {"turns": 2, "model": "model-x", "post_compaction": False}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", STORES)
+async def test_parallel_sessions_follow_the_window_and_the_marks_lifetime(
+    tmp_path: Path, kind: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wall = [1_000_000.0]
+    monkeypatch.setattr(time, "time", lambda: wall[0])
+    clock = FakeClock(start_ms=START_MS)
+    backend = _backend(kind, tmp_path)
+    options = {"observer": {"data_dir": str(tmp_path / "log"), "parallel_window_minutes": 30}}
+    flags: list[bool] = []
+    try:
+        async with Host(
+            plugins=[observer],
+            entry_points=False,
+            store=backend,
+            clock=clock,
+            options=options,
+            config={},
+        ) as host:
+            # (session, engine clock step, wall step): a mark counts within the window of the
+            # session's clock and while its key lives (its TTL runs in wall time).
+            for session, step_ms, step_s in (
+                ("s1", 0, 0.0),
+                ("s2", 60_000, 0.0),  # s1 a minute ago
+                ("s1", 31 * 60_000, 0.0),  # s2 31 minutes ago: outside the window
+                ("s2", 29 * 60_000, 0.0),  # s1 29 minutes ago
+                ("s1", 0, 30 * 60.0 + 1),  # s2 now by the clock, but its key has expired
+                ("s3", 0, 0.0),  # s1 just marked
+            ):
+                clock.advance(step_ms)
+                wall[0] += step_s
+                await host.dispatch(PromptSubmit(session_id=session, text="go"))
+                await host.dispatch(
+                    TurnComplete(session_id=session, turn_id="t", last_message="ok")
+                )
+    finally:
+        await backend.aclose()
+    flags = [e["environment"]["parallel_session"] for e in _episodes(tmp_path)]
+    assert flags == [False, True, False, True, False, True]
