@@ -104,6 +104,14 @@ def realpath(path: str, known: Resolutions) -> tuple[str, bool]:
     found = known.get(path)
     if found is not None:
         return found
+    parent, _, name = path.rpartition("/")
+    if name and name != "." and name != ".." and parent:
+        # Most paths of a decision are siblings: the parent is known, one step down suffices.
+        above = known.get(parent)
+        if above is not None:
+            found = _step_down(path, name, above)
+            known[path] = found
+            return found
     # Up to the nearest ancestor already known (or one only os.path.realpath resolves), then
     # down again name by name; a loop rather than recursion, as this runs for every ancestor.
     below: list[tuple[str, str]] = []
@@ -122,23 +130,27 @@ def realpath(path: str, known: Resolutions) -> tuple[str, bool]:
         if found is not None:
             break
     known[current] = found
-    base, exists = found
     for child, name in reversed(below):
         if name and name != ".":
-            candidate = base + "/" + name if base != "/" else "/" + name
-            if exists:
-                try:
-                    mode = os.lstat(candidate).st_mode
-                except OSError as error:
-                    # realpath keeps the name as written; only a name known to be absent spares
-                    # its descendants their lstat (any other failure leaves them to be tried).
-                    exists = error.errno not in (errno.ENOENT, errno.ENOTDIR)
-                else:
-                    # A symlink, and only a symlink, needs the full walk.
-                    candidate = os.path.realpath(child) if stat.S_ISLNK(mode) else candidate
-            base = candidate
-        known[child] = (base, exists)
-    return base, exists
+            found = _step_down(child, name, found)
+        known[child] = found
+    return found
+
+
+def _step_down(path: str, name: str, parent: tuple[str, bool]) -> tuple[str, bool]:
+    """The resolution of `path`, a plain `name` (not empty, `.` or `..`) in a resolved parent."""
+    base, exists = parent
+    candidate = base + "/" + name if base != "/" else "/" + name
+    if not exists:
+        return candidate, False
+    try:
+        mode = os.lstat(candidate).st_mode
+    except OSError as error:
+        # realpath keeps the name as written; only a name known to be absent spares its
+        # descendants their lstat (any other failure leaves them to be tried).
+        return candidate, error.errno not in (errno.ENOENT, errno.ENOTDIR)
+    # A symlink, and only a symlink, needs the full walk.
+    return (os.path.realpath(path) if stat.S_ISLNK(mode) else candidate), True
 
 
 def _expand(raw: str, context: PathContext) -> str | PathRejection:
