@@ -6,7 +6,7 @@ from functools import lru_cache
 from json.encoder import encode_basestring
 
 from observer._log_file import encode_line
-from observer._pii import SHORT_TEXT, scrub
+from observer._pii import SHORT_TEXT, rule_free, scrub
 from observer._records import SCHEMA_VERSION, iso_timestamp, length_bucket, size_bucket
 from observer._routing import RoutingTag
 from observer._turn_facts import (
@@ -69,6 +69,17 @@ def _text(value: str | None) -> str:
     return encode_basestring(scrub(value))
 
 
+def _own_text(value: str) -> str:
+    # An id or timestamp of the observer's own shape is left alone by `scrub` and has nothing
+    # to escape: it is quoted as it is, without a cache entry that no later line would use.
+    if rule_free(value):
+        return f'"{value}"'
+    return _text(value)
+
+
+_STR_OR_NONE = frozenset({str, type(None)})
+
+
 def _count(value: int) -> str:
     return int.__repr__(value)
 
@@ -86,9 +97,9 @@ def episode_line(
     provenance, counterfactual, source = provenance_fields(facts, tag)
     files = len(facts.file_digests)
     cues = prompt.correction_cues
+    episode_id = context.episode_id
+    ts = iso_timestamp(context.ms)
     texts = (
-        context.episode_id,
-        iso_timestamp(context.ms),
         context.session_id,
         context.turn_id,
         choose_node(facts, tag),
@@ -104,7 +115,8 @@ def episode_line(
     )
     if not (
         _KEYS_ARE_CLEAN
-        and all(type(text) is str or text is None for text in texts)
+        and type(episode_id) is str
+        and set(map(type, texts)) <= _STR_OR_NONE
         and type(context.session_turn) is int
         and type(facts.tool_calls) is int
         and type(facts.edits) is int
@@ -113,8 +125,6 @@ def episode_line(
     ):
         return encode_line(episode_record(facts, session, tag, context))
     (
-        episode_id,
-        ts,
         session_id,
         turn_id,
         node,
@@ -130,7 +140,8 @@ def episode_line(
     ) = map(_text, texts)
     return (
         f'{{"record":"episode","schema_version":{_count(SCHEMA_VERSION)},'
-        f'"id":{episode_id},"ts":{ts},"session_id":{session_id},"turn_id":{turn_id},'
+        f'"id":{_own_text(episode_id)},"ts":{_own_text(ts)},'
+        f'"session_id":{session_id},"turn_id":{turn_id},'
         f'"node":{node},'
         f'"decision_provenance":{{"provenance":{provenance_text},'
         f'"counterfactual":{counterfactual_text},"source":{source_text}}},'

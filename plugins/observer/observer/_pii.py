@@ -193,6 +193,12 @@ _RULE_FREE = re.compile(
 ).fullmatch
 
 
+def rule_free(text: str) -> bool:
+    """Whether `text` is a lower-case UUID or a millisecond UTC timestamp, which `scrub` returns
+    unchanged (and whose characters need no JSON escape)."""
+    return _RULE_FREE(text) is not None
+
+
 def scrub(text: str) -> str:
     """`text` with emails, phone numbers, keys and tokens replaced by `[KIND]` placeholders."""
     if _RULE_FREE(text):

@@ -9,6 +9,7 @@ from typing import Any
 
 from observer._episode_line import episode_line
 from observer._log_file import encode_line
+from observer._records import new_episode_id
 from observer._routing import RoutingTag
 from observer._turn_facts import (
     EpisodeContext,
@@ -63,7 +64,7 @@ def _cases(rng: random.Random, count: int) -> list[tuple[TurnFacts, SessionFacts
             ]
         )
         context = EpisodeContext(
-            episode_id=rng.choice([str(TEXTS[3]), "id with jane@example.com"]),
+            episode_id=rng.choice([str(TEXTS[3]), new_episode_id(), "id with jane@example.com"]),
             ms=rng.randrange(0, 2**41),
             session_id=str(rng.choice(TEXTS[1:])),
             turn_id=str(rng.choice(TEXTS[1:])),
