@@ -326,7 +326,7 @@ class Observer:
         )
         tag = parse_routing_tag(event.last_message)
         await self._write(engine, episode_line(facts, session, tag, context), now)
-        hot.tally = TurnTally(_NO_FACTS)
+        hot.tally = TurnTally.started_by(_NO_FACTS.prompt)
         if not engine.state.process_local:
             await engine.state.delete(_TURN_KEY)
         return result

@@ -183,11 +183,31 @@ def _task_ref_pattern(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
+DEFAULT_TASK_REF_PATTERN = r"(?<![\w/#])(?:[A-Z][A-Z0-9]{1,9}-\d{1,7}|#\d{1,7})\b"
+# Every match of the default pattern holds a `-` or `#` followed by a digit, at most this many
+# characters after the match's start: the first such pair bounds where the first match can start.
+_TASK_REF_ANCHOR = re.compile(r"[#-]\d").search
+_TASK_REF_REACH = 10
+
+
+def find_task_ref(pattern_text: str, text: str) -> re.Match[str] | None:
+    """The first match of `pattern_text` in `text`; with the default pattern, a text without a
+    `-` or `#` before a digit is not scanned with it, and one with them from just before the
+    first (a lookbehind still sees the characters before where the search starts)."""
+    pattern = _task_ref_pattern(pattern_text)
+    if pattern_text == DEFAULT_TASK_REF_PATTERN:
+        anchor = _TASK_REF_ANCHOR(text)
+        if anchor is None:
+            return None
+        return pattern.search(text, max(0, anchor.start() - _TASK_REF_REACH))
+    return pattern.search(text)
+
+
 def read_prompt(text: str, rules: PromptRules) -> PromptFacts:
     """The content-free facts of a prompt (its text is not kept)."""
     task_ref = None
     if rules.task_ref_pattern:
-        match = _task_ref_pattern(rules.task_ref_pattern).search(text)
+        match = find_task_ref(rules.task_ref_pattern, text)
         task_ref = match.group(0)[:80] if match else None
     return PromptFacts(
         length=len(text),
@@ -249,9 +269,15 @@ class TurnTally:
 
     @classmethod
     def started_by(cls, prompt: PromptFacts) -> TurnTally:
-        """A new turn's tally: its prompt's facts and nothing counted yet."""
-        tally = cls(_NO_COUNTS)
+        """A new turn's tally: its prompt's facts and nothing counted yet (what `cls(TurnFacts(
+        prompt=prompt))` gives, set directly)."""
+        tally = cls.__new__(cls)
         tally.prompt = prompt
+        tally.tool_calls = 0
+        tally.edits = 0
+        tally._digests = {}
+        tally._nodes = {}
+        tally.gate_fired_for = None
         return tally
 
     def snapshot(self) -> TurnSnapshot:
@@ -274,9 +300,6 @@ class TurnTally:
             tool_nodes=tuple(self._nodes),
             gate_fired_for=self.gate_fired_for,
         )
-
-
-_NO_COUNTS = TurnFacts()
 
 
 def started_turn_values(prompt: PromptFacts) -> dict[str, Any]:

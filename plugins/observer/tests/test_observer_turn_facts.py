@@ -8,10 +8,12 @@ import re
 import sys
 
 import pytest
+from observer._options import Options
 from observer._records import Episode, length_bucket, size_bucket
 from observer._routing import RoutingTag
 from observer._turn_facts import (
     _ODD_FOLDS,
+    DEFAULT_TASK_REF_PATTERN,
     EpisodeContext,
     PromptRules,
     SessionFacts,
@@ -23,6 +25,7 @@ from observer._turn_facts import (
     build_episode,
     count_tool_call,
     episode_record,
+    find_task_ref,
     other_live_sessions,
     prepare_prompt_rules,
     read_prompt,
@@ -314,3 +317,32 @@ def test_a_started_turn_is_stored_as_the_models_dump(text: str) -> None:
     values = started_turn_values(prompt)
     assert json.dumps(values) == json.dumps(dumped)
     assert TurnTally.started_by(prompt).facts() == TurnFacts(prompt=prompt)
+
+
+def test_started_tallies_count_apart_from_each_other() -> None:
+    prompt = read_prompt("go", PROMPT_RULES)
+    first, second = TurnTally.started_by(prompt), TurnTally.started_by(prompt)
+    first.count("Skill", {"skill": "builder", "file_path": "/a.py"}, TOOL_RULES)
+    assert second.facts() == TurnFacts(prompt=prompt)
+    assert first.facts() == count_tool_call(
+        TurnFacts(prompt=prompt), "Skill", {"skill": "builder", "file_path": "/a.py"}, TOOL_RULES
+    )
+
+
+def test_the_default_task_ref_pattern_is_the_one_searched_from_its_anchor() -> None:
+    assert Options().task_ref_pattern == DEFAULT_TASK_REF_PATTERN
+
+
+def test_the_anchored_task_ref_search_finds_what_the_pattern_finds() -> None:
+    plain = re.compile(DEFAULT_TASK_REF_PATTERN)
+    rng = random.Random(5)
+    pieces = ["A", "B", "Z", "Q9", "a", "x", "_", "/", "#", "-", "1", "42", "\u0663", " ", ".", "é"]
+    texts = ["", "#1", "AB-1", "ABCDEFGHIJ-1", "ABCDEFGHIJK-1", "/ABC-1", "x#12 ABC-3"]
+    texts += ["".join(rng.choices(pieces, k=rng.randrange(1, 40))) for _ in range(20_000)]
+    for text in texts:
+        expected = plain.search(text)
+        found = find_task_ref(DEFAULT_TASK_REF_PATTERN, text)
+        assert (found and found.span()) == (expected and expected.span()), text
+    custom = r"ticket (\d+)"
+    assert find_task_ref(custom, "see ticket 7") is not None
+    assert find_task_ref(custom, "see #7") is None
