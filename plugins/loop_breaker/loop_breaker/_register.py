@@ -116,6 +116,20 @@ class _Runtime:
             await self.persist(engine)
         return outcome
 
+    def warm(self, engine: Engine, event: Event) -> LoopBreakerCore | None:
+        """This session's core when it is in memory and needs no write after `event` (what
+        `with_core` then does, without a coroutine of its own); None when `with_core` must."""
+        session_id = engine.session.id
+        hot = self.hot.get(session_id)
+        if hot is None:
+            return None
+        if hot.loaded_for is not None:
+            if hot.loaded_for is event:
+                return None
+            hot.loaded_for = None
+        self.hot.move_to_end(session_id)
+        return hot.core
+
     async def _load(self, engine: Engine, event: Event) -> _HotCore:
         session_id = engine.session.id
         stored_ignores = _ignore_list(await engine.store.get(IGNORE_KEY))
@@ -296,8 +310,11 @@ def register(on: Any, options: Options) -> None:
                 text,
                 now,
             )
-            decisions = await runtime.with_core(
-                engine, event, lambda core: core.observe(observation)
+            core = runtime.warm(engine, event)
+            decisions = (
+                core.observe(observation)
+                if core is not None
+                else await runtime.with_core(engine, event, lambda core: core.observe(observation))
             )
             answered = _carry_out(engine, result, decisions)
             if runtime.timing_on(engine):
@@ -335,7 +352,11 @@ def register(on: Any, options: Options) -> None:
                     core.turn_end()
                 return decisions
 
-            for decision in await runtime.with_core(engine, event, finish):
+            core = runtime.warm(engine, event)
+            decisions = (
+                finish(core) if core is not None else await runtime.with_core(engine, event, finish)
+            )
+            for decision in decisions:
                 if decision.kind == "nudge":
                     await engine.session.append(decision.text)
                 elif decision.kind == "escalate":
