@@ -8,7 +8,7 @@ import pytest
 from write_guard._decide import GitHold, GuardDenial, decide
 from write_guard._paths import PathContext
 from write_guard._policy import Policy, Preset
-from write_guard._quick import writes_nothing
+from write_guard._quick import sink_redirections, writes_nothing
 from write_guard._surface import extract_surface
 
 W, E, B = "Write", "Edit", "Bash"
@@ -243,6 +243,7 @@ def test_attack_takes_the_full_analysis(
     """No Bash attack is waved through by the shortcut for lines that write nothing."""
     if tool == B:
         assert not writes_nothing(layout.fill(value))
+        assert sink_redirections(layout.fill(value)) is None
 
 
 @pytest.mark.parametrize(("case", "tool", "value"), CONTROLS, ids=[c[0] for c in CONTROLS])

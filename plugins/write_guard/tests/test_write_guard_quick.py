@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 
 import pytest
-from write_guard._quick import writes_nothing
+from write_guard._quick import sink_redirections, writes_nothing
 from write_guard._surface import NOTHING, Surface, analysed_bash_surface, extract_surface
 
 CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "transcripts"
@@ -15,7 +15,8 @@ FRAGMENTS = [
     "rm", "r", "m", "cp", "git", "sh", "bash", "env", "time", "eval", "xargs", "python3.12",
     "tee", "echo", "uv", "run", "x", "/bin/", "a/", "1", "2", "=", "-c", "-i", " ", " ", "\t",
     "\n", ";", "&", "&&", "|", ">", ">&", "<", "(", ")", "$", "$(", "`", "'", '"', "\\", "\\\n",
-    "#", "{", "}", "patch", "apply", ".", "~",
+    "#", "{", "}", "patch", "apply", ".", "~", "/dev/null", ">/dev/null", "2>/dev/null", "&>",
+    ">>", ">|", "'(x)'", '"a>b"', "'#'", "'('", '")"', "\\>", "'a'", "null", "/dev/",
 ]  # fmt: skip
 
 
@@ -64,6 +65,38 @@ def test_a_random_line_it_passes_has_an_empty_surface() -> None:
     assert passed > 1000
 
 
+def _sinks_only(surface: Surface) -> list[str] | None:
+    """The operators of a surface made of /dev/null redirections alone, else None."""
+    if surface.git_commands or surface.uncertain or surface.malformed:
+        return None
+    if any(target.path != "/dev/null" for target in surface.targets):
+        return None
+    return [target.how.removeprefix("redirection ") for target in surface.targets]
+
+
+def test_a_corpus_line_it_proves_writes_exactly_its_sinks() -> None:
+    commands = _corpus_commands()
+    proven = [command for command in commands if sink_redirections(command)]
+    for command in proven:
+        assert _sinks_only(analysed_bash_surface(command)) == sink_redirections(command), command
+    assert len(proven) * 20 > len(commands)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_random_line_it_proves_writes_exactly_its_sinks(seed: int) -> None:
+    chooser = random.Random(seed)
+    proven = quoted_punctuation = 0
+    for _ in range(20000):
+        line = "".join(chooser.choices(FRAGMENTS, k=chooser.randint(1, 9)))
+        sinks = sink_redirections(line)
+        if sinks is not None:
+            proven += bool(sinks)
+            quoted_punctuation += any(mark in line for mark in "()#")
+            assert _sinks_only(analysed_bash_surface(line)) == sinks, repr(line)
+    assert proven > 200
+    assert quoted_punctuation > 200
+
+
 @pytest.mark.parametrize(
     "command",
     [
@@ -105,10 +138,30 @@ def test_a_random_line_it_passes_has_an_empty_surface() -> None:
         "dd if=a of=b",
         "tar -xf a.tgz",
         "echo 'rm -rf /' ok",  # quoted, yet a command name: not proven, analysed in full
+        "echo '(' x",  # a quoted word of punctuation is read as an operator
+        'echo ")"',
+        "echo '>' /dev/null",
+        'echo "$(rm x)"',
+        'echo "$(echo x > y)"',
+        "echo \\(x\\)",
+        "ls >>|/dev/null",
+        "ls &>|/dev/null",
+        "ls >/dev/null/x",
+        "ls >/dev/nullx",
+        "ls >'/dev/null'",
+        "ls '>'/dev/null",
+        "ls \\>/dev/null",
+        "ls >&/dev/null",
+        "ls >/dev/null >x",
+        "ls 2>/dev/null; rm x",
+        'echo "(x)" # y',
+        'echo "(x)" > y',
+        "cat a 2>/dev/null <b",
     ],
 )
 def test_it_refuses_to_prove_a_line_the_analysis_reacts_to(command: str) -> None:
     assert not writes_nothing(command)
+    assert sink_redirections(command) is None
 
 
 @pytest.mark.parametrize(
@@ -121,6 +174,8 @@ def test_it_refuses_to_prove_a_line_the_analysis_reacts_to(command: str) -> None
         "npm test >&2",
         "cat a.txt && grep -n x b.txt || echo none",
         "X=1 ./build.sh arg",
+        'echo "--- Agents (root) ---" && ls a/*.md',
+        'echo "a > b" "#1" \'(x)\'',
     ],
 )
 def test_harmless_lines_take_the_shortcut_to_the_same_empty_surface(command: str) -> None:
@@ -128,3 +183,25 @@ def test_harmless_lines_take_the_shortcut_to_the_same_empty_surface(command: str
     assert _empty(analysed_bash_surface(command))
     assert extract_surface("Bash", {"command": command}) == Surface(command=command)
     assert extract_surface("Bash", {"command": command}) != NOTHING
+
+
+@pytest.mark.parametrize(
+    ("command", "operators"),
+    [
+        ("ls a/*.md 2>/dev/null | wc -l", [">"]),
+        ("make >/dev/null 2>&1 && echo ok", [">"]),
+        ("npm ci &>/dev/null; ls >> /dev/null", ["&>", ">>"]),
+        ('echo "(done)" >|/dev/null', [">|"]),
+    ],
+)
+def test_lines_writing_only_to_dev_null_take_the_shortcut_to_the_same_targets(
+    command: str, operators: list[str]
+) -> None:
+    assert sink_redirections(command) == operators
+    assert _sinks_only(analysed_bash_surface(command)) == operators
+    surface = extract_surface("Bash", {"command": command})
+    assert [(target.path, target.how) for target in surface.targets] == [
+        ("/dev/null", f"redirection {operator}") for operator in operators
+    ]
+    assert not surface.git_commands
+    assert not surface.uncertain

@@ -1,4 +1,4 @@
-"""Prove, without parsing, that a Bash command line has an empty write surface."""
+"""Prove, without parsing, that a Bash command line writes nothing but `/dev/null`."""
 
 from __future__ import annotations
 
@@ -6,52 +6,95 @@ import re
 
 from write_guard._bash import ANALYSED_COMMANDS, INTERPRETER_PREFIXES
 
+_PUNCTUATION = ";&|<>()\n"
 # `N>&M` (and ` >&M`) duplicates a descriptor and writes no file; the lexer reads it as the
 # word N, the operator `>&` and the all-digit word M, which the analysis skips.
 # Written to start with the literal `>`, which the regex engine looks for at C speed.
 _DUPLICATION = re.compile(r">(?<=[0-9 \t]>)&[0-9]+(?=[ \t\r\n;&|]|$)")
+# A redirection to /dev/null whose operator is a punctuation run of its own: nothing but a
+# word character before it (not a quote or backslash, which could make it part of a word)
+# and the target a whole word. The analysis reads each as one write of /dev/null.
+_SINK = re.compile(r"(?<![;&|<>()\n\\'\"])(&>>|&>|>>|>\||>)[ \t]*/dev/null(?=[ \t\r\n;&|]|$)")
 # The line splits without error (every quote closed, no trailing escape) exactly when it is a
 # sequence of these pieces; unrolled, so a failing match does not backtrack.
 _BALANCED = re.compile(
     r"""[^'"\\]*(?:(?:'[^']*'|"[^"\\]*(?:\\.[^"\\]*)*"|\\.)[^'"\\]*)*""", re.DOTALL
 )
+# The pieces the lexer reads as one: quoted strings and escapes (what `_BALANCED` is made of).
+_PIECE = re.compile(r"""'[^']*'|"[^"\\]*(?:\\.[^"\\]*)*"|\\.""", re.DOTALL)
+_LITERAL_IN_QUOTES = str.maketrans({"(": "_", ")": "_", ">": "_", "#": "_"})
 
 
 def writes_nothing(command: str) -> bool:
-    """True only when the full analysis of `command` finds no target, git call or doubt.
+    """True only when the full analysis of `command` finds no target, git call or doubt."""
+    return sink_redirections(command) == []
 
-    What the analysis reacts to, and why its absence proves the surface empty:
-    - `>` outside a descriptor duplication and any `<`: redirections and heredocs (a quoted
-      `'>'` counts: the analysis reads it as an operator); `(`/`)`: subshells and `$(…)`, the
-      only source of unbalanced-parenthesis errors; a backtick: substitutions;
+
+def sink_redirections(command: str) -> list[str] | None:
+    """The operators of the line's redirections to /dev/null, in order, when the full analysis
+    of `command` finds exactly those (each a target /dev/null) and no other target, git call
+    or doubt; None when that is not proven (which does not mean the line writes).
+
+    What the analysis reacts to, and why its absence proves the rest of the surface empty:
+    - `>` outside a descriptor duplication or a redirection to /dev/null, and any `<`:
+      redirections and heredocs (a quoted `'>'` counts: the analysis reads a word of
+      punctuation as an operator); `(`/`)`: subshells and `$(…)`, the only source of
+      unbalanced-parenthesis errors; a backtick: substitutions;
     - `#`: a comment hides quotes from the lexer, which the balance check cannot follow;
     - unclosed quotes or a trailing escape: the line cannot be split;
     - `patch`/`apply`: the patch surface is read from the raw text;
     - any word naming a wrapper, shell, interpreter, `eval`, `git`, `xargs` or a writing
       command (the only words whose presence adds a target, a git call or a doubt).
-    Anything else the line holds (words, quotes, `;`, `&&`, `|`, newlines, assignments) only
-    separates or feeds commands the analysis ignores. False means "not proven", not "writes".
+    Inside a quoted string holding a character other than punctuation, `(`, `)`, `>` and `#`
+    are letters of a word (see `_literal_in_quotes`). Anything else the line holds (words,
+    quotes, `;`, `&&`, `|`, newlines, assignments) only separates or feeds commands the
+    analysis ignores.
     """
     # Most lines the analysis is needed for say so in their first word (`rm`, `git`, `python3`).
     first = command.split(None, 1)
     if first and first[0].rpartition("/")[2] in ANALYSED_COMMANDS:
-        return False
+        return None
     # The analysis joins continued lines first; so must the checks.
     text = command.replace("\\\r\n", "").replace("\\\n", "")
     if "patch" in text or "apply" in text:
-        return False
-    if "<" in text or "(" in text or ")" in text or "`" in text or "#" in text:
-        return False
-    if ">" in text and ">" in _DUPLICATION.sub("", text):
-        return False
+        return None
+    if "<" in text or "`" in text or "$(" in text:
+        return None
+    if "(" in text or ")" in text or "#" in text or ">" in text:
+        if "'" in text or '"' in text:
+            text = _PIECE.sub(_literal_in_quotes, text)
+        if "(" in text or ")" in text or "#" in text:
+            return None
+    sinks: list[str] = []
+    if ">" in text:
+        if "/dev/null" in text:
+            sinks = _SINK.findall(text)
+            text = _SINK.sub(" ", text)
+        if ">" in text and ">" in _DUPLICATION.sub("", text):
+            return None
     # Without its quote and backslash characters (no command name holds one; dropping them
     # leaves each word's other characters in place, so a name built from quoted pieces shows)
     # and split at blanks, punctuation (`<`, `(`, `)` are absent by now) and `/`, the line
     # holds every word's last path segment as one of its pieces.
     words = text.replace("'", "").replace('"', "").replace("\\", "")
     if any(prefix in words for prefix in INTERPRETER_PREFIXES):
-        return False
+        return None
     words = words.replace(";", " ").replace("&", " ").replace("|", " ").replace(">", " ")
     if not ANALYSED_COMMANDS.isdisjoint(words.replace("/", " ").split()):
-        return False
-    return _BALANCED.fullmatch(text) is not None
+        return None
+    return sinks if _BALANCED.fullmatch(text) is not None else None
+
+
+def _literal_in_quotes(match: re.Match[str]) -> str:
+    """A quoted string with its `(`, `)`, `>`, `#` made letters, when they are letters there.
+
+    The lexer reads a quoted string as part of a word, and a word as an operator only when it
+    is punctuation alone: a string holding anything else keeps its punctuation as letters of
+    a word the analysis ignores (no command name holds these four, and a path's last segment
+    still shows). A punctuation-only string, an escape, and a double-quoted string that could
+    substitute (`$(` is refused before) stay as they are, for the checks to refuse.
+    """
+    piece = match.group(0)
+    if not piece[1:-1].strip(_PUNCTUATION):  # an escape's two characters hold nothing inside
+        return piece
+    return piece.translate(_LITERAL_IN_QUOTES)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from write_guard._bash import WriteTarget, analyse_bash
-from write_guard._quick import writes_nothing
+from write_guard._quick import sink_redirections
 
 _PATH_FIELDS: dict[str, tuple[str, ...]] = {
     "write": ("file_path",),
@@ -39,6 +39,7 @@ class Surface:
 
 
 NOTHING = Surface()
+SINK = "/dev/null"
 
 
 def extract_surface(tool: str, tool_input: Mapping[str, Any]) -> Surface:
@@ -84,9 +85,16 @@ def _patch_surface(text: str, how: str) -> Surface:
 
 
 def _bash_surface(command: str) -> Surface:
-    if writes_nothing(command):
+    sinks = sink_redirections(command)
+    if sinks is None:
+        return analysed_bash_surface(command)
+    if not sinks:
         return Surface(command=command)
-    return analysed_bash_surface(command)
+    # What the analysis finds, but for the directory a `cd` moved to: /dev/null is absolute.
+    return Surface(
+        targets=tuple(WriteTarget(SINK, f"redirection {operator}") for operator in sinks),
+        command=command,
+    )
 
 
 def analysed_bash_surface(command: str) -> Surface:
