@@ -11,10 +11,12 @@ _PUNCTUATION = ";&|<>()\n"
 # word N, the operator `>&` and the all-digit word M, which the analysis skips.
 # Written to start with the literal `>`, which the regex engine looks for at C speed.
 _DUPLICATION = re.compile(r">(?<=[0-9 \t]>)&[0-9]+(?=[ \t\r\n;&|]|$)")
-# A redirection to /dev/null whose operator is a punctuation run of its own: nothing but a
-# word character before it (not a quote or backslash, which could make it part of a word)
-# and the target a whole word. The analysis reads each as one write of /dev/null.
-_SINK = re.compile(r"(?<![;&|<>()\n\\'\"])(&>>|&>|>>|>\||>)[ \t]*/dev/null(?=[ \t\r\n;&|]|$)")
+# A redirection to /dev/null, the target a whole word. The analysis reads each as one write
+# of /dev/null when the operator is a punctuation run of its own, which the character before
+# it tells (checked apart: a leading lookbehind would cost a regex step per character).
+_SINK = re.compile(r"(&>>|&>|>>|>\||>)[ \t]*/dev/null(?=[ \t\r\n;&|]|$)")
+# Before an operator, these may make it part of a longer run or of a word.
+_NOT_BEFORE_SINK = frozenset(";&|<>()\n\\'\"")
 # The line splits without error (every quote closed, no trailing escape) exactly when it is a
 # sequence of these pieces; unrolled, so a failing match does not backtrack.
 _BALANCED = re.compile(
@@ -68,8 +70,17 @@ def sink_redirections(command: str) -> list[str] | None:
     sinks: list[str] = []
     if ">" in text:
         if "/dev/null" in text:
-            sinks = _SINK.findall(text)
-            text = _SINK.sub(" ", text)
+            kept: list[str] = []
+            end = 0
+            for match in _SINK.finditer(text):
+                start = match.start()
+                if start and text[start - 1] in _NOT_BEFORE_SINK:
+                    return None
+                sinks.append(match.group(1))
+                kept.append(text[end:start])
+                end = match.end()
+            kept.append(text[end:])
+            text = " ".join(kept)
         if ">" in text and ">" in _DUPLICATION.sub("", text):
             return None
     # Without its quote and backslash characters (no command name holds one; dropping them
