@@ -75,7 +75,8 @@ class _HotTurn:
     loaded_for: Event | None
     # The session's own state, where a process-local host writes the turn back when it drops it.
     state: Store
-    # The session's facts as this host last wrote them (None until it writes them itself).
+    # The session's facts as this host last wrote them (None until it writes them itself); on a
+    # process-local store, the facts themselves, which reach the store only when dropped.
     session: SessionFacts | None = None
 
 
@@ -217,27 +218,26 @@ class Observer:
     async def _start(self, engine: Engine, event: SessionStart) -> None:
         now = await engine.clock.now()
 
-        begun: list[SessionFacts] = []
-
-        def begin(stored: Any) -> Any:
-            session = SessionFacts.model_validate(stored or {})
-            compacted = event.source == "compact" or (
-                session.post_compaction and event.source != "clear"
-            )
-            updated = session.model_copy(
-                update={"model": event.model or session.model, "post_compaction": compacted}
-            )
-            begun[:] = [updated]
-            return updated.model_dump(mode="json")
-
-        hot = self.hot.get(engine.session.id)
-        if hot is not None and hot.session is not None and engine.state.process_local:
-            # This host's copy is the session's facts: the store was spared its count.
-            begin(_session_values(hot.session, hot.session.turns))
+        if engine.state.process_local:
+            # Nobody else reads this session's state: the host holds the session from its start,
+            # and keeps its facts in memory (read from the store only when it did not hold them).
+            hot = await self._turn(engine, event)
+            if hot.session is None:
+                stored = await engine.state.get(_SESSION_KEY)
+                hot.session = _begun(SessionFacts.model_validate(stored or {}), event)
+            else:
+                hot.session = _begun(hot.session, event)
         else:
+            begun: list[SessionFacts] = []
+
+            def begin(stored: Any) -> Any:
+                begun[:] = [_begun(SessionFacts.model_validate(stored or {}), event)]
+                return begun[0].model_dump(mode="json")
+
             await engine.state.update(_SESSION_KEY, begin, default={})
-        if hot is not None and hot.session is not None:
-            hot.session = begun[0]
+            held = self.hot.get(engine.session.id)
+            if held is not None and held.session is not None:
+                held.session = begun[0]
         await self._heartbeat(engine, now)
         if engine.sandboxed:
             self._remind_in_memory(engine, now)
@@ -336,7 +336,9 @@ class Observer:
 
         A host that wrote the facts itself (at the session's start or its last turn end, as
         `hot.session`) counts on from them and only writes the new count, as a restarted host
-        needs it; otherwise the stored facts are read and counted in one atomic update.
+        needs it (on a process-local store, where `hot.session` is the facts from the session's
+        start, not even that); otherwise the stored facts are read and counted in one atomic
+        update.
         """
         session = hot.session
         if session is None:
@@ -379,6 +381,14 @@ class Observer:
         """A real log line is fsynced off the event loop; a sandboxed host's log is throwaway."""
         data_dir = self.data_dir(engine)
         await _off_loop(engine, self.log.write, data_dir, line, now, durable=not engine.sandboxed)
+
+
+def _begun(session: SessionFacts, event: SessionStart) -> SessionFacts:
+    """The session's facts once `event` has started it (again)."""
+    compacted = event.source == "compact" or (session.post_compaction and event.source != "clear")
+    return session.model_copy(
+        update={"model": event.model or session.model, "post_compaction": compacted}
+    )
 
 
 async def _write_back(hot: _HotTurn) -> None:
