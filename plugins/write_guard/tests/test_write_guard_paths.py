@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 from typing import Any
 
@@ -118,3 +119,19 @@ def test_the_requested_path_is_the_normalised_one(raw: str) -> None:
     path = resolve_path(raw, context, {})
     assert isinstance(path, ResolvedPath)
     assert path.requested == expected
+
+
+# No symlink loops here: after one, os.path.realpath reads `//` oddly (CASES has loops).
+_NAMES = ["sub", "escape", "inner", "evil.txt", "missing", "x", ".", "", "..", ".git", "config"]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_paths_sharing_decisions_resolve_as_realpath_does(layout: Any, seed: int) -> None:
+    chooser = random.Random(seed)
+    for _ in range(40):
+        known: Resolutions = {}
+        for _ in range(chooser.randint(1, 6)):
+            base = chooser.choice([str(layout.ws), str(layout.scratch), "/", "//", "/nowhere"])
+            names = chooser.choices(_NAMES, k=chooser.randint(0, 5))
+            path = base + "/" + "/".join(names) if names else base
+            assert realpath(path, known)[0] == os.path.realpath(path), path

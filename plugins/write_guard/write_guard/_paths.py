@@ -112,6 +112,8 @@ def realpath(path: str, known: Resolutions) -> tuple[str, bool]:
             found = _step_down(path, name, above)
             known[path] = found
             return found
+    if path[:1] == "/" and "/.." not in path:
+        return _walk_down(path, known)
     # Up to the nearest ancestor already known (or one only os.path.realpath resolves), then
     # down again name by name; a loop rather than recursion, as this runs for every ancestor.
     below: list[tuple[str, str]] = []
@@ -135,6 +137,27 @@ def realpath(path: str, known: Resolutions) -> tuple[str, bool]:
             found = _step_down(child, name, found)
         known[child] = found
     return found
+
+
+def _walk_down(path: str, known: Resolutions) -> tuple[str, bool]:
+    """`realpath` of an absolute path without `..`: from the root down, name by name, each
+    ancestor looked up in `known` first (a decision's first path knows none of them, and
+    going up to learn that would cost a lookup per level on the way up as well)."""
+    found = ("/", True)  # what os.path.realpath("/") returns, without its walk
+    start = 1
+    while True:
+        end = path.find("/", start)
+        prefix = path if end < 0 else path[:end]
+        name = prefix[start:]
+        if name and name != ".":
+            below = known.get(prefix)
+            if below is None:
+                below = known[prefix] = _step_down(prefix, name, found)
+            found = below
+        if end < 0:
+            known[path] = found
+            return found
+        start = end + 1
 
 
 def _step_down(path: str, name: str, parent: tuple[str, bool]) -> tuple[str, bool]:
