@@ -323,7 +323,8 @@ class _SessionRun:
         event = step.event
         self.count(event)
         outcome = await self.host.dispatch(event, self.terminal(step))
-        self.collect(outcome.actions, event, index)
+        if outcome._actions:  # most dispatches record nothing: `actions` would make a list
+            self.collect(outcome._actions, event, index)
         if type(event) is TurnStep:
             await _drain(outcome.result)
             self.collect(self.host.take_pending(event.session_id), event, index)
