@@ -62,6 +62,19 @@ def sink_redirections(command: str) -> list[str] | None:
         return None
     if "<" in text or "`" in text or "$(" in text:
         return None
+    # Without its quote and backslash characters (no command name holds one; dropping them
+    # leaves each word's other characters in place, so a name built from quoted pieces shows)
+    # and split at blanks, punctuation (`<` is absent by now), `#` and `/`, the line holds
+    # every word's last path segment as one of its pieces. Read before quoted punctuation is
+    # made letters below, it splits more, so it finds any name it would find after.
+    words = text.replace("'", "").replace('"', "").replace("\\", "")
+    if any(prefix in words for prefix in INTERPRETER_PREFIXES):
+        return None
+    words = words.replace(";", " ").replace("&", " ").replace("|", " ").replace(">", " ")
+    if "(" in words or ")" in words or "#" in words:
+        words = words.replace("(", " ").replace(")", " ").replace("#", " ")
+    if not ANALYSED_COMMANDS.isdisjoint(words.replace("/", " ").split()):
+        return None
     if "(" in text or ")" in text or "#" in text or ">" in text:
         if "'" in text or '"' in text:
             text = _PIECE.sub(_literal_in_quotes, text)
@@ -83,16 +96,6 @@ def sink_redirections(command: str) -> list[str] | None:
             text = " ".join(kept)
         if ">" in text and ">" in _DUPLICATION.sub("", text):
             return None
-    # Without its quote and backslash characters (no command name holds one; dropping them
-    # leaves each word's other characters in place, so a name built from quoted pieces shows)
-    # and split at blanks, punctuation (`<`, `(`, `)` are absent by now) and `/`, the line
-    # holds every word's last path segment as one of its pieces.
-    words = text.replace("'", "").replace('"', "").replace("\\", "")
-    if any(prefix in words for prefix in INTERPRETER_PREFIXES):
-        return None
-    words = words.replace(";", " ").replace("&", " ").replace("|", " ").replace(">", " ")
-    if not ANALYSED_COMMANDS.isdisjoint(words.replace("/", " ").split()):
-        return None
     return sinks if _BALANCED.fullmatch(text) is not None else None
 
 
