@@ -104,16 +104,6 @@ def realpath(path: str, known: Resolutions) -> tuple[str, bool]:
     found = known.get(path)
     if found is not None:
         return found
-    parent, _, name = path.rpartition("/")
-    if name and name != "." and name != ".." and parent:
-        # Most paths of a decision are siblings: the parent is known, one step down suffices.
-        above = known.get(parent)
-        if above is not None:
-            found = _step_down(path, name, above)
-            known[path] = found
-            return found
-    if path[:1] == "/" and "/.." not in path:
-        return _walk_down(path, known)
     # Up to the nearest ancestor already known (or one only os.path.realpath resolves), then
     # down again name by name; a loop rather than recursion, as this runs for every ancestor.
     below: list[tuple[str, str]] = []
@@ -132,48 +122,23 @@ def realpath(path: str, known: Resolutions) -> tuple[str, bool]:
         if found is not None:
             break
     known[current] = found
+    base, exists = found
     for child, name in reversed(below):
         if name and name != ".":
-            found = _step_down(child, name, found)
-        known[child] = found
-    return found
-
-
-def _walk_down(path: str, known: Resolutions) -> tuple[str, bool]:
-    """`realpath` of an absolute path without `..`: from the root down, name by name, each
-    ancestor looked up in `known` first (a decision's first path knows none of them, and
-    going up to learn that would cost a lookup per level on the way up as well)."""
-    found = ("/", True)  # what os.path.realpath("/") returns, without its walk
-    start = 1
-    while True:
-        end = path.find("/", start)
-        prefix = path if end < 0 else path[:end]
-        name = prefix[start:]
-        if name and name != ".":
-            below = known.get(prefix)
-            if below is None:
-                below = known[prefix] = _step_down(prefix, name, found)
-            found = below
-        if end < 0:
-            known[path] = found
-            return found
-        start = end + 1
-
-
-def _step_down(path: str, name: str, parent: tuple[str, bool]) -> tuple[str, bool]:
-    """The resolution of `path`, a plain `name` (not empty, `.` or `..`) in a resolved parent."""
-    base, exists = parent
-    candidate = base + "/" + name if base != "/" else "/" + name
-    if not exists:
-        return candidate, False
-    try:
-        mode = os.lstat(candidate).st_mode
-    except OSError as error:
-        # realpath keeps the name as written; only a name known to be absent spares its
-        # descendants their lstat (any other failure leaves them to be tried).
-        return candidate, error.errno not in (errno.ENOENT, errno.ENOTDIR)
-    # A symlink, and only a symlink, needs the full walk.
-    return (os.path.realpath(path) if stat.S_ISLNK(mode) else candidate), True
+            candidate = base + "/" + name if base != "/" else "/" + name
+            if exists:
+                try:
+                    mode = os.lstat(candidate).st_mode
+                except OSError as error:
+                    # realpath keeps the name as written; only a name known to be absent spares
+                    # its descendants their lstat (any other failure leaves them to be tried).
+                    exists = error.errno not in (errno.ENOENT, errno.ENOTDIR)
+                else:
+                    # A symlink, and only a symlink, needs the full walk.
+                    candidate = os.path.realpath(child) if stat.S_ISLNK(mode) else candidate
+            base = candidate
+        known[child] = (base, exists)
+    return base, exists
 
 
 def _expand(raw: str, context: PathContext) -> str | PathRejection:

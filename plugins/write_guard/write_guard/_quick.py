@@ -62,27 +62,21 @@ def sink_redirections(command: str) -> list[str] | None:
         return None
     if "<" in text or "`" in text or "$(" in text:
         return None
-    # Without its quote and backslash characters (no command name holds one; dropping them
-    # leaves each word's other characters in place, so a name built from quoted pieces shows)
-    # and split at blanks, punctuation (`<` is absent by now), `#` and `/`, the line holds
-    # every word's last path segment as one of its pieces. Read before quoted punctuation is
-    # made letters below, it splits more, so it finds any name it would find after.
-    words = text.replace("'", "").replace('"', "").replace("\\", "")
-    if any(prefix in words for prefix in INTERPRETER_PREFIXES):
+    sinks: list[str] = []
+    unexplained = "(" in text or ")" in text or "#" in text
+    if not unexplained and ">" in text:
+        unexplained = ">" in _DUPLICATION.sub("", text)
+    if unexplained and "'" not in text and '"' not in text and "/dev/null" not in text:
+        return None  # nothing quoted that could hold these, nor a sink that could explain `>`
+    if not _names_nothing_analysed(text):
         return None
-    words = words.replace(";", " ").replace("&", " ").replace("|", " ").replace(">", " ")
-    if "(" in words or ")" in words or "#" in words:
-        words = words.replace("(", " ").replace(")", " ").replace("#", " ")
-    if not ANALYSED_COMMANDS.isdisjoint(words.replace("/", " ").split()):
-        return None
-    if "(" in text or ")" in text or "#" in text or ">" in text:
+    if unexplained:
+        # The costly part, only for lines the cheap checks above could not settle.
         if "'" in text or '"' in text:
             text = _PIECE.sub(_literal_in_quotes, text)
         if "(" in text or ")" in text or "#" in text:
             return None
-    sinks: list[str] = []
-    if ">" in text:
-        if "/dev/null" in text:
+        if ">" in text and "/dev/null" in text:
             kept: list[str] = []
             end = 0
             for match in _SINK.finditer(text):
@@ -97,6 +91,24 @@ def sink_redirections(command: str) -> list[str] | None:
         if ">" in text and ">" in _DUPLICATION.sub("", text):
             return None
     return sinks if _BALANCED.fullmatch(text) is not None else None
+
+
+def _names_nothing_analysed(text: str) -> bool:
+    """Whether no word of the line names a command the analysis reacts to.
+
+    Without its quote and backslash characters (no command name holds one; dropping them
+    leaves each word's other characters in place, so a name built from quoted pieces shows)
+    and split at blanks, punctuation (`<` is absent by now), `#` and `/`, the line holds every
+    word's last path segment as one of its pieces. Read before quoted punctuation is made
+    letters, it splits more, so it finds any name it would find after.
+    """
+    words = text.replace("'", "").replace('"', "").replace("\\", "")
+    if any(prefix in words for prefix in INTERPRETER_PREFIXES):
+        return False
+    words = words.replace(";", " ").replace("&", " ").replace("|", " ").replace(">", " ")
+    if "(" in words or ")" in words or "#" in words:
+        words = words.replace("(", " ").replace(")", " ").replace("#", " ")
+    return ANALYSED_COMMANDS.isdisjoint(words.replace("/", " ").split())
 
 
 def _literal_in_quotes(match: re.Match[str]) -> str:
