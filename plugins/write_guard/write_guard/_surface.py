@@ -10,11 +10,12 @@ from typing import Any
 from write_guard._bash import WriteTarget, analyse_bash
 from write_guard._quick import sink_redirections
 
-_PATH_FIELDS: dict[str, tuple[str, ...]] = {
-    "write": ("file_path",),
-    "edit": ("file_path",),
-    "multiedit": ("file_path",),
-    "notebookedit": ("notebook_path",),
+# Each file tool names the one file it writes in one field.
+_PATH_FIELD: dict[str, str] = {
+    "write": "file_path",
+    "edit": "file_path",
+    "multiedit": "file_path",
+    "notebookedit": "notebook_path",
 }
 _PATCH_TOOLS = frozenset({"apply_patch", "applypatch", "patch"})
 _PATCH_FIELDS = ("patch", "input", "diff", "content")
@@ -45,12 +46,12 @@ SINK = "/dev/null"
 def extract_surface(tool: str, tool_input: Mapping[str, Any]) -> Surface:
     """The write surface of `tool` called with `tool_input` (NOTHING for reads and other tools)."""
     kind = tool.casefold()
-    fields = _PATH_FIELDS.get(kind)
-    if fields is not None:
-        paths = [tool_input.get(name) for name in fields]
-        if not all(isinstance(path, str) and path for path in paths):
-            return Surface(malformed=f"{tool} without a usable {' / '.join(fields)}")
-        return Surface(targets=tuple(WriteTarget(str(path), tool) for path in paths))
+    field = _PATH_FIELD.get(kind)
+    if field is not None:
+        path = tool_input.get(field)
+        if not isinstance(path, str) or not path:
+            return Surface(malformed=f"{tool} without a usable {field}")
+        return Surface(targets=(WriteTarget(path, tool),))
     if kind in _PATCH_TOOLS:
         text = next(
             (tool_input[f] for f in _PATCH_FIELDS if isinstance(tool_input.get(f), str)), None
