@@ -81,7 +81,15 @@ def resolve_all(surface: Surface, context: PathContext) -> Resolved:
     """Every target of the surface with its resolution (done once per decision, the targets
     sharing the resolutions of their common ancestors)."""
     known: Resolutions = {}
-    return [(target, resolve_target(target, context, known)) for target in surface.targets]
+    resolved: Resolved = []
+    for target in surface.targets:
+        # `resolve_target` spelled out: this loop runs for every path of every decision.
+        raw = target.path
+        prefix = target.cwd_prefix
+        if prefix is not None and not raw.startswith(("/", "~", "$")):
+            raw = prefix.rstrip("/") + "/" + raw
+        resolved.append((target, resolve_path(raw, context, known)))
+    return resolved
 
 
 def protected_denial(

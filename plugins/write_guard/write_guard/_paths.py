@@ -70,9 +70,12 @@ def resolve_path(
             return PathRejection(raw, "the path is not valid UTF-8")
     if not raw.strip():
         return PathRejection(raw, "the path is empty")
-    expanded = _expand(raw, context)
-    if isinstance(expanded, PathRejection):
-        return expanded
+    if "$" in raw or "`" in raw or raw[:1] == "~":
+        expanded = _expand(raw, context)
+        if isinstance(expanded, PathRejection):
+            return expanded
+    else:
+        expanded = raw  # nothing to expand: the common case spares a call
     # os.path.isabs and os.path.join spelled as the string operations they are on POSIX.
     cwd = context.cwd
     if expanded.startswith("/") or not cwd:

@@ -78,7 +78,8 @@ class PathVerdict:
 def protected_verdict(path: ResolvedPath, policy: Policy) -> PathVerdict | None:
     """A denial when the requested or the resolved path is (or contains) a protected location."""
     protected, shared = _folded(policy.protected_paths)
-    for candidate in _distinct(path.requested, path.resolved):
+    requested, resolved = path.requested, path.resolved
+    for candidate in (requested,) if requested == resolved else (requested, resolved):
         folded = candidate.casefold()
         hit = _matching_pattern(folded, policy.protected_patterns)
         if hit is None:
