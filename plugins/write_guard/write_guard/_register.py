@@ -111,7 +111,8 @@ class Guard:
         if self.host_paths is None:
             self.host_paths = engine.host_files
         cwd = self.session_cwd(engine)
-        agent_type = await self.agent_type(engine, event)
+        # The main loop (no agent id) has no type to look up: no coroutine for it.
+        agent_type = None if event.agent_id is None else await self.agent_type(engine, event)
         return self.build(
             cwd, engine.env.get("CLAUDE_PROJECT_DIR"), engine.env.get("HOME"), agent_type
         )
