@@ -8,7 +8,14 @@ import shlex
 from pathlib import Path
 
 import pytest
-from write_guard._shell import ShellParseError, _lex, parse_line, shell_tokens
+from write_guard._shell import (
+    ShellParseError,
+    _lex,
+    _operator_tokens,
+    _split_operators,
+    parse_line,
+    shell_tokens,
+)
 
 CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "transcripts"
 ALPHABET = "ab/.-_~*=$`{}! \t\r\n;&|<>()0é'\"\\#"
@@ -90,3 +97,31 @@ def test_plain_lines_keep_their_redirections_and_separators() -> None:
 def test_an_unclosed_quote_is_still_refused() -> None:
     with pytest.raises(ShellParseError):
         parse_line("echo 'open > x")
+
+
+def _operators_in_two_passes(text: str) -> list[tuple[str, bool]] | str:
+    try:
+        return _split_operators(_lex(text))
+    except ShellParseError as error:
+        return str(error)
+
+
+def _operators_in_one_pass(text: str) -> list[tuple[str, bool]] | str:
+    try:
+        return _operator_tokens(text)
+    except ShellParseError as error:
+        return str(error)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_operators_lexed_in_one_pass_are_those_of_the_two_passes(seed: int) -> None:
+    chooser = random.Random(seed)
+    pieces = [*ALPHABET, "'>'", '"&&"', "\\;", "'a b'", '"x\\"y"', ">>", "2>&1", "''"]
+    for _ in range(3000):
+        text = "".join(chooser.choices(pieces, k=chooser.randint(0, 14)))
+        assert _operators_in_one_pass(text) == _operators_in_two_passes(text), repr(text)
+
+
+def test_corpus_operators_lexed_in_one_pass_are_those_of_the_two_passes() -> None:
+    for command in _corpus_commands():
+        assert _operators_in_one_pass(command) == _operators_in_two_passes(command), command

@@ -66,7 +66,7 @@ def parse_line(command: str) -> ParsedLine:
     """Parse a command line; raises `ShellParseError` when it cannot be split with confidence."""
     text = command.replace("\\\r\n", "").replace("\\\n", "")
     text, heredocs = _cut_heredocs(text)
-    lexed = _lex(text)
+    tokens = _operator_tokens(text)
     # Substitutions are read from the raw text: a word split by spaces would hide them.
     substitutions = (
         [m.group(1) or m.group(2) or "" for m in _SUBSTITUTION.finditer(text)]
@@ -74,7 +74,7 @@ def parse_line(command: str) -> ParsedLine:
         else []
     )
     parsed = ParsedLine(heredocs=heredocs, substitutions=substitutions)
-    _collect(_split_operators(lexed), parsed)
+    _collect(tokens, parsed)
     return parsed
 
 
@@ -103,6 +103,31 @@ def _lex(text: str) -> list[tuple[str, bool]]:
         elif bad:
             # The lexer words the refusal.
             return [(token, _is_punctuation_run(token)) for token in _lexer_tokens(text)]
+    return tokens
+
+
+def _operator_tokens(text: str) -> list[tuple[str, bool]]:
+    """`_split_operators(_lex(text))` in one pass over the tokens (this runs for every line
+    the full analysis reads): each punctuation run broken into its operators as it is lexed."""
+    tokens: list[tuple[str, bool]] = []
+    append = tokens.append
+    for punctuation, word, bad in _TOKEN.findall(text):
+        if word:
+            if "'" not in word and '"' not in word and "\\" not in word:
+                append((word, False))  # a plain run never holds punctuation
+                continue
+            word = _PIECE.sub(_unquote, word)
+            if not _is_punctuation_run(word):
+                append((word, False))
+                continue
+            punctuation = word  # a quoted word of punctuation reads as operators (see `_lex`)
+        if punctuation:
+            if punctuation in _SINGLE_OPERATORS:
+                append((punctuation, True))
+            else:
+                tokens.extend((operator, True) for operator in _OPERATOR.findall(punctuation))
+        elif bad:
+            return _split_operators(_lex(text))  # the lexer words the refusal
     return tokens
 
 
