@@ -187,7 +187,11 @@ def cycle(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Si
             return None
         matched = 0
         while matched + period < size:
-            if records[-1 - matched].cycle_key != records[-1 - matched - period].cycle_key:
+            newer = records[-1 - matched]
+            older = records[-1 - matched - period]
+            # Action keys first: a cycle key is its action key (a digest of fixed length) and
+            # its outcome's fingerprint, so different actions never need the fingerprints.
+            if newer.action_key != older.action_key or newer.cycle_key != older.cycle_key:
                 break
             matched += 1
         if matched < period:
@@ -241,6 +245,11 @@ def _is_periodic(records: Sequence[CallRecord]) -> bool:
     for period in CYCLE_PERIODS:
         if size < 2 * period:
             return False
+        # Different action keys a period apart mean different cycle keys, fingerprints unread.
+        if any(
+            records[-1 - k].action_key != records[-1 - k - period].action_key for k in range(period)
+        ):
+            continue
         unit = records[-period:]
         if len({record.cycle_key for record in unit}) < 2:
             continue
