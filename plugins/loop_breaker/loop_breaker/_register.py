@@ -34,7 +34,7 @@ from .core.codec import dump, load
 from .core.normalize import NEVER_COUNTED_TOOLS, classify_outcome
 from .core.policy import Stats, merge_stats
 from .core.report import render
-from .core.result_text import result_text
+from .core.result_text import text_and_source
 
 PLUGIN_NAME = "loop-breaker"
 COMMAND = "loop-breaker"
@@ -294,13 +294,14 @@ def register(on: Any, options: Options) -> None:
             started = time.perf_counter_ns()
             now = await engine.clock.now()
             denial = result.denial
-            text = (
-                denial.reason
-                if denial is not None
-                else result_text(event.tool, result.output, is_error=result.is_error)
-            )
-            # Positional, in field order (call_id, loop_id, tool, input, outcome, text, at_ms):
-            # built once per tool call, where keywords cost a lookup each.
+            if denial is None:
+                text, source, source_chars = text_and_source(
+                    event.tool, result.output, is_error=result.is_error
+                )
+            else:
+                text, source, source_chars = denial.reason, None, 0
+            # Positional, in field order (call_id, loop_id, tool, input, outcome, text, at_ms,
+            # source, source_chars): built once per tool call, where keywords cost a lookup each.
             observation = Observation(
                 event.tool_use_id,
                 loop_id,
@@ -309,6 +310,8 @@ def register(on: Any, options: Options) -> None:
                 classify_outcome(result.is_error, denial is not None, text),
                 text,
                 now,
+                source,
+                source_chars,
             )
             core = runtime.warm(engine, event)
             decisions = (

@@ -10,6 +10,7 @@ import pytest
 from loop_breaker.core import CoreConfig, LoopBreakerCore, Thresholds
 from loop_breaker.core.codec import dump, load
 from loop_breaker.core.detectors import DETECTORS, detect
+from loop_breaker.core.fingerprint import Fingerprint
 from loop_breaker.core.normalize import digest
 from loop_breaker.core.types import DETECTOR_IDS, CallRecord
 
@@ -311,7 +312,7 @@ def _random_record(rng: Any, seq: int) -> CallRecord:
         action_key=action,
         label=action,
         outcome=outcome,
-        outcome_fp=fingerprint,
+        fingerprint=Fingerprint(fingerprint, f"{action}:{fingerprint}"),
         error_sig=fingerprint if outcome != "ok" else "",
         error_class=rng.choice(["", "network"]) if outcome == "error" else "",
         error_token=rng.choice(["", "npm"]),
@@ -322,7 +323,6 @@ def _random_record(rng: Any, seq: int) -> CallRecord:
         is_poll=rng.random() < 0.2,
         epoch=rng.randint(0, 2),
         at_ms=seq,
-        cycle_key=f"{action}:{fingerprint}",
     )
 
 

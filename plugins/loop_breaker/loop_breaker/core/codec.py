@@ -6,16 +6,22 @@ from dataclasses import fields
 from operator import attrgetter
 from typing import Any
 
+from .fingerprint import Fingerprint
 from .policy import SignatureState, Stats, TimelineEntry
 from .session import LoopBreakerCore, StopStreak
 from .types import CallRecord, CoreConfig, ResolveWhen
 from .window import FileHistory, LoopWindow
 
 FORMAT_VERSION = 1
-_RECORD_FIELDS = len(fields(CallRecord))
-# Every field is a plain value, so reading them in order is what `astuple` would give, minus
-# its recursive deep copy.
-_record_values = attrgetter(*(f.name for f in fields(CallRecord)))
+# A record is stored as its values in this order, `fingerprint` as the two it stands for (at
+# the places they had as fields of their own). Reading them computes any fingerprint still
+# pending.
+_RECORD_VALUES = (
+    *("outcome_fp" if f.name == "fingerprint" else f.name for f in fields(CallRecord)),
+    "cycle_key",
+)
+_FINGERPRINT_AT = _RECORD_VALUES.index("outcome_fp")
+_record_values = attrgetter(*_RECORD_VALUES)
 _timeline_values = attrgetter(*(f.name for f in fields(TimelineEntry)))
 
 
@@ -96,9 +102,12 @@ def _load(data: dict[str, Any], config: CoreConfig) -> LoopBreakerCore:
     for loop_id, raw in data["loops"].items():
         records = []
         for values in raw["records"]:
-            if len(values) != _RECORD_FIELDS:
+            if len(values) != len(_RECORD_VALUES):
                 raise ValueError("record shape")
-            records.append(CallRecord(*values))
+            # A copy: the stored data is left as it was.
+            arguments = list(values[:-1])
+            arguments[_FINGERPRINT_AT] = Fingerprint(values[_FINGERPRINT_AT], values[-1])
+            records.append(CallRecord(*arguments))
         files = {
             name: FileHistory(list(states), [tuple(move) for move in moves])
             for name, (states, moves) in raw["files"].items()

@@ -64,6 +64,30 @@ def result_text(tool: str, output: Any, *, is_error: bool) -> str:
     return head if whole else head[:HEAD_CHARS]
 
 
+def text_and_source(tool: str, output: Any, *, is_error: bool) -> tuple[str, Any, int]:
+    """`result_text(tool, output, is_error=is_error)`, or less when the rest can wait.
+
+    A successful call's text feeds its head checks and its fingerprint, and the fingerprint is
+    rarely read. So for a counted tool that is not an edit, with a plain dict output (exact JSON
+    types, string keys, writable ints, not too deep: its text is its JSON, which starts with
+    `{"`), only the first `HEAD_CHARS` characters are encoded, exactly as that text begins;
+    the output itself is returned as the source to build the rest from, with the count of
+    characters in its strings. Otherwise the source is None and the text whole.
+    """
+    if is_error or type(output) is not dict or tool in EDIT_TOOLS or tool in NEVER_COUNTED_TOOLS:
+        return result_text(tool, output, is_error=is_error), None, 0
+    sizes: dict[int, int] = {}
+    chars = _plain_chars(output, 0, sizes)
+    if chars < 0:
+        return result_text(tool, output, is_error=False), None, 0
+    head, whole = _prefix(output, HEAD_CHARS, sizes)
+    if whole:
+        # Every string in it was written whole, none long enough to lose its middle: this is
+        # the text `result_text` gives.
+        return head, None, 0
+    return head[:HEAD_CHARS], output, chars
+
+
 def _without_middles(value: Any, depth: int) -> Any:
     """`value` with the middle of each string longer than `LONG_STRING` left out, keeping the
     ends the core reads; `value` itself if nothing was cut. Only the containers on the way to

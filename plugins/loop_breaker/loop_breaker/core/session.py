@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .detectors import detect
+from .fingerprint import Fingerprint, output_fp
 from .normalize import (
     EDIT_TOOLS,
     POLL_TOOLS,
@@ -24,7 +25,7 @@ from .normalize import (
 )
 from .policy import Policy
 from .types import CallRecord, CoreConfig, Decision, Observation, ResolveWhen, Signal
-from .window import Windows
+from .window import HELD_OUTPUT_CHARS, LoopWindow, Windows
 
 FEEDBACK_SNIPPET_CAP = 120
 FAILURES_REMEMBERED = 16
@@ -144,6 +145,21 @@ class LoopBreakerCore:
                 del self._failures[next(iter(self._failures))]
         return failure
 
+    @staticmethod
+    def _output_fingerprint(observation: Observation, key: str, window: LoopWindow) -> Fingerprint:
+        """A successful call's fingerprint, left to be computed when first read while the outputs
+        its window holds for that stay within `HELD_OUTPUT_CHARS`."""
+        source: Any = observation.source
+        if source is None:
+            source = tail(observation.text)
+            held = len(source)
+        else:
+            held = observation.source_chars
+        if window.held_chars + held > HELD_OUTPUT_CHARS:
+            computed = output_fp(observation.tool, source)
+            return Fingerprint(computed, f"{key}:{computed}")
+        return Fingerprint.of_output(observation.tool, key, source, held)
+
     def _record(self, observation: Observation) -> CallRecord | None:
         tool = observation.tool
         text = observation.text
@@ -161,24 +177,25 @@ class LoopBreakerCore:
         file = file_of(tool, tool_input) if is_edit else ""  # `file_of` is "" for the rest
         changed = reverted = False
         error_sig = error_class = token = snippet = ""
+        key = action_key(tool, tool_input)
         if outcome == "ok":
             if is_edit:
                 # An edit's reply says nothing new; its effect is the file state it leaves.
-                outcome_fp = "edited"
+                fingerprint = Fingerprint("edited", f"{key}:edited")
                 if file:
                     changed, reverted = window.apply_edit(file, edit_transition(tool, tool_input))
             else:
-                outcome_fp = digest(tail(text))
+                fingerprint = self._output_fingerprint(observation, key, window)
         else:
             failure = self._failure(text)
-            outcome_fp = error_sig = failure.signature
+            error_sig = failure.signature
+            fingerprint = Fingerprint(error_sig, f"{key}:{error_sig}")
             error_class, token, snippet = (
                 failure.error_class,
                 failure.token,
                 redact(failure.snippet),
             )
         window.seq += 1
-        key = action_key(tool, tool_input)
         # Positional, in field order (as `codec` also relies on): keywords cost a lookup each.
         record = CallRecord(
             observation.call_id,
@@ -187,7 +204,7 @@ class LoopBreakerCore:
             key,
             label_of(tool, tool_input),
             outcome,
-            outcome_fp,
+            fingerprint,
             error_sig,
             error_class if outcome == "error" else "",
             token,
@@ -199,7 +216,6 @@ class LoopBreakerCore:
             tool in POLL_TOOLS or (tool == "Bash" and is_poll(tool, tool_input)),
             window.epoch,
             observation.at_ms,
-            f"{key}:{outcome_fp}",
         )
         window.append(record)
         return record

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, get_args
+
+if TYPE_CHECKING:
+    from .fingerprint import Fingerprint
 
 MAIN_LOOP = "main"
 """Loop id of the main conversation; a subagent's loop id is its agent id."""
@@ -36,7 +39,13 @@ class Observation:
     input: Mapping[str, Any]
     outcome: Outcome
     text: str
+    """The output's text; with `source`, only its first `HEAD_CHARS` characters."""
     at_ms: int
+    source: Any = None
+    """A successful call's plain structured output whose whole text is left unbuilt (it feeds
+    only the fingerprint, built when first read): `result_text` writes it."""
+    source_chars: int = 0
+    """The characters of `source`'s strings."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +58,8 @@ class CallRecord:
     action_key: str
     label: str
     outcome: Outcome
-    outcome_fp: str
+    fingerprint: Fingerprint
+    """`outcome_fp` and `cycle_key`, a successful call's computed only when first read."""
     error_sig: str
     error_class: str
     error_token: str
@@ -61,8 +71,15 @@ class CallRecord:
     epoch: int
     """Count of content-changing edits in the loop, including this record's own change."""
     at_ms: int
-    cycle_key: str
-    """The call and its outcome together: what must repeat for a cycle."""
+
+    @property
+    def outcome_fp(self) -> str:
+        return self.fingerprint.outcome_fp
+
+    @property
+    def cycle_key(self) -> str:
+        """The call and its outcome together: what must repeat for a cycle."""
+        return self.fingerprint.cycle_key
 
 
 ResolveKind = Literal[

@@ -16,6 +16,9 @@ MAX_LOOPS = 8
 FILE_HISTORY_CAP = 20
 UNKNOWN_ORIGIN = "origin"
 MAX_TRACKED_FILES = 20
+HELD_OUTPUT_CHARS = 64 * 1024
+"""Characters of outputs a loop's records may hold for fingerprints not read yet; a successful
+call's fingerprint is computed at once rather than take more."""
 
 
 @dataclass(slots=True)
@@ -27,10 +30,14 @@ class LoopWindow:
     epoch: int = 0
     seq: int = 0
     touched_ms: int = 0
+    held_chars: int = 0
+    """What the records' pending fingerprints hold at most: their outputs' characters."""
 
     def append(self, record: CallRecord) -> None:
         self.records.append(record)
+        self.held_chars += record.fingerprint.held_chars
         if len(self.records) > WINDOW_CAP:
+            self.held_chars -= self.records[0].fingerprint.held_chars
             del self.records[0]
         self.touched_ms = record.at_ms
 
