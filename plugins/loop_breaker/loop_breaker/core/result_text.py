@@ -22,6 +22,8 @@ LONG_STRING = DENIAL_HEAD_CHARS + OUTPUT_TAIL_CHARS + 1024
 _SCALARS = frozenset({int, float, bool, type(None)})
 _INT_LIMIT = 10**4000
 """Beyond this an int has too many digits to write: `output_text` decides what happens then."""
+_NEGATIVE_INT_LIMIT = -_INT_LIMIT  # negated once, not per int checked
+_ONLY_STR = frozenset({str})
 _MAX_DEPTH = 32
 _SHORT = 1024
 _INFINITY = float("inf")
@@ -136,17 +138,17 @@ def _plain_chars(value: Any, depth: int, sizes: dict[int, int]) -> int:
     if kind is str:
         return len(value)
     if kind in _SCALARS:
-        return -1 if kind is int and not -_INT_LIMIT < value < _INT_LIMIT else 0
+        return -1 if kind is int and not _NEGATIVE_INT_LIMIT < value < _INT_LIMIT else 0
     if depth >= _MAX_DEPTH or (kind is not dict and kind is not list and kind is not tuple):
         return -1
     total = 0
     items: Any = value
     if kind is dict:
-        if set(map(type, value)) - {str}:
+        if not set(map(type, value)) <= _ONLY_STR:
             return -1
         total = sum(map(len, value))
         items = value.values()
-    if set(map(type, items)) <= {str}:
+    if set(map(type, items)) <= _ONLY_STR:
         total += sum(map(len, items))
     else:
         for item in items:
@@ -155,7 +157,7 @@ def _plain_chars(value: Any, depth: int, sizes: dict[int, int]) -> int:
                 total += len(item)
             elif item_kind is int:
                 # Checked here rather than in a call of its own: results hold many counts.
-                if not -_INT_LIMIT < item < _INT_LIMIT:
+                if not _NEGATIVE_INT_LIMIT < item < _INT_LIMIT:
                     return -1
             elif item_kind in _SCALARS:
                 continue
