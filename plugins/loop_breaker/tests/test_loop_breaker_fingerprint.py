@@ -14,6 +14,7 @@ from loop_breaker.core import session as session_module
 from loop_breaker.core.codec import dump, load
 from loop_breaker.core.fingerprint import Fingerprint, output_fp
 from loop_breaker.core.normalize import (
+    EDIT_TOOLS,
     NEVER_COUNTED_TOOLS,
     SIBLING_CANCELLED,
     classify_outcome,
@@ -21,7 +22,7 @@ from loop_breaker.core.normalize import (
     is_counted,
     tail,
 )
-from loop_breaker.core.result_text import HEAD_CHARS, result_text, text_and_source
+from loop_breaker.core.result_text import result_text, text_and_source
 from loop_breaker.core.types import CoreConfig
 from loop_breaker.core.window import HELD_OUTPUT_CHARS, WINDOW_CAP
 
@@ -83,17 +84,34 @@ def test_the_corpus_has_calls_whose_text_waits() -> None:
 
 
 def _assert_same_as_whole(tool: str, output: Any, is_error: bool) -> None:
-    whole = result_text(tool, output, is_error=is_error)
+    whole = result_text(tool, output)
     text, source, chars = text_and_source(tool, output, is_error=is_error)
-    assert is_counted(tool, text) == is_counted(tool, whole)
+    assert is_counted(tool, text, is_error=is_error) == is_counted(tool, whole, is_error=is_error)
     assert classify_outcome(is_error, False, text) == classify_outcome(is_error, False, whole)
-    if source is None:
+    if is_error or tool in NEVER_COUNTED_TOOLS:
+        assert (text, source, chars) == (whole, None, 0)
+    elif tool in EDIT_TOOLS:
+        # A successful edit's outcome is the file state it leaves: nothing of its text is read.
+        assert (text, source, chars) == ("", None, 0)
+    elif source is None:
         assert text == whole
         assert chars == 0
     else:
-        assert not is_error and source is output and chars > 0
-        assert text == whole[:HEAD_CHARS] and len(whole) > HEAD_CHARS
+        assert source is output and chars >= 0 and text == ""
         assert output_fp(tool, source) == digest(tail(whole))
+
+
+def test_sibling_cancels_and_interrupts_in_the_corpus_are_error_results() -> None:
+    # Why a successful call's text is never searched for them (`is_counted`).
+    marked = [
+        (tool, is_error)
+        for _, calls in _CORPUS
+        for _, tool, _, output, is_error in calls
+        if isinstance(output, (str, list))
+        and (SIBLING_CANCELLED in str(output) or str(output).startswith("[Request interrupted"))
+    ]
+    assert len(marked) > 10
+    assert all(is_error for _, is_error in marked)
 
 
 def test_every_corpus_call_reads_as_its_whole_text() -> None:
@@ -112,7 +130,7 @@ def _observations(calls: list[Call], lazy: bool) -> Iterator[Observation]:
         if lazy:
             text, source, chars = text_and_source(tool, output, is_error=is_error)
         else:
-            text, source, chars = result_text(tool, output, is_error=is_error), None, 0
+            text, source, chars = result_text(tool, output), None, 0
         outcome = classify_outcome(is_error, False, text)
         yield Observation(
             f"c{index}", loop_id, tool, tool_input, outcome, text, index * 1000, source, chars
@@ -157,7 +175,7 @@ def test_a_fingerprint_is_computed_only_when_something_reads_it() -> None:
     _ok(core, 13, "ls dir11", long_output)
     assert not any(record.fingerprint.pending for record in records[-3:])
     assert all(record.fingerprint.pending for record in records[:-3])
-    expected = digest(tail(result_text("Bash", long_output, is_error=False)))
+    expected = digest(tail(result_text("Bash", long_output)))
     assert records[0].outcome_fp == expected
     assert records[0].cycle_key == f"{records[0].action_key}:{expected}"
     state = dump(core)
@@ -221,7 +239,7 @@ def test_a_random_result_reads_as_its_whole_text(seed: int) -> None:
 )
 def test_anything_unusual_is_built_whole_at_once(output: Any) -> None:
     try:
-        whole = result_text("Task", output, is_error=False)
+        whole = result_text("Task", output)
     except ValueError:
         with pytest.raises(ValueError):
             text_and_source("Task", output, is_error=False)

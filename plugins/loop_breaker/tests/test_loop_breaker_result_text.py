@@ -16,7 +16,7 @@ from loop_breaker.core.normalize import (
     is_counted,
     output_text,
 )
-from loop_breaker.core.result_text import HEAD_CHARS, LONG_STRING, result_text
+from loop_breaker.core.result_text import LONG_STRING, result_text, text_and_source
 
 _TOOLS = ["Edit", "Write", "MultiEdit", "TodoWrite", "Bash", "Read"]
 _WORDS = ["a", "é", "\n", '"', "x" * 50, SIBLING_CANCELLED, "[Request interrupted by user]"]
@@ -60,7 +60,7 @@ def test_the_core_decides_as_on_the_full_text(seed: int) -> None:
         return output_text(output)
 
     def in_part(tool: str, output: Any, is_error: bool) -> str:
-        return result_text(tool, output, is_error=is_error)
+        return result_text(tool, output)
 
     assert _observe(calls, in_part) == _observe(calls, in_full)
 
@@ -81,14 +81,12 @@ def _large_tree(rng: random.Random, depth: int = 0) -> Any:
 
 
 @pytest.mark.parametrize("seed", range(300))
-def test_a_large_edit_result_reads_as_its_full_text_for_the_core(seed: int) -> None:
+def test_a_large_result_reads_as_its_full_text_at_both_ends(seed: int) -> None:
     output = {"result": _large_tree(random.Random(seed)), "status": "done"}
     full = output_text(output)
-    read = result_text("Edit", output, is_error=False)
-    assert read == full[:HEAD_CHARS] or read == full
-    assert is_counted("Edit", read) == is_counted("Edit", full)
-    _assert_read_at_its_ends(result_text("Bash", output, is_error=False), full)
-    _assert_read_at_its_ends(result_text("Edit", output, is_error=True), full)
+    _assert_read_at_its_ends(result_text("Bash", output), full)
+    _assert_read_at_its_ends(result_text("Edit", output), full)
+    assert text_and_source("Edit", output, is_error=False) == ("", None, 0)
 
 
 def _assert_read_at_its_ends(read: str, full: str) -> None:
@@ -108,7 +106,7 @@ def test_a_result_with_long_strings_is_read_at_its_two_ends(seed: int) -> None:
         output = [output, _large_tree(rng)]
     full = output_text(output)
     for tool, is_error in (("Read", False), ("Bash", True), ("Task", False)):
-        read = result_text(tool, output, is_error=is_error)
+        read = result_text(tool, output)
         _assert_read_at_its_ends(read, full)
         assert classify_outcome(is_error, False, read) == classify_outcome(is_error, False, full)
 
@@ -118,30 +116,36 @@ def test_a_long_file_read_is_written_without_its_middle() -> None:
     file_entry: dict[str, object] = {"content": content, "filePath": "/w/a.py", "numLines": 2000}
     output = {"file": file_entry, "type": "text"}
     full = output_text(output)
-    read = result_text("Read", output, is_error=False)
+    read = result_text("Read", output)
     assert len(content) > LONG_STRING and len(read) < len(full) // 2
     _assert_read_at_its_ends(read, full)
     same_end = {"file": {**file_entry, "content": "changed" + content[7:]}, "type": "text"}
-    assert (
-        result_text("Read", same_end, is_error=False)[-OUTPUT_TAIL_CHARS:]
-        == read[-OUTPUT_TAIL_CHARS:]
-    )
+    assert result_text("Read", same_end)[-OUTPUT_TAIL_CHARS:] == read[-OUTPUT_TAIL_CHARS:]
 
 
-def test_a_successful_edit_result_is_read_only_at_its_start() -> None:
+def test_a_successful_edit_result_is_not_read() -> None:
     patch = [{"lines": ["-old", "+new"] * 500, "oldStart": 1}]
     output = {"filePath": "/w/a.py", "originalFile": "x" * 50_000, "structuredPatch": patch}
     full = output_text(output)
-    assert result_text("Edit", output, is_error=False) == full[:HEAD_CHARS]
-    _assert_read_at_its_ends(result_text("Edit", output, is_error=True), full)
-    _assert_read_at_its_ends(result_text("Bash", output, is_error=False), full)
-    assert len(result_text("Bash", output, is_error=False)) < len(full)
-    cancelled = {"content": f"{SIBLING_CANCELLED}: the parallel call failed", "pad": "p" * 9000}
-    assert not is_counted("Write", result_text("Write", cancelled, is_error=False))
+    # An edit's outcome is the file state it leaves; its result is read only when it failed.
+    assert text_and_source("Edit", output, is_error=False) == ("", None, 0)
+    assert text_and_source("Edit", output, is_error=True)[0] == result_text("Edit", output)
+    _assert_read_at_its_ends(result_text("Edit", output), full)
+    assert len(result_text("Bash", output)) < len(full)
+
+
+def test_only_an_error_result_is_a_sibling_cancel_or_interrupt_notice() -> None:
+    cancelled = f"<tool_use_error>{SIBLING_CANCELLED}</tool_use_error>"
+    interrupted = "[Request interrupted by user for tool use]"
+    for notice in (cancelled, interrupted):
+        assert not is_counted("Write", notice, is_error=True)
+        # A successful call that happens to print such words did its work: it counts.
+        assert is_counted("Write", notice, is_error=False)
+        assert is_counted("Bash", result_text("Bash", {"stdout": notice}), is_error=False)
 
 
 def test_a_tool_that_is_never_counted_is_not_read() -> None:
-    assert result_text("TodoWrite", {"newTodos": ["x"] * 100}, is_error=False) == ""
+    assert result_text("TodoWrite", {"newTodos": ["x"] * 100}) == ""
 
 
 def _deep(levels: int) -> Any:
@@ -157,8 +161,8 @@ def _deep(levels: int) -> Any:
     ids=["tuple-key", "object", "deep"],
 )
 def test_anything_unusual_is_read_in_full(output: Any) -> None:
-    assert result_text("Edit", output, is_error=False) == output_text(output)
-    assert result_text("Read", output, is_error=False) == output_text(output)
+    assert result_text("Edit", output) == output_text(output)
+    assert result_text("Read", output) == output_text(output)
 
 
 def test_an_int_too_long_to_write_fails_as_output_text_does() -> None:
@@ -166,4 +170,4 @@ def test_an_int_too_long_to_write_fails_as_output_text_does() -> None:
     with pytest.raises(ValueError):
         output_text(output)
     with pytest.raises(ValueError):
-        result_text("Edit", output, is_error=False)
+        result_text("Edit", output)

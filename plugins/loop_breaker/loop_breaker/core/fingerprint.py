@@ -10,7 +10,7 @@ from .result_text import result_text
 
 def output_fp(tool: str, source: Any) -> str:
     """The fingerprint of a successful call's output: its text's tail, hashed."""
-    return digest(tail(result_text(tool, source, is_error=False)))
+    return digest(tail(result_text(tool, source)))
 
 
 class Fingerprint:

@@ -154,9 +154,16 @@ def digest(text: str) -> str:
     return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
 
 
-def is_counted(tool: str, text: str) -> bool:
-    """Whether a call takes part in detection (bookkeeping tools and interrupts do not)."""
-    if tool in NEVER_COUNTED_TOOLS or text.startswith("[Request interrupted"):
+def is_counted(tool: str, text: str, *, is_error: bool = True) -> bool:
+    """Whether a call takes part in detection (bookkeeping tools and interrupts do not).
+
+    Interrupts and sibling cancels are reported as error results: a successful call's text is
+    not searched for them."""
+    if tool in NEVER_COUNTED_TOOLS:
+        return False
+    if not is_error:
+        return True
+    if text.startswith("[Request interrupted"):
         return False
     # A call cancelled because a parallel call failed did nothing of its own.
     return SIBLING_CANCELLED not in text[:80]

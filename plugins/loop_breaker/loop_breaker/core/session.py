@@ -163,7 +163,8 @@ class LoopBreakerCore:
     def _record(self, observation: Observation) -> CallRecord | None:
         tool = observation.tool
         text = observation.text
-        if not is_counted(tool, text):
+        outcome = observation.outcome
+        if not is_counted(tool, text, is_error=outcome != "ok"):
             return None
         tool_input = observation.input
         # Calls come to known loops far more often than they open one: a lookup first.
@@ -172,7 +173,6 @@ class LoopBreakerCore:
             window, evicted = self.windows.get(observation.loop_id, observation.at_ms)
             if evicted:
                 self.policy.drop_loops(evicted)
-        outcome = observation.outcome
         is_edit = tool in EDIT_TOOLS
         file = file_of(tool, tool_input) if is_edit else ""  # `file_of` is "" for the rest
         changed = reverted = False

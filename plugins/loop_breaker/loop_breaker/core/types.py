@@ -39,7 +39,8 @@ class Observation:
     input: Mapping[str, Any]
     outcome: Outcome
     text: str
-    """The output's text; with `source`, only its first `HEAD_CHARS` characters."""
+    """The output's text; "" for a successful edit, and with `source` (its text is built from
+    that when first needed)."""
     at_ms: int
     source: Any = None
     """A successful call's plain structured output whose whole text is left unbuilt (it feeds
