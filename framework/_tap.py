@@ -39,7 +39,7 @@ class Tap:
         return self
 
     async def __anext__(self) -> StreamChunk:
-        # The common path, inlined (`_passed` too): one await per chunk and no extra call.
+        # The common path, inlined: one await per chunk and no extra coroutine.
         try:
             chunk: StreamChunk = await self._below.__anext__()
         except StopAsyncIteration:
@@ -48,14 +48,7 @@ class Tap:
         except Exception as error:
             self._failed(error)
             raise
-        on_chunk = self._on_chunk
-        if on_chunk is not None:
-            try:
-                on_chunk(chunk)
-            except Exception as error:
-                self._on_chunk = None
-                _broken("on_chunk", error)
-        return chunk
+        return self._passed(chunk)
 
     async def asend(self, value: Any) -> StreamChunk:
         asend = getattr(self._below, "asend", None)
