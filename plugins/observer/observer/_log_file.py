@@ -228,14 +228,15 @@ class MonthLog:
         """Append one encoded, scrubbed line to the month file of `ms` under `data_dir`."""
         _check_line(line)
         with self._lock:
-            if data_dir not in self._confirmed:
+            confirmed_now = data_dir not in self._confirmed
+            if confirmed_now:
                 ensure_private_dir(data_dir)
                 self._confirmed.add(data_dir)
-            current = self._current(data_dir, month_file_name(ms))
+            current = self._current(data_dir, month_file_name(ms), confirmed_now)
             _write_line(current.descriptor, current.path, line, durable=durable)
             return current.path
 
-    def _current(self, data_dir: Path, name: str) -> _OpenMonthFile:
+    def _current(self, data_dir: Path, name: str, confirmed_now: bool = False) -> _OpenMonthFile:
         current = self._open
         if current is not None and current.name == name and current.data_dir == data_dir:
             try:
@@ -252,7 +253,9 @@ class MonthLog:
                 ):
                     return current
         self._close_current()
-        ensure_private_dir(data_dir)
+        if not confirmed_now:
+            # A folder confirmed by this same line, under the lock, is not confirmed twice.
+            ensure_private_dir(data_dir)
         path = data_dir / name
         descriptor, info = _open_for_append(path)
         self._open = _OpenMonthFile(data_dir, name, path, descriptor, info.st_dev, info.st_ino)

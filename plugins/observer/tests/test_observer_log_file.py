@@ -177,6 +177,35 @@ def test_month_log_tightens_a_loosened_file_before_the_next_line(tmp_path: Path)
     assert _lines(path) == ["a", "b"]
 
 
+def test_month_log_confirms_a_folder_once_at_its_first_line_and_again_at_a_reopen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import observer._log_file as log_file
+
+    confirmed: list[Path] = []
+    real = log_file.ensure_private_dir
+
+    def counting(directory: Path) -> None:
+        confirmed.append(directory)
+        real(directory)
+
+    monkeypatch.setattr(log_file, "ensure_private_dir", counting)
+    log = MonthLog()
+    data_dir = tmp_path / "observer"
+    path = log.append(data_dir, {"record": "episode", "id": "a"}, JAN_2026_MS)
+    assert confirmed == [data_dir]
+    log.append(data_dir, {"record": "episode", "id": "b"}, JAN_2026_MS)
+    assert confirmed == [data_dir]
+    data_dir.chmod(0o755)
+    path.unlink()
+    log.append(data_dir, {"record": "episode", "id": "c"}, JAN_2026_MS)
+    log.close()
+    # The reopen confirms the folder again, and tightens it.
+    assert confirmed == [data_dir, data_dir]
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    assert _lines(path) == ["c"]
+
+
 def test_month_log_refuses_a_symlink_put_in_the_files_place(tmp_path: Path) -> None:
     log = MonthLog()
     path = log.append(tmp_path, {"record": "episode", "id": "a"}, JAN_2026_MS)
