@@ -238,7 +238,12 @@ class MonthLog:
 
     def _current(self, data_dir: Path, name: str, confirmed_now: bool = False) -> _OpenMonthFile:
         current = self._open
-        if current is not None and current.name == name and current.data_dir == data_dir:
+        if (
+            current is not None
+            and current.name == name
+            # A host passes the same folder object line after line: the identity settles it.
+            and (current.data_dir is data_dir or current.data_dir == data_dir)
+        ):
             try:
                 found = os.lstat(current.path)
             except FileNotFoundError:
