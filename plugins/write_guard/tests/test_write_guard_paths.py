@@ -96,6 +96,16 @@ def test_nothing_below_a_missing_folder_is_looked_up(
     assert str(missing) in looked_up
 
 
+def test_names_below_a_folder_found_missing_resolve_as_realpath_does(layout: Any) -> None:
+    # A plain name below a parent known missing takes one step; `.`, `..` and `` must not.
+    missing = f"{os.path.realpath(layout.ws)}/gone"
+    known: Resolutions = {}
+    realpath(f"{missing}/a/b", known)
+    for name in ("b", "a/c", ".", "..", "", "../sub", "a/..", "a/../..", "a/./d", "a/"):
+        path = f"{missing}/{name}"
+        assert realpath(path, known)[0] == os.path.realpath(path), path
+
+
 def test_a_symlink_swapped_in_between_decisions_is_seen(layout: Any) -> None:
     target = f"{layout.ws}/swap/x.txt"
     (layout.ws / "swap").mkdir()

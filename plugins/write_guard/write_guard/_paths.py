@@ -93,7 +93,7 @@ def resolve_path(
         requested = anchored
     # realpath works on the unnormalised form so that "link/.." follows the link like the kernel.
     resolved = os.path.realpath(anchored) if known is None else realpath(anchored, known)[0]
-    return ResolvedPath(raw=raw, requested=requested, resolved=resolved)
+    return ResolvedPath(raw, requested, resolved)
 
 
 def realpath(path: str, known: Resolutions) -> tuple[str, bool]:
@@ -106,6 +106,16 @@ def realpath(path: str, known: Resolutions) -> tuple[str, bool]:
     """
     found = known.get(path)
     if found is not None:
+        return found
+    # A name below a parent this decision found missing is missing too, whatever it is called:
+    # the parent's realpath with the name appended, as the walk below would end with after one
+    # step (`rm` lists of one directory take it path after path). Only False entries come from
+    # `lstat` on absolute paths; an empty, `.` or `..` name takes the walk.
+    parent, _, name = path.rpartition("/")
+    above = known.get(parent)
+    if above is not None and not above[1] and name and name != "." and name != "..":
+        found = (above[0] + "/" + name if above[0] != "/" else "/" + name, False)
+        known[path] = found
         return found
     # Up to the nearest ancestor already known (or one only os.path.realpath resolves), then
     # down again name by name; a loop rather than recursion, as this runs for every ancestor.
