@@ -14,6 +14,7 @@ from write_guard._policy import (
     Policy,
     _compiled,
     _matching_pattern,
+    preset_verdict,
     protected_verdict,
 )
 from write_guard._register import Guard
@@ -114,3 +115,51 @@ def test_the_shared_prefix_skips_only_paths_no_protected_path_contains_or_is_bel
         )
         verdict = protected_verdict(ResolvedPath(path, path, path), policy)
         assert (verdict is not None) == expected, (path, protected)
+
+
+_ROOT_PARTS = ["/", "w", "s", "s2", "/w/s", "x", ".."]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_workspace_verdicts_are_those_of_is_within(seed: int) -> None:
+    # The workspace preset's quick prefix test must allow exactly the paths whose requested and
+    # resolved forms are both `is_within` a form of the root or an extra root.
+    rng = random.Random(seed)
+    roots = ["/w/s", "/w/s/", "/", "/w", "/w/s2"]
+    for _ in range(400):
+        workspace = rng.choice(roots)
+        extra = tuple(rng.sample(roots, rng.randint(0, 2)))
+        policy = Policy(preset="workspace", workspace_root=workspace, extra_roots=extra)
+        forms = [os.path.normpath(root) for root in (workspace, *extra)]
+        requested, resolved = (
+            os.path.normpath("/" + "/".join(rng.choices(_ROOT_PARTS, k=rng.randint(0, 4))))
+            for _ in range(2)
+        )
+        if rng.random() < 0.4:
+            resolved = requested
+        path = ResolvedPath(requested, requested, resolved)
+        inside = all(any(is_within(form, root) for root in forms) for form in (requested, resolved))
+        sink = requested in policy.sinks
+        assert (preset_verdict(path, policy) is None) == (inside or sink), (path, policy)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_protected_patterns_deny_exactly_the_paths_fnmatch_matches(seed: int) -> None:
+    # Patterns with and without literal pieces (`*`, `?`, `[!a]`): the per-decision screen
+    # may skip only the paths no pattern matches.
+    rng = random.Random(seed)
+    for _ in range(300):
+        patterns = tuple(
+            "".join(rng.choice(_PATTERN_PARTS) for _ in range(rng.randint(0, 6)))
+            for _ in range(rng.randint(1, 3))
+        )
+        policy = Policy(preset="workspace", workspace_root="/", protected_patterns=patterns)
+        path = "/" + "".join(rng.choice(_PATH_PARTS) for _ in range(rng.randint(0, 8)))
+        folded = path.casefold()
+        if folded.rpartition("/")[2] in {".git", ".claude"}:
+            continue
+        verdict = protected_verdict(ResolvedPath(path, path, path), policy)
+        assert (verdict is not None) == (_first_match(folded, patterns) is not None), (
+            path,
+            patterns,
+        )

@@ -13,6 +13,7 @@ from write_guard._policy import (
     PathVerdict,
     Policy,
     preset_verdict,
+    protected_screen,
     protected_verdict,
 )
 from write_guard._surface import Surface
@@ -99,13 +100,14 @@ def protected_denial(
     if surface.malformed:
         return _deny("malformed-input", None, surface.malformed, "call the tool with a plain path")
     unclear = bool(surface.uncertain)
+    screen = protected_screen(policy)
     for _target, path in resolved if resolved is not None else resolve_all(surface, context):
         if isinstance(path, PathRejection):
             if any(word in path.why for word in _BAD_INPUT_WORDS):
                 return _deny("bad-path", repr(path.raw), path.why, "use a plain UTF-8 path")
             unclear = True
             continue
-        verdict = protected_verdict(path, policy)
+        verdict = protected_verdict(path, policy, screen)
         if verdict is not None:
             return _from_verdict(verdict)
     if unclear and surface.command is not None and mentions_protected(surface.command, policy):

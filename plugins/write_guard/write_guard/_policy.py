@@ -75,13 +75,34 @@ class PathVerdict:
     instead: str
 
 
-def protected_verdict(path: ResolvedPath, policy: Policy) -> PathVerdict | None:
-    """A denial when the requested or the resolved path is (or contains) a protected location."""
+ProtectedScreen = tuple[re.Pattern[str] | None, bool, tuple[tuple[str, str, str], ...], str]
+"""What the protected check of one policy reads for every path: the patterns' required pieces
+(None: every path goes to the patterns), whether there are patterns, the folded protected
+paths and their shared start."""
+
+
+def protected_screen(policy: Policy) -> ProtectedScreen:
+    """Looked up once per decision rather than once per path (each lookup hashes a tuple)."""
+    patterns = policy.protected_patterns
     protected, shared = _folded(policy.protected_paths)
+    pieces = _required_pieces(patterns) if patterns else None
+    return pieces, bool(patterns), protected, shared
+
+
+def protected_verdict(
+    path: ResolvedPath, policy: Policy, screen: ProtectedScreen | None = None
+) -> PathVerdict | None:
+    """A denial when the requested or the resolved path is (or contains) a protected location.
+
+    `screen` is `protected_screen(policy)`, passed by callers that check many paths."""
+    pieces, has_patterns, protected, shared = screen or protected_screen(policy)
     requested, resolved = path.requested, path.resolved
     for candidate in (requested,) if requested == resolved else (requested, resolved):
         folded = candidate.casefold()
-        hit = _matching_pattern(folded, policy.protected_patterns)
+        hit = None
+        # `_matching_pattern` finds nothing where the pieces are absent: not called for them.
+        if has_patterns and (pieces is None or pieces.search(folded) is not None):
+            hit = _matching_pattern(folded, policy.protected_patterns)
         if hit is None:
             name = folded.rpartition("/")[2]
             if name in _PROTECTED_PARENTS:
@@ -185,6 +206,16 @@ def preset_verdict(path: ResolvedPath, policy: Policy) -> PathVerdict | None:
             instead="describe the change in your answer, or hand it to an agent that may write",
         )
     roots = root_forms(policy.workspace_root)
+    if policy.preset == "workspace" and not policy.case_insensitive:
+        # The common verdict, both forms inside the workspace, as `_all_within` below finds it:
+        # `is_within` of each root is equality or a prefix test, all roots' prefixes in one
+        # `startswith`. Anything else takes the full check.
+        exact, below = _root_prefixes(roots)
+        requested, resolved = path.requested, path.resolved
+        if (requested in exact or requested.startswith(below)) and (
+            resolved == requested or resolved in exact or resolved.startswith(below)
+        ):
+            return None
     forms = _distinct(path.requested, path.resolved)
     inside = _all_within(forms, roots, policy.case_insensitive)
     if policy.preset == "workspace":
@@ -228,6 +259,12 @@ def preset_verdict(path: ResolvedPath, policy: Policy) -> PathVerdict | None:
                 "source changes to a subagent",
             )
     return None
+
+
+@functools.lru_cache(maxsize=64)
+def _root_prefixes(roots: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The roots, and what every path strictly below one of them starts with."""
+    return roots, tuple(root if root.endswith("/") else root + "/" for root in roots)
 
 
 def _distinct(requested: str, resolved: str) -> tuple[str, ...]:
