@@ -47,9 +47,7 @@ class _Decision:
 
     event: ToolCall
     surface: Surface
-    context: PathContext | None = None
-    policy: Policy | None = None
-    resolved: Resolved | None = None
+    paths: tuple[PathContext, Policy, Resolved] | None = None
 
 
 def is_write_tool(tool: str) -> bool:
@@ -85,14 +83,24 @@ class Guard:
         self.decisions.append(made)
         return made
 
-    async def decided_paths(
-        self, engine: Engine, decision: _Decision
+    def settle(
+        self, engine: Engine, decision: _Decision, agent_type: str | None
     ) -> tuple[PathContext, Policy, Resolved]:
-        if decision.context is None or decision.policy is None or decision.resolved is None:
-            context, policy = await self.context_and_policy(engine, decision.event)
-            decision.context, decision.policy = context, policy
-            decision.resolved = resolve_all(decision.surface, context)
-        return decision.context, decision.policy, decision.resolved
+        """The decision's context, policy and resolved targets, worked out once for both
+        handlers. Synchronous: the only await it needs, the subagent's type, is left to the
+        caller, so a main-loop call costs no coroutine here."""
+        paths = decision.paths
+        if paths is None:
+            if self.host_paths is None:
+                self.host_paths = engine.host_files
+            context, policy = self.build(
+                self.session_cwd(engine),
+                engine.env.get("CLAUDE_PROJECT_DIR"),
+                engine.env.get("HOME"),
+                agent_type,
+            )
+            paths = decision.paths = (context, policy, resolve_all(decision.surface, context))
+        return paths
 
     def session_cwd(self, engine: Engine) -> str:
         """The session's cwd; without one (a host that never saw the session start) the setup
@@ -104,18 +112,6 @@ class Guard:
             self.cwd_warned = True
             engine.ui.log("the session has no cwd; using the setup directory", level="warning")
         return self.setup_dir
-
-    async def context_and_policy(
-        self, engine: Engine, event: ToolCall
-    ) -> tuple[PathContext, Policy]:
-        if self.host_paths is None:
-            self.host_paths = engine.host_files
-        cwd = self.session_cwd(engine)
-        # The main loop (no agent id) has no type to look up: no coroutine for it.
-        agent_type = None if event.agent_id is None else await self.agent_type(engine, event)
-        return self.build(
-            cwd, engine.env.get("CLAUDE_PROJECT_DIR"), engine.env.get("HOME"), agent_type
-        )
 
     def build(
         self, cwd: str, project: str | None, home: str | None, agent_type: str | None
@@ -174,7 +170,14 @@ class Guard:
         decision = self.decision(event)
         surface = decision.surface
         if surface.writes or surface.uncertain:
-            context, policy, resolved = await self.decided_paths(engine, decision)
+            paths = decision.paths
+            if paths is None:
+                # The main loop (no agent id) has no type to look up: no coroutine for it.
+                agent_type = (
+                    None if event.agent_id is None else await self.agent_type(engine, event)
+                )
+                paths = self.settle(engine, decision, agent_type)
+            context, policy, resolved = paths
             denial = protected_denial(surface, context, policy, resolved)
             if denial is not None:
                 return ToolResult.denied(denial.reason, by=PLUGIN)
@@ -196,7 +199,11 @@ class Guard:
             engine.ui.log(f"could not fully analyse a Bash command: {surface.uncertain[0]}")
         if not surface.writes:
             return None
-        context, policy, resolved = await self.decided_paths(engine, decision)
+        paths = decision.paths
+        if paths is None:
+            agent_type = None if event.agent_id is None else await self.agent_type(engine, event)
+            paths = self.settle(engine, decision, agent_type)
+        context, policy, resolved = paths
         denial = preset_denial(surface, context, policy, resolved)
         if denial is not None:
             return ToolResult.denied(denial.reason, by=PLUGIN)
