@@ -50,8 +50,22 @@ def month_file_name(ms: int) -> str:
 _last_month: tuple[int, int, str] = (0, 0, "")
 
 
-def ensure_private_dir(directory: Path) -> None:
-    """Create `directory` (and parents) as 0700, or tighten an existing one this user owns."""
+def ensure_private_dir(directory: Path, *, likely_new: bool = False) -> None:
+    """Create `directory` (and parents) as 0700, or tighten an existing one this user owns.
+
+    `likely_new` (a folder that usually does not exist yet) creates it before looking it up,
+    sparing the failed lookup; when that creation fails (the folder is there, a parent is missing,
+    or any other error) the usual way follows and ends as it always did. The created folder gets
+    the same checks either way.
+    """
+    if likely_new:
+        try:
+            os.mkdir(directory, _DIR_MODE)
+        except OSError:
+            pass
+        else:
+            _confirm_created(directory)
+            return
     try:
         found = os.lstat(directory)
     except OSError:
@@ -65,6 +79,11 @@ def ensure_private_dir(directory: Path) -> None:
         ):
             return
     directory.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
+    _confirm_created(directory)
+
+
+def _confirm_created(directory: Path) -> None:
+    """Refuse a created (or found) folder that is not a directory of this user; make it 0700."""
     info = directory.lstat()
     if not stat.S_ISDIR(info.st_mode):
         raise UnsafeLogPath(f"{directory} is not a directory")
@@ -224,13 +243,25 @@ class MonthLog:
         """Scrub and append `record` to the month file of `ms` under `data_dir`."""
         return self.write(data_dir, encode_line(record), ms, durable=durable)
 
-    def write(self, data_dir: Path, line: bytes, ms: int, *, durable: bool = True) -> Path:
-        """Append one encoded, scrubbed line to the month file of `ms` under `data_dir`."""
+    def write(
+        self,
+        data_dir: Path,
+        line: bytes,
+        ms: int,
+        *,
+        durable: bool = True,
+        new_folder_likely: bool = False,
+    ) -> Path:
+        """Append one encoded, scrubbed line to the month file of `ms` under `data_dir`.
+
+        `new_folder_likely`: the folder, when this writer first writes there, usually does not
+        exist yet (a sandboxed host's), so it is created before it is looked up.
+        """
         _check_line(line)
         with self._lock:
             confirmed_now = data_dir not in self._confirmed
             if confirmed_now:
-                ensure_private_dir(data_dir)
+                ensure_private_dir(data_dir, likely_new=new_folder_likely)
                 self._confirmed.add(data_dir)
             current = self._current(data_dir, month_file_name(ms), confirmed_now)
             _write_line(current.descriptor, current.path, line, durable=durable)

@@ -382,7 +382,9 @@ class Observer:
         data_dir = self.data_dir(engine)
         if engine.sandboxed:
             # What `_off_loop` does for a sandboxed host, without a coroutine of its own per line.
-            self.log.write(data_dir, line, now, durable=False)
+            # Its folder is new to each sandbox (unless an earlier host of the same sandbox wrote
+            # there): created before it is looked up.
+            self.log.write(data_dir, line, now, durable=False, new_folder_likely=True)
             return
         await _off_loop(engine, self.log.write, data_dir, line, now, durable=True)
 

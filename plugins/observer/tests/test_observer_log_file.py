@@ -16,6 +16,7 @@ from observer._log_file import (
     append_line,
     append_record,
     encode_line,
+    ensure_private_dir,
     log_files,
     month_file_name,
     read_log,
@@ -185,9 +186,9 @@ def test_month_log_confirms_a_folder_once_at_its_first_line_and_again_at_a_reope
     confirmed: list[Path] = []
     real = log_file.ensure_private_dir
 
-    def counting(directory: Path) -> None:
+    def counting(directory: Path, **options: bool) -> None:
         confirmed.append(directory)
-        real(directory)
+        real(directory, **options)
 
     monkeypatch.setattr(log_file, "ensure_private_dir", counting)
     log = MonthLog()
@@ -204,6 +205,73 @@ def test_month_log_confirms_a_folder_once_at_its_first_line_and_again_at_a_reope
     assert confirmed == [data_dir, data_dir]
     assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
     assert _lines(path) == ["c"]
+
+
+def _lstat_counter(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Paths looked up with `os.lstat` or `os.stat` (which `Path.lstat` uses)."""
+    looked_up: list[str] = []
+    real_lstat, real_stat = os.lstat, os.stat
+
+    def counting_lstat(path: str | os.PathLike[str]) -> os.stat_result:
+        looked_up.append(os.fspath(path))
+        return real_lstat(path)
+
+    def counting_stat(
+        path: str | os.PathLike[str], *, follow_symlinks: bool = True
+    ) -> os.stat_result:
+        looked_up.append(os.fspath(path))
+        return real_stat(path, follow_symlinks=follow_symlinks)
+
+    monkeypatch.setattr(os, "lstat", counting_lstat)
+    monkeypatch.setattr(os, "stat", counting_stat)
+    return looked_up
+
+
+def test_a_folder_likely_new_is_created_before_it_is_looked_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data_dir = tmp_path / "observer"
+    looked_up = _lstat_counter(monkeypatch)
+    log = MonthLog()
+    path = log.write(data_dir, b'{"id":"a"}\n', JAN_2026_MS, durable=False, new_folder_likely=True)
+    log.close()
+    # Looked up once, after its creation, to confirm it (not first as well, to find it missing).
+    assert looked_up.count(str(data_dir)) == 1
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    assert path.read_bytes() == b'{"id":"a"}\n'
+
+
+def _folder_outcome(folder: Path, likely_new: bool) -> str:
+    try:
+        ensure_private_dir(folder, likely_new=likely_new)
+    except Exception as error:
+        return type(error).__name__
+    return oct(stat.S_IMODE(folder.stat().st_mode))
+
+
+@pytest.mark.parametrize("case", ["missing", "private", "loose", "no_parent", "symlink", "file"])
+def test_a_folder_likely_new_ends_as_the_usual_way_ends(tmp_path: Path, case: str) -> None:
+    outcomes = []
+    for likely_new in (False, True):
+        root = tmp_path / str(likely_new)
+        root.mkdir()
+        folder = root / "observer"
+        if case == "private":
+            folder.mkdir(mode=0o700)
+        elif case == "loose":
+            folder.mkdir()
+            folder.chmod(0o755)
+        elif case == "no_parent":
+            folder = root / "deeper" / "observer"
+        elif case == "symlink":
+            (root / "elsewhere").mkdir(mode=0o700)
+            folder.symlink_to(root / "elsewhere")
+        elif case == "file":
+            folder.write_bytes(b"")
+        outcomes.append(_folder_outcome(folder, likely_new))
+    assert outcomes[0] == outcomes[1]
+    if case not in ("symlink", "file"):
+        assert outcomes[1] == "0o700"
 
 
 def test_month_log_refuses_a_symlink_put_in_the_files_place(tmp_path: Path) -> None:
