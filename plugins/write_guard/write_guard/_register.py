@@ -185,32 +185,30 @@ class Guard:
         return result
 
     async def enforce(self, engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
-        """The agent's preset and the git gate; registered fail-open."""
-        refusal = await self.refusal(engine, event)
-        if refusal is not None:
-            return refusal
-        result: ToolResult = await call_next(event)
-        return result
-
-    async def refusal(self, engine: Engine, event: ToolCall) -> ToolResult | None:
+        """The agent's preset and the git gate; registered fail-open. One coroutine: the
+        refusal is worked out inline, awaiting only a subagent's type and a held git call."""
         decision = self.decision(event)
         surface = decision.surface
         if surface.uncertain and surface.command is not None:
             engine.ui.log(f"could not fully analyse a Bash command: {surface.uncertain[0]}")
-        if not surface.writes:
-            return None
-        paths = decision.paths
-        if paths is None:
-            agent_type = None if event.agent_id is None else await self.agent_type(engine, event)
-            paths = self.settle(engine, decision, agent_type)
-        context, policy, resolved = paths
-        denial = preset_denial(surface, context, policy, resolved)
-        if denial is not None:
-            return ToolResult.denied(denial.reason, by=PLUGIN)
-        hold = git_hold(surface) if self.options.git_gate else None
-        if hold is None:
-            return None
-        return await self.consume_or_refuse(engine, event, hold)
+        if surface.writes:
+            paths = decision.paths
+            if paths is None:
+                agent_type = (
+                    None if event.agent_id is None else await self.agent_type(engine, event)
+                )
+                paths = self.settle(engine, decision, agent_type)
+            context, policy, resolved = paths
+            denial = preset_denial(surface, context, policy, resolved)
+            if denial is not None:
+                return ToolResult.denied(denial.reason, by=PLUGIN)
+            hold = git_hold(surface) if self.options.git_gate else None
+            if hold is not None:
+                refusal = await self.consume_or_refuse(engine, event, hold)
+                if refusal is not None:
+                    return refusal
+        result: ToolResult = await call_next(event)
+        return result
 
     async def consume_or_refuse(
         self, engine: Engine, event: ToolCall, hold: GitHold
