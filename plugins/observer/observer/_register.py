@@ -297,7 +297,8 @@ class Observer:
     async def _finish_turn(
         self, engine: Engine, event: TurnComplete, result: TurnResult
     ) -> TurnResult:
-        hot = await self._turn(engine, event)
+        # The warm path (the usual one) finds the turn without a coroutine, as a tool call does.
+        hot = self._warm_turn(engine, event) or await self._load_turn(engine, event)
         # Taken before any await: a call counted meanwhile is not this episode's.
         facts = hot.tally.snapshot()
         if self.options.routing_gate:
@@ -313,7 +314,17 @@ class Observer:
                     await engine.state.set(_TURN_KEY, hot.tally.facts().model_dump(mode="json"))
                 return result.continued(instruction, by=PLUGIN_NAME)
         now = await engine.clock.now()
-        session = await self._count_turn(engine, hot)
+        if hot.session is not None and engine.state.process_local:
+            # `_count_turn`'s way when it stores nothing, without a coroutine of its own.
+            session = self._count_held_turn(hot, hot.session)
+        else:
+            session = await self._count_turn(engine, hot)
+        if engine.store.process_local:
+            # `_heartbeat`'s way for a process-local store, without a coroutine of its own.
+            window_ms = self.options.parallel_window_minutes * 60_000
+            parallel = self._local_heartbeat(engine.session.id, now, window_ms)
+        else:
+            parallel = await self._heartbeat(engine, now)
         economy_env = self.options.economy_level_env
         context = EpisodeContext(
             episode_id=new_episode_id(),
@@ -321,7 +332,7 @@ class Observer:
             session_id=event.session_id,
             turn_id=event.turn_id,
             session_turn=session.turns + 1,
-            parallel_session=await self._heartbeat(engine, now),
+            parallel_session=parallel,
             economy_level=engine.env.get(economy_env) if economy_env else None,
         )
         tag = parse_routing_tag(event.last_message)
@@ -355,6 +366,11 @@ class Observer:
             session = counted[0]
         elif not engine.state.process_local:
             await engine.state.set(_SESSION_KEY, _session_values(session, session.turns + 1))
+        return self._count_held_turn(hot, session)
+
+    @staticmethod
+    def _count_held_turn(hot: _HotTurn, session: SessionFacts) -> SessionFacts:
+        """Hold the session's facts with one more turn; the facts before it are returned."""
         hot.session = SessionFacts(
             turns=session.turns + 1, model=session.model, post_compaction=session.post_compaction
         )
