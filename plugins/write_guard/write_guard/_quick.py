@@ -18,9 +18,10 @@ _SINK = re.compile(r"(&>>|&>|>>|>\||>)[ \t]*/dev/null(?=[ \t\r\n;&|]|$)")
 # Before an operator, these may make it part of a longer run or of a word.
 _NOT_BEFORE_SINK = frozenset(";&|<>()\n\\'\"")
 # The line splits without error (every quote closed, no trailing escape) exactly when it is a
-# sequence of these pieces; unrolled, so a failing match does not backtrack.
+# sequence of these pieces; unrolled, and possessive: each run ends where the next piece must
+# start, so giving characters back could never reach the end of the line.
 _BALANCED = re.compile(
-    r"""[^'"\\]*(?:(?:'[^']*'|"[^"\\]*(?:\\.[^"\\]*)*"|\\.)[^'"\\]*)*""", re.DOTALL
+    r"""[^'"\\]*+(?:(?:'[^']*+'|"[^"\\]*+(?:\\.[^"\\]*+)*+"|\\.)[^'"\\]*+)*+""", re.DOTALL
 )
 # The pieces the lexer reads as one: quoted strings and escapes (what `_BALANCED` is made of).
 _PIECE = re.compile(r"""'[^']*'|"[^"\\]*(?:\\.[^"\\]*)*"|\\.""", re.DOTALL)

@@ -29,11 +29,14 @@ _SUBSTITUTION = re.compile(r"\$\(([^()]*(?:\([^()]*\)[^()]*)*)\)|`([^`]*)`")
 # before it: a punctuation run, or a word of plain runs, quoted strings and escapes (loops
 # unrolled, one step per run). A comment matches with no group; trailing blanks match nothing.
 # `bad` is a quote or backslash that opens no piece (an unclosed quote, a trailing escape).
+# Every quantifier is possessive: no token is a prefix of a longer reading the pattern could
+# backtrack to (what follows a run can never start it), so giving characters back never finds
+# another match, and the engine keeps no backtracking state per run.
 _TOKEN = re.compile(
-    r"""[ \t\r]*(?:
-    (?P<punct>[;&|<>()\n]+)
-    |(?P<word>(?:[^ \t\r;&|<>()\n'"\\\#]+|'[^']*'|"[^"\\]*(?:\\.[^"\\]*)*"|\\.)+)
-    |\#[^\n]*\n?
+    r"""[ \t\r]*+(?:
+    (?P<punct>[;&|<>()\n]++)
+    |(?P<word>(?:[^ \t\r;&|<>()\n'"\\\#]++|'[^']*+'|"[^"\\]*+(?:\\.[^"\\]*+)*+"|\\.)++)
+    |\#[^\n]*+\n?
     |(?P<bad>['"\\]))""",
     re.VERBOSE | re.DOTALL,
 )
