@@ -208,10 +208,6 @@ def one_line(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
-_YOUNG_THRESHOLD = 10_000
-"""Allocations between young-generation collections while a replay runs (Python's default: 700)."""
-
-
 async def replay_sessions(
     host: Host,
     clock: ReplayClock,
@@ -228,14 +224,7 @@ async def replay_sessions(
     summaries: list[SessionSummary] = []
     actions: list[ReplayAction] = []
     # The transcripts, the host and its plugins live as long as the replay: freeze them so the
-    # collector does not walk them again and again while events come and go. And collect the
-    # young generation less often: what a replayed event leaves behind (results, texts) is freed
-    # by reference counting, so the collector only looks for cycles, and looking once per
-    # `_YOUNG_THRESHOLD` allocations instead of 700 holds at most that many more objects.
-    thresholds = gc.get_threshold()
-    # A young threshold of 0 means automatic collection is off: it stays off.
-    young = thresholds[0] and max(thresholds[0], _YOUNG_THRESHOLD)
-    gc.set_threshold(young, *thresholds[1:])
+    # collector does not walk them again and again while events come and go.
     gc.freeze()
     try:
         for session in chosen:
@@ -248,7 +237,6 @@ async def replay_sessions(
                 progress(done, total)
     finally:
         gc.unfreeze()
-        gc.set_threshold(*thresholds)
     return ReplayReport(
         sessions=tuple(summaries),
         actions=tuple(actions),

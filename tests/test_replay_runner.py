@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import types
 from pathlib import Path
@@ -281,37 +280,3 @@ async def test_tilde_in_a_replayed_call_is_the_recorded_users_home(tmp_path: Pat
     path.write_text("\n".join(json.dumps(r) for r in records) + "\n", encoding="utf-8")
     await replay_paths([path], plugins=[module], entry_points=False)
     assert seen == [("/Users/pat", "/Users/pat/app")]
-
-
-@pytest.mark.anyio
-async def test_the_collector_runs_less_often_during_a_replay_and_as_before_after(
-    tmp_path: Path,
-) -> None:
-    seen: list[tuple[int, int, int]] = []
-    module = types.ModuleType("gc_probe")
-
-    async def on_tool(engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
-        seen.append(gc.get_threshold())
-        result: ToolResult = await call_next(event)
-        return result
-
-    @hookimpl
-    def register(on: Any, options: Any) -> None:
-        on("tool.call", on_tool)
-
-    module.plugin = PluginInfo(name="gc-probe", contract=">=1,<2")  # type: ignore[attr-defined]
-    module.register = register  # type: ignore[attr-defined]
-    before = gc.get_threshold()
-    try:
-        gc.set_threshold(700, 10, 10)
-        await replay_paths([small_session(tmp_path)], plugins=[module], entry_points=False)
-        assert seen and all(young >= 10_000 for young, _, _ in seen)
-        assert {(older, oldest) for _, older, oldest in seen} == {(10, 10)}
-        assert gc.get_threshold() == (700, 10, 10)
-        # Automatic collection switched off by the embedding program stays off.
-        seen.clear()
-        gc.set_threshold(0, 10, 10)
-        await replay_paths([small_session(tmp_path)], plugins=[module], entry_points=False)
-        assert seen and {young for young, _, _ in seen} == {0}
-    finally:
-        gc.set_threshold(*before)
