@@ -96,6 +96,11 @@ ATTACKS: list[tuple[str, str, Any, str]] = [
     ("quoted-substitution", B, 'echo "$(rm {out}/q)"', OUT),
     ("heredoc-target", B, "cat <<EOF > {out}/h\nbody\nEOF", OUT),
     ("line-continuation", B, "echo hi \\\n > {out}/cont", OUT),
+    # Bash reads a comment up to its newline, `#` inside a word as a character, and an escaped
+    # backslash before a newline as no continuation: each line below runs the second command.
+    ("comment-then-newline", B, "echo hi # note\nrm -rf {out}/x", OUT),
+    ("hash-inside-word", B, "echo a#; rm -rf {out}/x", OUT),
+    ("escaped-backslash-newline", B, "echo a\\\\\nrm -rf {out}/x", OUT),
     ("symlink-parent-bash", B, "echo x > escape/new", OUT),
     ("project-var-bash", B, "echo x > ${{CLAUDE_PROJECT_DIR}}/../x", OUT),
     ("unparsable-protected", B, "echo 'unterminated .git/hooks/x", "unparsable-protected"),

@@ -1,4 +1,4 @@
-"""The shell tokenizer splits every line exactly as the POSIX lexer (shlex) does."""
+"""The shell tokenizer splits lines as bash does: as the POSIX lexer (shlex), comments aside."""
 
 from __future__ import annotations
 
@@ -21,11 +21,41 @@ CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "tra
 ALPHABET = "ab/.-_~*=$`{}! \t\r\n;&|<>()0é'\"\\#"
 
 
+def _without_comments(text: str) -> str:
+    """`text` with bash's comments blanked: from a `#` where a word starts (outside quotes) up
+    to, not including, its newline. (The POSIX lexer reads a `#` inside a word as a comment too,
+    and swallows the newline after one: bash does neither.)"""
+    kept: list[str] = []
+    index, quote, word_start = 0, "", True
+    while index < len(text):
+        char = text[index]
+        if quote:
+            step = 2 if quote == '"' and char == "\\" else 1
+            kept.append(text[index : index + step])
+            quote = "" if char == quote else quote
+            index += step
+            continue
+        if char == "#" and word_start:
+            # A blank in its place: like bash, nothing of it is read, and it ends a token.
+            kept.append(" ")
+            end = text.find("\n", index)
+            if end < 0:
+                break
+            index = end
+            continue
+        step = 2 if char == "\\" else 1
+        kept.append(text[index : index + step])
+        quote = char if char in "'\"" else ""
+        word_start = char in " \t\r;&|<>()\n"
+        index += step
+    return "".join(kept)
+
+
 def _lexer_tokens(text: str) -> list[str]:
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|<>()\n")
+    lexer = shlex.shlex(_without_comments(text), posix=True, punctuation_chars=";&|<>()\n")
     lexer.whitespace = " \t\r"
     lexer.whitespace_split = True
-    lexer.commenters = "#"
+    lexer.commenters = ""
     return list(lexer)
 
 
@@ -125,3 +155,30 @@ def test_operators_lexed_in_one_pass_are_those_of_the_two_passes(seed: int) -> N
 def test_corpus_operators_lexed_in_one_pass_are_those_of_the_two_passes() -> None:
     for command in _corpus_commands():
         assert _operators_in_one_pass(command) == _operators_in_two_passes(command), command
+
+
+@pytest.mark.parametrize(
+    ("line", "commands"),
+    [
+        # A comment ends at its newline, which still ends the command before the next line.
+        ("echo hi # note\nrm -rf /etc/x", [("echo", "hi"), ("rm", "-rf", "/etc/x")]),
+        ("ls;#x\nrm y", [("ls",), ("rm", "y")]),
+        # A `#` inside a word is a plain character, not a comment.
+        ("echo a#; rm -rf x", [("echo", "a#"), ("rm", "-rf", "x")]),
+        ('echo "a#b" x#y # c', [("echo", "a#b", "x#y")]),
+        # An escaped backslash before a newline does not join the lines; a lone one does.
+        ("echo a\\\\\nrm -rf x", [("echo", "a\\"), ("rm", "-rf", "x")]),
+        ("rm \\\n -rf x", [("rm", "-rf", "x")]),
+        ("echo a\\\\\\\nb", [("echo", "a\\b")]),
+    ],
+)
+def test_comments_and_continuations_split_as_bash_splits_them(
+    line: str, commands: list[tuple[str, ...]]
+) -> None:
+    assert [command.argv for command in parse_line(line).commands] == commands
+
+
+def test_a_quote_that_a_word_opens_after_a_hash_is_refused() -> None:
+    # The POSIX lexer would read `#it's` as a comment; bash reads an unclosed quote.
+    with pytest.raises(ShellParseError):
+        parse_line("echo a#it's")

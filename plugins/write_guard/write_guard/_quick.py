@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from write_guard._bash import ANALYSED_COMMANDS, INTERPRETER_PREFIXES
+from write_guard._shell import join_continued_lines
 
 _PUNCTUATION = ";&|<>()\n"
 # `N>&M` (and ` >&M`) duplicates a descriptor and writes no file; the lexer reads it as the
@@ -57,8 +58,8 @@ def sink_redirections(command: str) -> list[str] | None:
     first = command.split(None, 1)
     if first and first[0].rpartition("/")[2] in ANALYSED_COMMANDS:
         return None
-    # The analysis joins continued lines first; so must the checks.
-    text = command.replace("\\\r\n", "").replace("\\\n", "")
+    # The analysis joins continued lines first; so must the checks, the same way.
+    text = join_continued_lines(command)
     if "patch" in text or "apply" in text:
         return None
     if "<" in text or "`" in text or "$(" in text:

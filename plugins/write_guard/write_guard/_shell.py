@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field
+from typing import NoReturn
 
 _PUNCTUATION = ";&|<>()\n"
 _OPERATORS = (
@@ -24,22 +25,32 @@ _CHANGES_DIRECTORY = frozenset({"cd", "pushd"})
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 # Loops unrolled (`a*(?:b a*)*` rather than `(?:a|b)*`): one regex step per run, not per character.
 _SUBSTITUTION = re.compile(r"\$\(([^()]*(?:\([^()]*\)[^()]*)*)\)|`([^`]*)`")
-# The tokens of a POSIX `shlex.shlex` with our punctuation, blanks " \t\r", `#` comments and
-# whitespace_split (`_lexer_tokens` is the reference), one regex step per token with the blanks
-# before it: a punctuation run, or a word of plain runs, quoted strings and escapes (loops
-# unrolled, one step per run). A comment matches with no group; trailing blanks match nothing.
-# `bad` is a quote or backslash that opens no piece (an unclosed quote, a trailing escape).
-# Every quantifier is possessive: no token is a prefix of a longer reading the pattern could
-# backtrack to (what follows a run can never start it), so giving characters back never finds
-# another match, and the engine keeps no backtracking state per run.
+# The tokens of a line as bash splits it for us (the POSIX lexer, `shlex`, splits lines without
+# comments the same way): blanks " \t\r", one regex step per token with the blanks before it: a
+# punctuation run, or a word of plain runs, quoted strings and escapes (loops unrolled, one step
+# per run). A `#` starts a comment only where a word would start, and the comment stops before
+# its newline, which still ends the command; inside a word `#` is a plain character (bash runs
+# `echo a#; rm x` as two commands). A comment matches with no group; trailing blanks match
+# nothing. `bad` is a quote or backslash that opens no piece (an unclosed quote, a trailing
+# escape). Every quantifier is possessive: no token is a prefix of a longer reading the pattern
+# could backtrack to (what follows a run can never start it), so giving characters back never
+# finds another match, and the engine keeps no backtracking state per run.
+_WORD_PIECE = r"""'[^']*+'|"[^"\\]*+(?:\\.[^"\\]*+)*+"|\\."""
 _TOKEN = re.compile(
     r"""[ \t\r]*+(?:
     (?P<punct>[;&|<>()\n]++)
-    |(?P<word>(?:[^ \t\r;&|<>()\n'"\\\#]++|'[^']*+'|"[^"\\]*+(?:\\.[^"\\]*+)*+"|\\.)++)
-    |\#[^\n]*+\n?
+    |(?P<word>(?:[^ \t\r;&|<>()\n'"\\\#]++|"""
+    + _WORD_PIECE
+    + r""")(?:[^ \t\r;&|<>()\n'"\\]++|"""
+    + _WORD_PIECE
+    + r""")*+)
+    |\#[^\n]*+
     |(?P<bad>['"\\]))""",
     re.VERBOSE | re.DOTALL,
 )
+# A backslash-newline joins two lines, unless that backslash is itself escaped (`echo a\\`
+# then a newline is two commands): escaped backslashes are matched in pairs, left to right.
+_CONTINUATION = re.compile(r"\\(?:\\|\r?\n)")
 _PIECE = re.compile(r"""'([^']*)'|"([^"\\]*(?:\\.[^"\\]*)*)"|\\(.)""", re.DOTALL)
 
 
@@ -67,7 +78,7 @@ class ParsedLine:
 
 def parse_line(command: str) -> ParsedLine:
     """Parse a command line; raises `ShellParseError` when it cannot be split with confidence."""
-    text = command.replace("\\\r\n", "").replace("\\\n", "")
+    text = join_continued_lines(command)
     text, heredocs = _cut_heredocs(text)
     tokens = _operator_tokens(text)
     # Substitutions are read from the raw text: a word split by spaces would hide them.
@@ -79,6 +90,16 @@ def parse_line(command: str) -> ParsedLine:
     parsed = ParsedLine(heredocs=heredocs, substitutions=substitutions)
     _collect(tokens, parsed)
     return parsed
+
+
+def join_continued_lines(command: str) -> str:
+    """`command` with each unescaped backslash-newline removed, as bash joins continued lines."""
+    return _CONTINUATION.sub(_join_continued, command) if "\\" in command else command
+
+
+def _join_continued(match: re.Match[str]) -> str:
+    pair = match.group()
+    return pair if pair == "\\\\" else ""
 
 
 def shell_tokens(text: str) -> list[str]:
@@ -104,8 +125,7 @@ def _lex(text: str) -> list[tuple[str, bool]]:
             else:
                 append((word, False))  # a plain run never holds punctuation
         elif bad:
-            # The lexer words the refusal.
-            return [(token, _is_punctuation_run(token)) for token in _lexer_tokens(text)]
+            _refuse(text)
     return tokens
 
 
@@ -130,7 +150,7 @@ def _operator_tokens(text: str) -> list[tuple[str, bool]]:
             else:
                 tokens.extend((operator, True) for operator in _OPERATOR.findall(punctuation))
         elif bad:
-            return _split_operators(_lex(text))  # the lexer words the refusal
+            _refuse(text)
     return tokens
 
 
@@ -152,15 +172,17 @@ def _unquote(match: re.Match[str]) -> str:
     return "\\".join(piece.replace('\\"', '"') for piece in double.split("\\\\"))
 
 
-def _lexer_tokens(text: str) -> list[str]:
+def _refuse(text: str) -> NoReturn:
+    """A quote or backslash that opens nothing: refused, in the POSIX lexer's words if it has
+    some (it reads `#` inside a word as a comment, so it may find nothing wrong: refused too)."""
     lexer = shlex.shlex(text, posix=True, punctuation_chars=_PUNCTUATION)
     lexer.whitespace = " \t\r"
     lexer.whitespace_split = True
-    lexer.commenters = "#"
     try:
-        return list(lexer)
+        list(lexer)
     except ValueError as error:
         raise ShellParseError(str(error)) from None
+    raise ShellParseError("a quote or an escape that is never closed")
 
 
 def _cut_heredocs(text: str) -> tuple[str, list[str]]:
