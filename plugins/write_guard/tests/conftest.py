@@ -1,7 +1,9 @@
-"""Shared fixtures: the anyio backend and a workspace with symlinks pointing out of it."""
+"""Shared fixtures: the anyio backend, a workspace with symlinks pointing out of it, and the
+shared corpus's Bash commands."""
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,3 +39,29 @@ def layout(tmp_path: Path) -> Layout:
     os.symlink(out, scratch / "planted")
     os.symlink(ws / "sub", ws / "inner")
     return Layout(ws=ws, out=out, scratch=scratch, home=home)
+
+
+CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "transcripts"
+
+
+@pytest.fixture(scope="session")
+def corpus_bash_commands() -> list[str]:
+    """Every Bash command of the shared transcripts, in file order."""
+    if not CORPUS.is_dir():
+        pytest.fail(f"the shared corpus is missing: expected it at {CORPUS} (beside the clone)")
+    commands: list[str] = []
+    for path in sorted(CORPUS.rglob("*.jsonl")):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if '"Bash"' not in line:
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            content = record.get("message", {}).get("content") if isinstance(record, dict) else None
+            for block in content if isinstance(content, list) else []:
+                if isinstance(block, dict) and block.get("name") == "Bash":
+                    command = block.get("input", {}).get("command")
+                    if isinstance(command, str):
+                        commands.append(command)
+    return commands

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import random
-from pathlib import Path
 
 import pytest
 from write_guard._quick import sink_redirections, writes_nothing
 from write_guard._surface import NOTHING, Surface, analysed_bash_surface, extract_surface
 
-CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "transcripts"
 FRAGMENTS = [
     "rm", "r", "m", "cp", "git", "sh", "bash", "env", "time", "eval", "xargs", "python3.12",
     "tee", "echo", "uv", "run", "x", "/bin/", "a/", "1", "2", "=", "-c", "-i", " ", " ", "\t",
@@ -24,29 +21,8 @@ def _empty(surface: Surface) -> bool:
     return not (surface.targets or surface.git_commands or surface.uncertain or surface.malformed)
 
 
-def _corpus_commands() -> list[str]:
-    if not CORPUS.is_dir():
-        pytest.fail(f"the shared corpus is missing: expected it at {CORPUS} (beside the clone)")
-    commands: list[str] = []
-    for path in sorted(CORPUS.rglob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            if '"Bash"' not in line:
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            content = record.get("message", {}).get("content") if isinstance(record, dict) else None
-            for block in content if isinstance(content, list) else []:
-                if isinstance(block, dict) and block.get("name") == "Bash":
-                    command = block.get("input", {}).get("command")
-                    if isinstance(command, str):
-                        commands.append(command)
-    return commands
-
-
-def test_a_corpus_line_it_passes_has_an_empty_surface() -> None:
-    commands = _corpus_commands()
+def test_a_corpus_line_it_passes_has_an_empty_surface(corpus_bash_commands: list[str]) -> None:
+    commands = corpus_bash_commands
     passed = [command for command in commands if writes_nothing(command)]
     for command in passed:
         assert _empty(analysed_bash_surface(command)), command
@@ -74,8 +50,8 @@ def _sinks_only(surface: Surface) -> list[str] | None:
     return [target.how.removeprefix("redirection ") for target in surface.targets]
 
 
-def test_a_corpus_line_it_proves_writes_exactly_its_sinks() -> None:
-    commands = _corpus_commands()
+def test_a_corpus_line_it_proves_writes_exactly_its_sinks(corpus_bash_commands: list[str]) -> None:
+    commands = corpus_bash_commands
     proven = [command for command in commands if sink_redirections(command)]
     for command in proven:
         assert _sinks_only(analysed_bash_surface(command)) == sink_redirections(command), command

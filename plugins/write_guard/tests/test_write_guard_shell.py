@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import random
 import shlex
-from pathlib import Path
 
 import pytest
 from write_guard._shell import (
@@ -17,7 +15,6 @@ from write_guard._shell import (
     shell_tokens,
 )
 
-CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "transcripts"
 ALPHABET = "ab/.-_~*=$`{}! \t\r\n;&|<>()0é'\"\\#"
 
 
@@ -59,27 +56,6 @@ def _lexer_tokens(text: str) -> list[str]:
     return list(lexer)
 
 
-def _corpus_commands() -> list[str]:
-    if not CORPUS.is_dir():
-        pytest.fail(f"the shared corpus is missing: expected it at {CORPUS} (beside the clone)")
-    commands: list[str] = []
-    for path in sorted(CORPUS.rglob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            if '"Bash"' not in line:
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            content = record.get("message", {}).get("content") if isinstance(record, dict) else None
-            for block in content if isinstance(content, list) else []:
-                if isinstance(block, dict) and block.get("name") == "Bash":
-                    command = block.get("input", {}).get("command")
-                    if isinstance(command, str):
-                        commands.append(command)
-    return commands
-
-
 def _same_as_lexer(text: str) -> None:
     try:
         expected = _lexer_tokens(text)
@@ -95,8 +71,10 @@ def _same_as_lexer(text: str) -> None:
     assert [flag for _token, flag in _lex(text)] == flags, repr(text)
 
 
-def test_every_corpus_command_splits_as_the_lexer_splits_it() -> None:
-    commands = _corpus_commands()
+def test_every_corpus_command_splits_as_the_lexer_splits_it(
+    corpus_bash_commands: list[str],
+) -> None:
+    commands = corpus_bash_commands
     assert len(commands) > 100
     quoted = 0
     for command in commands:
@@ -152,8 +130,10 @@ def test_operators_lexed_in_one_pass_are_those_of_the_two_passes(seed: int) -> N
         assert _operators_in_one_pass(text) == _operators_in_two_passes(text), repr(text)
 
 
-def test_corpus_operators_lexed_in_one_pass_are_those_of_the_two_passes() -> None:
-    for command in _corpus_commands():
+def test_corpus_operators_lexed_in_one_pass_are_those_of_the_two_passes(
+    corpus_bash_commands: list[str],
+) -> None:
+    for command in corpus_bash_commands:
         assert _operators_in_one_pass(command) == _operators_in_two_passes(command), command
 
 

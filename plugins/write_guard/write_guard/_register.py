@@ -83,6 +83,17 @@ class Guard:
         self.decisions.append(made)
         return made
 
+    def known_paths(
+        self, engine: Engine, event: ToolCall, decision: _Decision
+    ) -> tuple[PathContext, Policy, Resolved] | None:
+        """The decision's context, policy and targets when no await is needed for them: worked
+        out already, or a main-loop call (no agent id, so no type to look up: no coroutine)."""
+        if decision.paths is not None:
+            return decision.paths
+        if event.agent_id is None:
+            return self.settle(engine, decision, None)
+        return None
+
     def settle(
         self, engine: Engine, decision: _Decision, agent_type: str | None
     ) -> tuple[PathContext, Policy, Resolved]:
@@ -170,13 +181,9 @@ class Guard:
         decision = self.decision(event)
         surface = decision.surface
         if surface.writes or surface.uncertain:
-            paths = decision.paths
-            if paths is None:
-                # The main loop (no agent id) has no type to look up: no coroutine for it.
-                agent_type = (
-                    None if event.agent_id is None else await self.agent_type(engine, event)
-                )
-                paths = self.settle(engine, decision, agent_type)
+            paths = self.known_paths(engine, event, decision) or self.settle(
+                engine, decision, await self.agent_type(engine, event)
+            )
             context, policy, resolved = paths
             denial = protected_denial(surface, context, policy, resolved)
             if denial is not None:
@@ -192,12 +199,9 @@ class Guard:
         if surface.uncertain and surface.command is not None:
             engine.ui.log(f"could not fully analyse a Bash command: {surface.uncertain[0]}")
         if surface.writes:
-            paths = decision.paths
-            if paths is None:
-                agent_type = (
-                    None if event.agent_id is None else await self.agent_type(engine, event)
-                )
-                paths = self.settle(engine, decision, agent_type)
+            paths = self.known_paths(engine, event, decision) or self.settle(
+                engine, decision, await self.agent_type(engine, event)
+            )
             context, policy, resolved = paths
             denial = preset_denial(surface, context, policy, resolved)
             if denial is not None:
