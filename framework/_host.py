@@ -124,7 +124,10 @@ class Host:
             return
         spec = self._store_spec
         self._backend = open_backend(spec) if isinstance(spec, str) else spec
-        self._store = Store(self._backend)
+        # Only a store this host opened itself can be known to die with it; a backend object
+        # handed in may serve another host after this one.
+        owned = isinstance(spec, str) and getattr(self._backend, "process_local", False) is True
+        self._store = Store(self._backend, process_local=owned)
         self.load()
         # A host may be opened again under another event loop: its watchdog timer died with the
         # old one, so the first dispatch here must arm a new one.
@@ -199,7 +202,12 @@ class Host:
 
     def session_store(self, session_id: str) -> Store:
         """Per-session state: dropped at session.end, with a TTL as backstop."""
-        return Store(self.store.backend, f"session:{session_id}:", ttl=self.settings.session_ttl)
+        return Store(
+            self.store.backend,
+            f"session:{session_id}:",
+            ttl=self.settings.session_ttl,
+            process_local=self.store.process_local,
+        )
 
     @property
     def failures(self) -> Mapping[tuple[str, str], int]:

@@ -282,14 +282,20 @@ def open_backend(url: str) -> StoreBackend:
 class Store:
     """A namespaced view of a backend: what `engine.store` and `engine.state` are."""
 
-    __slots__ = ("_backend", "_prefix", "_ttl")
+    __slots__ = ("_backend", "_prefix", "_process_local", "_ttl")
 
     def __init__(
-        self, backend: StoreBackend, prefix: str = "", *, ttl: float | None = None
+        self,
+        backend: StoreBackend,
+        prefix: str = "",
+        *,
+        ttl: float | None = None,
+        process_local: bool = False,
     ) -> None:
         self._backend = backend
         self._prefix = prefix
         self._ttl = ttl
+        self._process_local = process_local
 
     @property
     def backend(self) -> StoreBackend:
@@ -301,15 +307,20 @@ class Store:
 
     @property
     def process_local(self) -> bool:
-        """True when the values live in this process only (`memory://`): no other host shares
-        them and none outlives this one. A plugin that keeps a warm copy in memory and writes it
-        behind for a restarted or another host has nobody to write it for then. Backends that do
-        not say so count as shared."""
-        return getattr(self._backend, "process_local", False) is True
+        """True when the values live in this host only: it opened a `memory://` store itself, so
+        no other host shares them and none outlives this one. A plugin that keeps a warm copy in
+        memory and writes it behind for a restarted or another host has nobody to write it for
+        then. A backend object handed to a host may outlive it or serve several: shared."""
+        return self._process_local
 
     def namespace(self, name: str) -> Store:
         """A view whose keys live under `name:` inside this one."""
-        return Store(self._backend, f"{self._prefix}{name}:", ttl=self._ttl)
+        return Store(
+            self._backend,
+            f"{self._prefix}{name}:",
+            ttl=self._ttl,
+            process_local=self._process_local,
+        )
 
     async def get(self, key: str, default: Any = None) -> Any:
         value = await self._backend.get(self._prefix + key)

@@ -16,6 +16,7 @@ import pytest
 from redis_server import RedisServer, redis_client_module, start_or_explain
 from store_worker import run_workers
 
+from framework._host import Host
 from framework._store import (
     MemoryBackend,
     SQLiteBackend,
@@ -351,17 +352,19 @@ async def test_a_ttl_that_is_not_positive_is_refused(backend: StoreBackend) -> N
     assert await store.get("k") is None
 
 
-async def test_only_the_memory_backend_says_its_values_stay_in_this_process(
-    backend: StoreBackend,
+async def test_a_store_is_process_local_only_when_its_host_opened_memory_itself(
+    tmp_path: Path,
 ) -> None:
-    # Plugins skip write-behind copies when this is True: a shared backend saying so loses data.
-    view = Store(backend).namespace("plugin")
-    assert view.process_local is (backend.url == "memory://")
-
-
-def test_a_backend_that_does_not_say_counts_as_shared() -> None:
-    class Quiet(MemoryBackend):
-        process_local = None  # type: ignore[assignment]
-
-    assert Store(MemoryBackend()).process_local is True
-    assert Store(Quiet()).process_local is False
+    # Plugins skip write-behind copies when this is True: a store another host can read (a
+    # backend object handed in, a file) saying so would lose their state.
+    assert Store(MemoryBackend()).process_local is False
+    assert Store(MemoryBackend(), process_local=True).namespace("p").process_local is True
+    cases = [
+        ("memory://", True),
+        (MemoryBackend(), False),
+        (f"sqlite:///{tmp_path / 'store.sqlite3'}", False),
+    ]
+    for spec, expected in cases:
+        async with Host(store=spec, entry_points=False) as host:
+            assert host.store.process_local is expected
+            assert host.session_store("s1").namespace("p").process_local is expected

@@ -431,3 +431,20 @@ async def test_a_shared_store_drops_a_session_to_its_last_turn_end(
     assert notes == 0
     assert stored["observed"] == 1
     await backend.aclose()
+
+
+async def test_a_memory_backend_handed_to_two_hosts_in_turn_keeps_state_and_counts() -> None:
+    # A backend object may outlive the host it was handed to: the turn end still writes behind.
+    backend = open_backend("memory://")
+    terminal = Terminal()
+    async with _host(store=backend) as first:
+        assert not first.store.process_local
+        await first.dispatch(SessionStart(session_id="s1"))
+        for index in range(3):
+            await first.dispatch(_call(index), terminal=terminal)
+        await first.dispatch(TurnComplete(session_id="s1", turn_id="t1"))
+    async with _host(store=backend) as second:
+        state = second.session_store("s1").namespace("loop-breaker")
+        assert await state.get("core") is not None
+        stats = await second.store.namespace("loop-breaker").get("stats.v1")
+        assert stats["totals"]["nudges"] == 1

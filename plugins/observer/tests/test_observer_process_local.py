@@ -16,7 +16,6 @@ from framework import (
     Host,
     PromptSubmit,
     SessionStart,
-    StoreBackend,
     ToolCall,
     TurnComplete,
     open_backend,
@@ -30,28 +29,25 @@ STORES = ["memory", "sqlite"]
 TAG = "<!-- routing: provenance=user_directed_method node=discovery-interview counterfactual=x -->"
 
 
-def _backend(kind: str, folder: Path) -> StoreBackend:
+def _store_url(kind: str, folder: Path) -> str:
+    """The store the host opens itself: only then is a `memory://` one process-local."""
     if kind == "memory":
-        return open_backend("memory://")
-    return open_backend(f"sqlite:///{folder / 'store.db'}")
+        return "memory://"
+    return f"sqlite:///{folder / 'store.db'}"
 
 
 @asynccontextmanager
 async def _host(kind: str, folder: Path) -> AsyncIterator[Host]:
-    backend = _backend(kind, folder)
     options = {"observer": {"data_dir": str(folder / "log"), "methods": ["discovery-interview"]}}
-    try:
-        async with Host(
-            plugins=[observer],
-            entry_points=False,
-            store=backend,
-            clock=FakeClock(start_ms=START_MS),
-            options=options,
-            config={},
-        ) as host:
-            yield host
-    finally:
-        await backend.aclose()
+    async with Host(
+        plugins=[observer],
+        entry_points=False,
+        store=_store_url(kind, folder),
+        clock=FakeClock(start_ms=START_MS),
+        options=options,
+        config={},
+    ) as host:
+        yield host
 
 
 def _episodes(folder: Path) -> list[dict[str, Any]]:
@@ -168,35 +164,55 @@ async def test_parallel_sessions_follow_the_window_and_the_marks_lifetime(
     wall = [1_000_000.0]
     monkeypatch.setattr(time, "time", lambda: wall[0])
     clock = FakeClock(start_ms=START_MS)
-    backend = _backend(kind, tmp_path)
     options = {"observer": {"data_dir": str(tmp_path / "log"), "parallel_window_minutes": 30}}
     flags: list[bool] = []
-    try:
-        async with Host(
-            plugins=[observer],
-            entry_points=False,
-            store=backend,
-            clock=clock,
-            options=options,
-            config={},
-        ) as host:
-            # (session, engine clock step, wall step): a mark counts within the window of the
-            # session's clock and while its key lives (its TTL runs in wall time).
-            for session, step_ms, step_s in (
-                ("s1", 0, 0.0),
-                ("s2", 60_000, 0.0),  # s1 a minute ago
-                ("s1", 31 * 60_000, 0.0),  # s2 31 minutes ago: outside the window
-                ("s2", 29 * 60_000, 0.0),  # s1 29 minutes ago
-                ("s1", 0, 30 * 60.0 + 1),  # s2 now by the clock, but its key has expired
-                ("s3", 0, 0.0),  # s1 just marked
-            ):
-                clock.advance(step_ms)
-                wall[0] += step_s
-                await host.dispatch(PromptSubmit(session_id=session, text="go"))
-                await host.dispatch(
-                    TurnComplete(session_id=session, turn_id="t", last_message="ok")
-                )
-    finally:
-        await backend.aclose()
+    async with Host(
+        plugins=[observer],
+        entry_points=False,
+        store=_store_url(kind, tmp_path),
+        clock=clock,
+        options=options,
+        config={},
+    ) as host:
+        # (session, engine clock step, wall step): a mark counts within the window of the
+        # session's clock and while its key lives (its TTL runs in wall time).
+        for session, step_ms, step_s in (
+            ("s1", 0, 0.0),
+            ("s2", 60_000, 0.0),  # s1 a minute ago
+            ("s1", 31 * 60_000, 0.0),  # s2 31 minutes ago: outside the window
+            ("s2", 29 * 60_000, 0.0),  # s1 29 minutes ago
+            ("s1", 0, 30 * 60.0 + 1),  # s2 now by the clock, but its key has expired
+            ("s3", 0, 0.0),  # s1 just marked
+        ):
+            clock.advance(step_ms)
+            wall[0] += step_s
+            await host.dispatch(PromptSubmit(session_id=session, text="go"))
+            await host.dispatch(TurnComplete(session_id=session, turn_id="t", last_message="ok"))
     flags = [e["environment"]["parallel_session"] for e in _episodes(tmp_path)]
     assert flags == [False, True, False, True, False, True]
+
+
+@pytest.mark.anyio
+async def test_a_memory_backend_handed_to_two_hosts_in_turn_counts_turns_on(
+    tmp_path: Path,
+) -> None:
+    # A backend object may outlive the host it was handed to: the session's facts are written.
+    backend = open_backend("memory://")
+    options = {"observer": {"data_dir": str(tmp_path / "log")}}
+    try:
+        for turn in ("t1", "t2"):
+            async with Host(
+                plugins=[observer],
+                entry_points=False,
+                store=backend,
+                clock=FakeClock(start_ms=START_MS),
+                options=options,
+                config={},
+            ) as host:
+                assert not host.store.process_local
+                if turn == "t1":
+                    await host.dispatch(SessionStart(session_id="s1"))
+                await host.dispatch(TurnComplete(session_id="s1", turn_id=turn, last_message="ok"))
+    finally:
+        await backend.aclose()
+    assert [line["environment"]["session_turn"] for line in _episodes(tmp_path)] == [1, 2]
