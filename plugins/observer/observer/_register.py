@@ -345,28 +345,21 @@ class Observer:
     async def _count_turn(self, engine: Engine, hot: _HotTurn) -> SessionFacts:
         """The session's facts before this turn; the store then holds them with one more turn.
 
-        A host that wrote the facts itself (at the session's start or its last turn end, as
-        `hot.session`) counts on from them and only writes the new count, as a restarted host
-        needs it (on a process-local store, where `hot.session` is the facts from the session's
-        start, not even that); otherwise the stored facts are read and counted in one atomic
-        update.
+        Counted in one atomic update of the stored facts, so two hosts serving one session on a
+        shared store never count the same turn twice (a warm host on a process-local store, the
+        only one that can read them, counts its held facts instead: `_count_held_turn`).
         """
-        session = hot.session
-        if session is None:
-            counted: list[SessionFacts] = []
+        counted: list[SessionFacts] = []
 
-            def next_turn(stored: Any) -> Any:
-                facts = SessionFacts.model_validate(stored or {})
-                # The facts are kept from the last run of this function (the store may run it
-                # more than once) rather than validated a second time from the store.
-                counted[:] = [facts]
-                return _session_values(facts, facts.turns + 1)
+        def next_turn(stored: Any) -> Any:
+            facts = SessionFacts.model_validate(stored or {})
+            # The facts are kept from the last run of this function (the store may run it more
+            # than once) rather than validated a second time from the store.
+            counted[:] = [facts]
+            return _session_values(facts, facts.turns + 1)
 
-            await engine.state.update(_SESSION_KEY, next_turn, default={})
-            session = counted[0]
-        elif not engine.state.process_local:
-            await engine.state.set(_SESSION_KEY, _session_values(session, session.turns + 1))
-        return self._count_held_turn(hot, session)
+        await engine.state.update(_SESSION_KEY, next_turn, default={})
+        return self._count_held_turn(hot, counted[0])
 
     @staticmethod
     def _count_held_turn(hot: _HotTurn, session: SessionFacts) -> SessionFacts:

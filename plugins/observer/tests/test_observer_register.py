@@ -461,3 +461,18 @@ async def test_the_unread_reminder_is_the_same_in_a_sandbox_without_its_file(
         assert json.loads(counter_files[0].read_text())["last_reminded_ms"] == START_MS + (
             54 * WEEK_MS + 1000 + DAY_MS
         )
+
+
+@pytest.mark.anyio
+async def test_two_hosts_serving_one_session_on_a_shared_store_never_count_a_turn_twice(
+    data_dir: Path,
+) -> None:
+    backend = _shared_backend(data_dir)
+    async with _fresh_host(backend, data_dir) as first, _fresh_host(backend, data_dir) as second:
+        await first.dispatch(SessionStart(session_id="s1"))
+        await first.dispatch(TurnComplete(session_id="s1", turn_id="t1", last_message="ok"))
+        await second.dispatch(TurnComplete(session_id="s1", turn_id="t2", last_message="ok"))
+        # The first host is warm for the session now; the count is the store's, not its copy.
+        await first.dispatch(TurnComplete(session_id="s1", turn_id="t3", last_message="ok"))
+    assert [line["environment"]["session_turn"] for line in _lines(data_dir)] == [1, 2, 3]
+    await backend.aclose()
