@@ -9,7 +9,6 @@ only its own synchronous code (the longest step must stay inside its budget).
 from __future__ import annotations
 
 import functools
-import re
 import time
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
@@ -20,11 +19,12 @@ import anyio
 
 from framework import FakeClock, Host
 from framework.testing._checks import CheckResult
+from framework.testing._fakes import StalledBackend
 from framework.testing._isolated import isolated_settings, make_host
 from framework.testing._scripts import ScriptedTerminal
 from framework.testing._vectors import Vector
 
-__all__ = ["CHECK_BUDGET", "HANG_GRACE", "StalledBackend", "StepTimer", "check_budget"]
+__all__ = ["CHECK_BUDGET", "HANG_GRACE", "StepTimer", "check_budget"]
 
 CHECK_BUDGET = 0.25
 """The default handler budget while checking: the check is about giving up when told, not the
@@ -37,39 +37,6 @@ so it is generous: a loaded machine delays the watchdog by ticks, never by secon
 # Per handler, on top of its budget: the watchdog samples own time every 50 ms and needs two
 # samples a budget apart, so it cancels up to two ticks late; four leave room for a busy loop.
 _WATCHDOG_SLACK = 0.2
-
-_HOST_SESSION_DROP = re.compile(r"session:[^:]+:")
-
-
-class StalledBackend:
-    """A store backend that never answers (a locked database, a dead redis)."""
-
-    url = "stalled://"
-
-    async def get(self, key: str) -> Any:
-        await anyio.sleep_forever()
-
-    async def set(self, key: str, value: Any, *, ttl: float | None = None) -> None:
-        await anyio.sleep_forever()
-
-    async def delete(self, key: str) -> None:
-        await anyio.sleep_forever()
-
-    async def keys(self, prefix: str = "") -> list[str]:
-        await anyio.sleep_forever()
-        raise AssertionError("unreachable")
-
-    async def update(self, key: str, fn: Callable[[Any], Any], *, ttl: float | None = None) -> Any:
-        await anyio.sleep_forever()
-
-    async def clear(self, prefix: str = "") -> int:
-        if _HOST_SESSION_DROP.fullmatch(prefix):
-            return 0  # the host's own drop of a session at session.end: not the plugin's time
-        await anyio.sleep_forever()
-        raise AssertionError("unreachable")
-
-    async def aclose(self) -> None:
-        return None
 
 
 @dataclass(slots=True)

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import copy
-import json
 import os
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
+
+from framework import Store, open_backend
 
 __all__ = ["FakeEngine", "MemoryStore", "StalledClock", "StalledStore", "TickingClock"]
 
@@ -43,68 +44,56 @@ class StalledClock:
         await anyio.sleep_forever()
 
 
-class MemoryStore:
-    """The `Store` interface over a dict; values round-trip through JSON like the real backends."""
+_HOST_SESSION_DROP = re.compile(r"session:[^:]+:")
+
+
+class StalledBackend:
+    """A store backend that never answers (a locked database, a dead redis)."""
+
+    url = "stalled://"
+
+    async def get(self, key: str) -> Any:
+        await anyio.sleep_forever()
+
+    async def set(self, key: str, value: Any, *, ttl: float | None = None) -> None:
+        await anyio.sleep_forever()
+
+    async def delete(self, key: str) -> None:
+        await anyio.sleep_forever()
+
+    async def keys(self, prefix: str = "") -> list[str]:
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def update(self, key: str, fn: Callable[[Any], Any], *, ttl: float | None = None) -> Any:
+        await anyio.sleep_forever()
+
+    async def clear(self, prefix: str = "") -> int:
+        if _HOST_SESSION_DROP.fullmatch(prefix):
+            return 0  # the host's own drop of a session at session.end: not the plugin's time
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async def aclose(self) -> None:
+        return None
+
+
+class MemoryStore(Store):
+    """A `Store` over a fresh in-memory backend: what a `memory://` host gives a plugin."""
+
+    __slots__ = ()
 
     def __init__(self) -> None:
-        self.data: dict[str, str] = {}
-
-    async def get(self, key: str, default: Any = None) -> Any:
-        await anyio.lowlevel.checkpoint()
-        raw = self.data.get(key)
-        return default if raw is None else json.loads(raw)
-
-    async def set(self, key: str, value: Any, *, ttl: float | None = None) -> None:
-        await anyio.lowlevel.checkpoint()
-        self.data[key] = json.dumps(value)
-
-    async def delete(self, key: str) -> None:
-        await anyio.lowlevel.checkpoint()
-        self.data.pop(key, None)
-
-    async def keys(self, prefix: str = "") -> list[str]:
-        await anyio.lowlevel.checkpoint()
-        return sorted(k for k in self.data if k.startswith(prefix))
-
-    async def update(
-        self, key: str, fn: Callable[[Any], Any], *, default: Any = None, ttl: float | None = None
-    ) -> Any:
-        current = await self.get(key, default)
-        value = fn(copy.deepcopy(current))
-        self.data[key] = json.dumps(value)
-        return value
-
-    async def clear(self, prefix: str = "") -> int:
-        doomed = await self.keys(prefix)
-        for key in doomed:
-            del self.data[key]
-        return len(doomed)
+        super().__init__(open_backend("memory://"))
 
 
-class StalledStore(MemoryStore):
+class StalledStore(Store):
     """A store that never answers (a locked database, a dead redis)."""
 
-    async def get(self, key: str, default: Any = None) -> Any:
-        await anyio.sleep_forever()
+    __slots__ = ()
 
-    async def set(self, key: str, value: Any, *, ttl: float | None = None) -> None:
-        await anyio.sleep_forever()
-
-    async def delete(self, key: str) -> None:
-        await anyio.sleep_forever()
-
-    async def keys(self, prefix: str = "") -> list[str]:
-        await anyio.sleep_forever()
-        raise AssertionError("unreachable")
-
-    async def update(
-        self, key: str, fn: Callable[[Any], Any], *, default: Any = None, ttl: float | None = None
-    ) -> Any:
-        await anyio.sleep_forever()
-
-    async def clear(self, prefix: str = "") -> int:
-        await anyio.sleep_forever()
-        raise AssertionError("unreachable")
+    def __init__(self) -> None:
+        super().__init__(StalledBackend())
 
 
 @dataclass(slots=True)
