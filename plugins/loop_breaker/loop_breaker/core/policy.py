@@ -5,7 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .messages import alert_text, nudge_text, stop_text
-from .types import CallRecord, CoreConfig, Decision, DetectorId, ResolveWhen, Signal
+from .types import (
+    CallRecord,
+    CoreConfig,
+    Decision,
+    DecisionKind,
+    DetectorId,
+    ResolveWhen,
+    Signal,
+)
 
 TIMELINE_CAP = 100
 COVERED_CAP = 60
@@ -180,39 +188,34 @@ class Policy:
         if may_nudge:
             self.nudges_this_turn += 1
             state.nudged = True
-            self._cover(signal)
-            self.pending.bump("nudges", signal.detector)
-            self._log(now_ms, state, "nudge")
             decisions.append(
-                Decision(
-                    "nudge",
-                    signal.detector,
-                    signal.signature,
-                    signal.loop_id,
-                    nudge_text(signal),
-                    signal.count,
-                )
+                self._act("nudge", "nudges", nudge_text(signal), state, signal, now_ms)
             )
         if may_escalate:
             state.escalated = True
-            self._cover(signal)
-            self.pending.bump("escalations", signal.detector)
-            self._log(now_ms, state, "escalate")
             decisions.append(
-                Decision(
-                    "escalate",
-                    signal.detector,
-                    signal.signature,
-                    signal.loop_id,
-                    alert_text(signal),
-                    signal.count,
-                )
+                self._act("escalate", "escalations", alert_text(signal), state, signal, now_ms)
             )
         # Asked again: an escalation made just now may be the one the stop was waiting for.
         if self._ready_to_arm(state, signal):
             state.stop_armed = True
             self._log(now_ms, state, "stop-armed")
         return decisions
+
+    def _act(
+        self,
+        kind: DecisionKind,
+        stat: str,
+        text: str,
+        state: SignatureState,
+        signal: Signal,
+        now_ms: int,
+    ) -> Decision:
+        """A nudge or an escalation: its evidence covered, counted, logged, and decided."""
+        self._cover(signal)
+        self.pending.bump(stat, signal.detector)
+        self._log(now_ms, state, kind)
+        return Decision(kind, signal.detector, signal.signature, signal.loop_id, text, signal.count)
 
     def stop_for(self, loop_id: str, action_key: str, now_ms: int) -> Decision | None:
         """A refusal when this call repeats a loop armed for auto-stop, else None."""
