@@ -193,12 +193,6 @@ _RULE_FREE = re.compile(
 ).fullmatch
 
 
-def rule_free(text: str) -> bool:
-    """Whether `text` is a lower-case UUID or a millisecond UTC timestamp, which `scrub` returns
-    unchanged (and whose characters need no JSON escape)."""
-    return _RULE_FREE(text) is not None
-
-
 def scrub(text: str) -> str:
     """`text` with emails, phone numbers, keys and tokens replaced by `[KIND]` placeholders."""
     if _RULE_FREE(text):
@@ -223,8 +217,7 @@ def _scrub_by_rules(text: str) -> str:
 # scrubbed once per process. Long text is scrubbed every time and never kept.
 _scrub_key = lru_cache(maxsize=1024)(scrub)
 _scrub_short = lru_cache(maxsize=4096)(scrub)
-SHORT_TEXT = 128
-_SHORT = SHORT_TEXT
+_SHORT = 128
 
 
 _PLAIN_SCALARS = frozenset({int, float, bool, type(None)})

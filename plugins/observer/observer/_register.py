@@ -31,7 +31,6 @@ from framework import (
     hookimpl,
 )
 
-from observer._episode_line import episode_line
 from observer._log_file import MonthLog, encode_line, prepare_record_keys
 from observer._options import Options
 from observer._read_counter import (
@@ -51,6 +50,7 @@ from observer._turn_facts import (
     ToolRules,
     TurnFacts,
     TurnTally,
+    episode_record,
     other_live_sessions,
     prepare_prompt_rules,
     read_prompt,
@@ -336,7 +336,7 @@ class Observer:
             economy_level=engine.env.get(economy_env) if economy_env else None,
         )
         tag = parse_routing_tag(event.last_message)
-        await self._write(engine, episode_line(facts, session, tag, context), now)
+        await self._write(engine, encode_line(episode_record(facts, session, tag, context)), now)
         hot.tally = TurnTally.started_by(_NO_FACTS.prompt)
         if not engine.state.process_local:
             await engine.state.delete(_TURN_KEY)
