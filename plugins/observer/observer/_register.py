@@ -314,17 +314,8 @@ class Observer:
                     await engine.state.set(_TURN_KEY, hot.tally.facts().model_dump(mode="json"))
                 return result.continued(instruction, by=PLUGIN_NAME)
         now = await engine.clock.now()
-        if hot.session is not None and engine.state.process_local:
-            # `_count_turn`'s way when it stores nothing, without a coroutine of its own.
-            session = self._count_held_turn(hot, hot.session)
-        else:
-            session = await self._count_turn(engine, hot)
-        if engine.store.process_local:
-            # `_heartbeat`'s way for a process-local store, without a coroutine of its own.
-            window_ms = self.options.parallel_window_minutes * 60_000
-            parallel = self._local_heartbeat(engine.session.id, now, window_ms)
-        else:
-            parallel = await self._heartbeat(engine, now)
+        session = await self._count_turn(engine, hot)
+        parallel = await self._heartbeat(engine, now)
         economy_env = self.options.economy_level_env
         context = EpisodeContext(
             episode_id=new_episode_id(),
@@ -349,6 +340,8 @@ class Observer:
         shared store never count the same turn twice (a warm host on a process-local store, the
         only one that can read them, counts its held facts instead: `_count_held_turn`).
         """
+        if hot.session is not None and engine.state.process_local:
+            return self._count_held_turn(hot, hot.session)
         counted: list[SessionFacts] = []
 
         def next_turn(stored: Any) -> Any:
