@@ -103,16 +103,13 @@ class _Runtime:
         end (`persist`). A process-local store (`memory://`) has no other host to read that copy:
         it is written only when the session leaves memory (`_drop`).
         """
-        session_id = engine.session.id
-        hot = self.hot.get(session_id)
-        if hot is None:
-            hot = await self._load(engine, event)
-        else:
-            self.hot.move_to_end(session_id)
-            if hot.loaded_for is not None and hot.loaded_for is not event:
-                hot.loaded_for = None
+        core = self.warm(engine, event)
+        if core is not None:
+            return change(core)
+        # Loaded for this very event (or not in memory yet): its changes are written back now.
+        hot = self.hot.get(engine.session.id) or await self._load(engine, event)
         outcome = change(hot.core)
-        if hot.loaded_for is not None and not hot.state.process_local:
+        if not hot.state.process_local:
             await self.persist(engine)
         return outcome
 
