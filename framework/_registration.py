@@ -102,6 +102,9 @@ def compile_match(plugin: str, event: str, spec: Mapping[str, Any] | None) -> Ma
 
     if len(tests) == 1:
         ((name, test),) = tests
+        if not callable(spec[name]):
+            # A set's `__contains__` and `operator.eq` answer a bool already.
+            return lambda event_value: test(getattr(event_value, name))
         return lambda event_value: bool(test(getattr(event_value, name)))
     return lambda event_value: all(test(getattr(event_value, name)) for name, test in tests)
 
