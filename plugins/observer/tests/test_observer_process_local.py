@@ -16,6 +16,7 @@ from framework import (
     Host,
     PromptSubmit,
     SessionStart,
+    StoreBackend,
     ToolCall,
     TurnComplete,
     open_backend,
@@ -37,12 +38,13 @@ def _store_url(kind: str, folder: Path) -> str:
 
 
 @asynccontextmanager
-async def _host(kind: str, folder: Path) -> AsyncIterator[Host]:
+async def _host(kind: str, folder: Path, store: StoreBackend | None = None) -> AsyncIterator[Host]:
+    """A host on the `kind` store it opens itself, or on `store` when one is handed in."""
     options = {"observer": {"data_dir": str(folder / "log"), "methods": ["discovery-interview"]}}
     async with Host(
         plugins=[observer],
         entry_points=False,
-        store=_store_url(kind, folder),
+        store=store if store is not None else _store_url(kind, folder),
         clock=FakeClock(start_ms=START_MS),
         options=options,
         config={},
@@ -198,17 +200,9 @@ async def test_a_memory_backend_handed_to_two_hosts_in_turn_counts_turns_on(
 ) -> None:
     # A backend object may outlive the host it was handed to: the session's facts are written.
     backend = open_backend("memory://")
-    options = {"observer": {"data_dir": str(tmp_path / "log")}}
     try:
         for turn in ("t1", "t2"):
-            async with Host(
-                plugins=[observer],
-                entry_points=False,
-                store=backend,
-                clock=FakeClock(start_ms=START_MS),
-                options=options,
-                config={},
-            ) as host:
+            async with _host("memory", tmp_path, store=backend) as host:
                 assert not host.store.process_local
                 if turn == "t1":
                     await host.dispatch(SessionStart(session_id="s1"))
