@@ -27,7 +27,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from framework import _client, _client_core, _daemon, _http, _install
+from framework import _client, _client_core
+from framework.claude_code import daemon as _daemon
+from framework.claude_code import http as _http
+from framework.claude_code import install as _install
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "hook-payloads"
 CLIENT = str(Path(_client.__file__).resolve())

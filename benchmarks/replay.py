@@ -20,10 +20,10 @@ from tempfile import TemporaryDirectory
 
 import anyio
 
-from framework._host import Host
-from framework._logging import configure_logging
-from framework._replay import ReplayClock, replay_sessions
-from framework._transcript import Transcripts, read_transcripts
+from framework.core.host import Host
+from framework.core.logging import configure_logging
+from framework.replay.reader import Transcripts, read_transcripts
+from framework.replay.runner import ReplayClock, replay_sessions
 
 ROUNDS = 5
 SAMPLES = 5

@@ -22,7 +22,8 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from redis_server import RedisServer  # noqa: E402
 
-from framework._store import Store, open_backend  # noqa: E402
+from framework.stores.base import Store  # noqa: E402
+from framework.stores.factory import open_backend  # noqa: E402
 
 
 async def rate(ops: int, operation: Callable[[int], Awaitable[object]]) -> float:

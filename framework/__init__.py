@@ -1,9 +1,15 @@
 """hookchain: a plugin host for AI coding-agent harnesses."""
 
+# Only `framework` (this face) and `framework.testing` are public. The parts behind them are
+# internal and may move: `core` (contract, chain, engine port, host), `stores`, the adapters
+# `claude_code` and `replay`, `cli`, and the stdlib-only hook client (`_client`, `_client_core`,
+# `_launch`). Inside the subpackages module names carry no leading underscore; the package is
+# what makes them private.
+
 from __future__ import annotations
 
-from framework._chain import CallNext, Outcome
-from framework._contract import (
+from framework.core.chain import CallNext, Outcome
+from framework.core.contract import (
     CONTRACT_VERSION,
     ENGINE_ORIGIN,
     EVENT_TYPES,
@@ -39,16 +45,18 @@ from framework._contract import (
     neutral_result,
     refusal,
 )
-from framework._engine import Action, AgentInfo, Clock, Engine, FakeClock, SystemClock
-from framework._hookspecs import HookSpecs, hookimpl
-from framework._host import Host
-from framework._loading import ENTRY_POINT_GROUP, LoadedPlugin, PluginInfo
-from framework._registration import BudgetExceeded, Registration
-from framework._replay import ReplayReport, replay_paths
-from framework._settings import HostSettings, SettingsError, data_dir, load_settings
-from framework._store import Store, StoreBackend, StoreError, open_backend
-from framework._tap import tap
-from framework._transcript import Transcripts, read_transcripts
+from framework.core.dispatch import Action
+from framework.core.engine import AgentInfo, Clock, Engine, FakeClock, SystemClock
+from framework.core.hookspecs import HookSpecs, hookimpl
+from framework.core.host import Host
+from framework.core.loading import ENTRY_POINT_GROUP, LoadedPlugin, PluginInfo
+from framework.core.registration import BudgetExceeded, Registration
+from framework.core.settings import HostSettings, SettingsError, data_dir, load_settings
+from framework.core.tap import tap
+from framework.replay.reader import Transcripts, read_transcripts
+from framework.replay.runner import ReplayReport, replay_paths
+from framework.stores.base import Store, StoreBackend, StoreError
+from framework.stores.factory import open_backend
 
 __version__ = "0.1.0"
 

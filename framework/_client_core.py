@@ -1,9 +1,10 @@
 """The Claude Code hook client: forwards one hook payload to the warm host and relays its answer.
 
 Started through `_client.py` (`<absolute python> -S <path>/_client.py EVENT`). It imports only
-built-in modules (no `os`, no `socket`, no `json`) because interpreter start-up is the floor of
-every hook: stdin's bytes go to the host unparsed, and the host's answer comes back as exit code,
-stderr and stdout bytes.
+`_launch` (the wire names it shares with the host, stdlib-only too) and built-in modules (no
+`os`, no `socket`, no `json`) because interpreter start-up is the floor of every hook: stdin's
+bytes go to the host unparsed, and the host's answer comes back as exit code, stderr and stdout
+bytes.
 
 Wire format (one request per connection; the client half-closes after sending):
     request:  b"HC1 <version> <stamp> <event>\\n" + payload bytes
@@ -18,42 +19,38 @@ import posix
 import sys
 import time
 
+if __package__:  # imported as framework._client_core (`hookchain hook`, tests)
+    from framework._launch import (
+        LOCK_NAME,
+        PROTOCOL,
+        SOCKET_NAME,
+        VERSION,
+        client_stamp,
+        host_argv,
+        parse_answer,
+        runtime_dir,
+    )
+else:  # run through _client.py: a sibling, imported without the package
+    from _launch import (  # type: ignore[import-not-found, no-redef]
+        LOCK_NAME,
+        PROTOCOL,
+        SOCKET_NAME,
+        VERSION,
+        client_stamp,
+        host_argv,
+        parse_answer,
+        runtime_dir,
+    )
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # `typing` costs more to import than this whole client
     from typing import NoReturn
-
-PROTOCOL = "HC1"
-VERSION = "1"
-"""Bump when the wire format or the host's behaviour changes incompatibly."""
 
 DEFAULT_DEADLINE_S = 2.0
 ENDS_SESSION = "SessionEnd"
 """Never starts a host: a new one knows nothing of the session, and Claude Code gives this event
 only 1.5 s in all."""
-SOCKET_NAME = "host.sock"
-LOCK_NAME = "host.lock"
 _CHUNK = 65536
-
-
-def runtime_dir(environ: dict[bytes, bytes] | None = None) -> str:
-    """The per-user folder holding the host's socket, lock and log (the host creates it 0700)."""
-    env = posix.environ if environ is None else environ
-    chosen = env.get(b"HOOKCHAIN_RUNTIME_DIR")
-    if chosen:
-        return chosen.decode()
-    xdg = env.get(b"XDG_RUNTIME_DIR")
-    if xdg:
-        return xdg.decode() + "/hookchain"
-    return f"/tmp/hookchain-{posix.getuid()}"
-
-
-def client_stamp(path: str) -> str:
-    """Changes whenever this file is replaced, so a host started from older code is detected."""
-    try:
-        info = posix.stat(path)
-    except OSError:
-        return "0"
-    return f"{info.st_size}-{info.st_mtime_ns}"
 
 
 def _read_stdin() -> bytes:
@@ -88,15 +85,6 @@ def _exchange(socket_path: str, request: bytes) -> bytes:
         sock.close()
 
 
-def _package_root() -> str:
-    here = __file__
-    return here[: here.rfind("/")].rsplit("/", 1)[0] or "/"
-
-
-def _host_argv(mode: str, event: str) -> list[str]:
-    return [sys.executable, __file__, "--host", mode, event]
-
-
 def _lock_is_held(path: str) -> bool:
     """Whether a host (perhaps still starting) holds the runtime dir's lock."""
     import fcntl  # only on the slow path: no host answered
@@ -114,33 +102,6 @@ def _lock_is_held(path: str) -> bool:
     return False
 
 
-def _host_main(mode: str, event: str) -> int:
-    """Start the host, taking its lock before the heavy imports so a surplus start costs little."""
-    import fcntl
-
-    folder = runtime_dir()
-    fd = -1
-    try:
-        posix.mkdir(folder, 0o700)
-    except FileExistsError:
-        pass
-    except FileNotFoundError:
-        mode = "serve-unlocked"  # its parents are missing: the host creates them and locks
-    if mode == "serve":
-        info = posix.stat(folder)
-        if info.st_uid != posix.getuid() or info.st_mode & 0o077:
-            return 1  # the host refuses a shared runtime dir; the client fails open
-        fd = posix.open(folder + "/" + LOCK_NAME, posix.O_RDWR | posix.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return 0  # another host runs or is starting
-    sys.path.insert(0, _package_root())
-    from framework._daemon import main as daemon_main
-
-    return daemon_main(["once" if mode == "once" else "serve", event], lock_fd=fd)
-
-
 def _start_host() -> None:
     """Start `hookchain serve` detached: own session, no inherited stdio (Claude Code reads it)."""
     devnull = "/dev/null"
@@ -149,7 +110,7 @@ def _start_host() -> None:
         (posix.POSIX_SPAWN_OPEN, 1, devnull, posix.O_WRONLY, 0),
         (posix.POSIX_SPAWN_DUP2, 1, 2),
     ]
-    argv = _host_argv("serve", "")
+    argv = host_argv("serve", "")
     posix.posix_spawn(sys.executable, argv, posix.environ, file_actions=actions, setsid=True)
 
 
@@ -159,18 +120,6 @@ def _deadline_s() -> float:
         return float(raw) if raw else DEFAULT_DEADLINE_S
     except ValueError:
         return DEFAULT_DEADLINE_S
-
-
-def parse_answer(answer: bytes) -> tuple[int, bytes, bytes] | None:
-    """The host's answer as exit code, stderr and stdout; None when it is not one."""
-    newline = answer.find(b"\n")
-    if newline < 0:
-        return None
-    head = answer[:newline].split(b" ")
-    if len(head) != 2 or not head[0].isdigit() or not head[1].isdigit():
-        return None
-    stderr_end = newline + 1 + int(head[1])
-    return int(head[0]), answer[newline + 1 : stderr_end], answer[stderr_end:]
 
 
 def _unreachable(event: str, why: str) -> int:
@@ -227,11 +176,9 @@ def forward(event: str, payload: bytes) -> int:
 
 def main(argv: list[str]) -> int:
     args = argv[1:]
-    if args and args[0] == "--host":
-        return _host_main(args[1], args[2] if len(args) > 2 else "")
     if args and args[0] == "--no-daemon":
         event = args[1] if len(args) > 1 else ""
-        posix.execv(sys.executable, _host_argv("once", event))
+        posix.execv(sys.executable, host_argv("once", event))
     return forward(args[0] if args else "", _read_stdin())
 
 

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from framework import _client, _daemon
+from framework import _client
+from framework.claude_code import daemon as _daemon
 
 TESTS = Path(__file__).resolve().parent
 CLIENT = str(Path(_client.__file__).resolve())

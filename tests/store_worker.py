@@ -22,7 +22,8 @@ from typing import Any
 import anyio
 
 from framework import CallNext, Engine, Host, PluginInfo, ToolCall, ToolResult, hookimpl
-from framework._store import Store, open_backend
+from framework.stores.base import Store
+from framework.stores.factory import open_backend
 
 COUNTER_PLUGIN = "store-worker"
 

@@ -15,8 +15,8 @@ from claude_e2e_kit import SESSION, payload_lines, pre
 from structlog.testing import capture_logs
 
 from framework import Host, HostSettings
-from framework import _claude_map as cmap
-from framework._claude_bridge import ClaudeBridge
+from framework.claude_code import mapping as cmap
+from framework.claude_code.bridge import ClaudeBridge
 
 
 @pytest.fixture(autouse=True)

@@ -18,7 +18,8 @@ import claude_probe_plugin as probe
 import pytest
 from claude_e2e_kit import CLIENT, claude_side, payload_lines, post, pre
 
-from framework import Host, _client_core, _daemon
+from framework import Host, _client_core, _launch
+from framework.claude_code import daemon as _daemon
 
 pytestmark = pytest.mark.slow
 
@@ -140,7 +141,7 @@ def test_peer_uid_is_read_from_the_socket() -> None:
 
 def test_status_and_stop_through_the_cli() -> None:
     with claude_side() as side:
-        command = [sys.executable, "-c", "from framework._cli import main; main()"]
+        command = [sys.executable, "-c", "from framework.cli.app import main; main()"]
         absent = subprocess.run([*command, "status", "--json"], env=side.env, capture_output=True)
         assert absent.returncode == 1
         assert json.loads(absent.stdout)["pid"] is None
@@ -205,7 +206,7 @@ def test_a_new_host_waits_for_the_client_deadline_not_longer() -> None:
 
 def test_hookchain_hook_forwards_like_the_client_and_serve_refuses_a_second_host() -> None:
     with claude_side() as side:
-        command = [sys.executable, "-c", "from framework._cli import main; main()"]
+        command = [sys.executable, "-c", "from framework.cli.app import main; main()"]
         payload = json.dumps(pre("rm -rf d", "t", "s")).encode()
         done = subprocess.run(
             [*command, "hook", "PreToolUse"], input=payload, env=side.env, capture_output=True
@@ -286,13 +287,13 @@ def test_the_client_imports_nothing_beyond_the_standard_library() -> None:
             for line in process.stderr.decode().splitlines()
             if line.startswith("import time:") and not line.endswith("imported package")
         }
-        assert "_client_core" in imported
-        assert imported - {"_client_core"} <= set(sys.stdlib_module_names)
+        assert {"_client_core", "_launch"} <= imported  # the client and its wire names
+        assert imported - {"_client_core", "_launch"} <= set(sys.stdlib_module_names)
         assert not {"framework", "json", "typing", "socket", "os"} & imported
 
 
 def host_script(pid: int) -> str:
-    """The client file a host was started from (its argv[1])."""
+    """The launcher file a host was started from (its argv[1])."""
     return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1].decode()
 
 
@@ -324,7 +325,7 @@ def test_a_client_of_another_installation_restarts_the_host_as_its_own() -> None
         assert side.wait_gone(old)
         new = side.host_pid()
         assert new not in (None, old)
-        assert host_script(new) == str(Path(_client_core.__file__))
+        assert host_script(new) == str(Path(_launch.__file__))
 
 
 def test_session_end_never_starts_a_host_and_skips_at_once() -> None:
@@ -342,7 +343,7 @@ def test_session_end_never_starts_a_host_and_skips_at_once() -> None:
 
 def test_hookchain_hook_no_daemon_answers_without_a_host() -> None:
     with claude_side() as side:
-        command = [sys.executable, "-c", "from framework._cli import main; main()"]
+        command = [sys.executable, "-c", "from framework.cli.app import main; main()"]
         done = subprocess.run(
             [*command, "hook", "--no-daemon", "PreToolUse"],
             input=json.dumps(pre("rm -rf e", "t", "s")).encode(),

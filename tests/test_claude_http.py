@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from claude_e2e_kit import ClaudeSide, claude_side, post, pre
 
-from framework import _http
+from framework.claude_code import http as _http
 
 pytestmark = pytest.mark.slow
 START = {"session_id": "s", "hook_event_name": "SessionStart", "source": "startup"}

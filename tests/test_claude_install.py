@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from framework import _client, _http
-from framework import _install as inst
+from framework import _client
+from framework.claude_code import http as _http
+from framework.claude_code import install as inst
 
 OTHER_HOOK = {"type": "command", "command": "echo keep-me", "timeout": 5}
 EXISTING: dict[str, Any] = {
@@ -155,7 +156,7 @@ def test_cli_dry_run_prints_a_diff_and_writes_nothing(
 ) -> None:
     import typer
 
-    from framework import _cli_claude
+    from framework.claude_code import cli as _cli_claude
 
     app = typer.Typer()
     _cli_claude.register(app)
@@ -204,7 +205,7 @@ def test_precompiling_writes_the_client_bytecode_where_imports_look() -> None:
 def cli_app() -> Any:
     import typer
 
-    from framework import _cli_claude
+    from framework.claude_code import cli as _cli_claude
 
     app = typer.Typer()
     _cli_claude.register(app)

@@ -20,7 +20,7 @@ from framework import (
     ToolResult,
     TurnResult,
 )
-from framework import _claude_map as cmap
+from framework.claude_code import mapping as cmap
 
 
 def corpus() -> list[dict[str, Any]]:

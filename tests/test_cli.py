@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-HOOKCHAIN = [sys.executable, "-c", "from framework._cli import main; main()"]
+HOOKCHAIN = [sys.executable, "-c", "from framework.cli.app import main; main()"]
 
 DEMO_PLUGIN = """
 from framework import PluginInfo, ToolResult, hookimpl

@@ -10,7 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from framework import _cli_check
+from framework.cli import check as _cli_check
 from framework.testing import _loader
 from framework.testing._checks import CHECKS
 from framework.testing._loader import InstalledPlugin

@@ -153,7 +153,7 @@ async def test_entry_point_plugins_load_in_isolation(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
     """A broken entry point is reported by name; the good one still loads."""
-    from framework import _loading
+    from framework.core import loading as _loading
 
     good = make_plugin("good", passthrough)
     sys.modules["hookchain_test_good"] = good
@@ -166,7 +166,7 @@ async def test_entry_point_plugins_load_in_isolation(
         _loading.Candidate("good", "hookchain_test_good", lambda: good, "hookchain-good", "1.0"),
     ]
     monkeypatch.setattr(_loading, "entry_point_candidates", lambda: candidates)
-    monkeypatch.setattr("framework._host.entry_point_candidates", lambda: candidates)
+    monkeypatch.setattr("framework.core.host.entry_point_candidates", lambda: candidates)
     async with Host(settings=HostSettings(store="memory://"), config={}) as host:
         records = {record.name: record for record in host.plugins}
         outcome = await host.dispatch(bash(), Terminal())

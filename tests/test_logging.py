@@ -10,7 +10,7 @@ import sys
 
 SCRIPT = """
 import structlog
-from framework._logging import configure_logging
+from framework.core.logging import configure_logging
 configure_logging({level!r})
 log = structlog.get_logger("hookchain.test")
 log.debug("quiet detail", n=1)

@@ -14,7 +14,8 @@ from redis_server import RedisServer, redis_client_module, require_module, start
 from store_worker import COUNTER_PLUGIN, counter_plugin, run_workers, start_workers
 
 from framework import Host, Store, ToolCall, ToolResult
-from framework._store import StoreError, open_backend
+from framework.stores.base import StoreError
+from framework.stores.factory import open_backend
 
 redis = redis_client_module()
 

@@ -7,10 +7,11 @@ from collections.abc import Iterator
 import pytest
 from redis_server import RedisServer, redis_client_module, start_or_explain
 
-from framework._store import Store, StoreError, open_backend
+from framework.stores.base import Store, StoreError
+from framework.stores.factory import open_backend
 
 redis = redis_client_module()
-from framework._redis_store import PASSWORD_ENV, RedisBackend, redact  # noqa: E402
+from framework.stores.redis import PASSWORD_ENV, RedisBackend, redact  # noqa: E402
 
 PASSWORD = "correct-horse-battery"
 

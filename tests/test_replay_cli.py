@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-HOOKCHAIN = [sys.executable, "-c", "from framework._cli import main; main()"]
+HOOKCHAIN = [sys.executable, "-c", "from framework.cli.app import main; main()"]
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "transcripts"
 CORPUS = REPO.parent / "shared" / "corpus" / "transcripts"

@@ -23,9 +23,9 @@ from framework import (
     hookimpl,
     tap,
 )
-from framework._cli import app
-from framework._cli_replay import register
-from framework._replay import ReplayReport, one_line, replay_paths, tool_label
+from framework.cli.app import app
+from framework.replay.cli import register
+from framework.replay.runner import ReplayReport, one_line, replay_paths, tool_label
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "transcripts"
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "transcripts"
@@ -237,7 +237,7 @@ def test_cli_json_on_the_examples_names_every_session(monkeypatch: pytest.Monkey
 
 
 def test_the_recorded_home_is_read_from_the_recorded_cwd() -> None:
-    from framework._replay import recorded_home
+    from framework.replay.runner import recorded_home
 
     assert recorded_home("/Users/pete/git/app") == "/Users/pete"
     assert recorded_home("/home/jim") == "/home/jim"

@@ -16,15 +16,10 @@ import pytest
 from redis_server import RedisServer, redis_client_module, start_or_explain
 from store_worker import run_workers
 
-from framework._host import Host
-from framework._store import (
-    MemoryBackend,
-    SQLiteBackend,
-    Store,
-    StoreBackend,
-    StoreError,
-    open_backend,
-)
+from framework.core.host import Host
+from framework.stores.base import MemoryBackend, Store, StoreBackend, StoreError
+from framework.stores.factory import open_backend
+from framework.stores.sqlite import SQLiteBackend
 
 BACKENDS = ["memory", "sqlite", "redis"]
 

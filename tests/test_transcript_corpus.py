@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from framework._contract import SessionStart, ToolCall, TurnComplete
-from framework._transcript import (
+from framework.core.contract import SessionStart, ToolCall, TurnComplete
+from framework.replay.reader import (
     RECORDED_BY_PREFIX,
     SIDE_CHANNEL_AGENT_PREFIXES,
     Session,

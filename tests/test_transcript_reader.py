@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from framework._contract import Event, PromptSubmit, ToolCall, TurnComplete, TurnStep
-from framework._transcript import (
+from framework.core.contract import Event, PromptSubmit, ToolCall, TurnComplete, TurnStep
+from framework.replay.reader import (
     RECORDED_BY_PREFIX,
     Session,
     Step,

@@ -23,9 +23,9 @@ import h11
 import structlog
 from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 
-from framework import _claude_map as cmap
-from framework._claude_bridge import ClaudeBridge
-from framework._settings import data_dir
+from framework.claude_code import mapping as cmap
+from framework.claude_code.bridge import ClaudeBridge
+from framework.core.settings import data_dir
 
 _log = structlog.get_logger("hookchain.http")
 

@@ -11,8 +11,9 @@ from typing import Annotated, Literal
 import anyio
 import typer
 
-from framework import _client_core, _daemon, _http
-from framework import _install as inst
+from framework import _client_core
+from framework.claude_code import daemon, http
+from framework.claude_code import install as inst
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -29,7 +30,7 @@ def hook(
     """Answer one Claude Code hook call: payload on stdin, answer on stdout and the exit code."""
     payload = sys.stdin.buffer.read()
     if no_daemon:
-        raise typer.Exit(_daemon.answer_once(event, payload))
+        raise typer.Exit(daemon.answer_once(event, payload))
     raise typer.Exit(_client_core.forward(event, payload))
 
 
@@ -37,17 +38,17 @@ def serve(
     stop: Annotated[bool, typer.Option("--stop", help="Stop the running host.")] = False,
 ) -> None:
     """Run the warm host in the foreground (hook clients start one on their own when needed)."""
-    options = _daemon.ServeOptions.from_env()
+    options = daemon.ServeOptions.from_env()
     if stop:
-        stopped = _daemon.stop_host(options)
+        stopped = daemon.stop_host(options)
         typer.echo("hookchain: host stopped" if stopped else "hookchain: no host running")
         return
-    running = _daemon.request_control(options, "@status")
+    running = daemon.request_control(options, "@status")
     if running is not None:
         raise _fail(f"a host already runs (pid {running.get('pid')}); stop it with --stop", 1)
     try:
-        raise typer.Exit(anyio.run(_daemon.serve, options))
-    except _daemon.RuntimeDirError as error:
+        raise typer.Exit(anyio.run(daemon.serve, options))
+    except daemon.RuntimeDirError as error:
         raise _fail(str(error)) from None
 
 
@@ -55,7 +56,7 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Show the running host: pid, uptime, sessions, plugins and error counts."""
-    answer = _daemon.request_control(_daemon.ServeOptions.from_env(), "@status")
+    answer = daemon.request_control(daemon.ServeOptions.from_env(), "@status")
     if answer is None:
         if as_json:
             typer.echo(json.dumps({"pid": None, "running": False}))
@@ -144,7 +145,7 @@ def install(
             raise _fail(str(error)) from None
         if warning:
             typer.echo(f"hookchain: warning: {warning}", err=True)
-        port = _http.ensure_credentials().port
+        port = http.ensure_credentials().port
     try:
         plan = inst.plan_install(
             path,
@@ -161,7 +162,7 @@ def install(
     if chosen == "http" and not dry_run:
         typer.echo(
             "hookchain: http hooks read their token from the environment; before starting "
-            f'Claude Code run:\n  export {inst.TOKEN_ENV}="$(cat {_http.token_path()})"'
+            f'Claude Code run:\n  export {inst.TOKEN_ENV}="$(cat {http.token_path()})"'
         )
         if closed:
             typer.echo(

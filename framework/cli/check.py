@@ -61,7 +61,7 @@ def _silence_logs() -> None:
 
     import structlog
 
-    from framework._logging import configure_logging
+    from framework.core.logging import configure_logging
 
     configure_logging("error")
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.CRITICAL))

@@ -12,7 +12,7 @@ from typing import Any
 
 import anyio.lowlevel
 
-from framework._contract import (
+from framework.core.contract import (
     Continue,
     Event,
     SessionStart,
@@ -23,10 +23,10 @@ from framework._contract import (
     TurnStep,
     neutral_result,
 )
-from framework._engine import Action, current_dispatch
-from framework._host import Host
-from framework._settings import HostSettings
-from framework._transcript import (
+from framework.core.dispatch import Action, current_dispatch
+from framework.core.host import Host
+from framework.core.settings import HostSettings
+from framework.replay.reader import (
     RECORDED_BY_PREFIX,
     Session,
     Step,

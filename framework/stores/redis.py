@@ -19,7 +19,7 @@ from redis.backoff import ExponentialBackoff
 from redis.exceptions import RedisError, WatchError
 from redis.retry import Retry
 
-from framework._store import StoreError, _encode
+from framework.stores.base import StoreError, encode_value
 
 PASSWORD_ENV = "HOOKCHAIN_STORE_PASSWORD"
 DEFAULT_PREFIX = "hookchain:"
@@ -175,7 +175,7 @@ class RedisBackend:
         return self._decode(key, raw)
 
     async def set(self, key: str, value: Any, *, ttl: float | None = None) -> None:
-        text = _encode(value)
+        text = encode_value(value)
         async with self._answering():
             await self._client.set(self.prefix + key, text, px=_ttl_ms(ttl))
 
@@ -204,7 +204,7 @@ class RedisBackend:
             for attempt in range(_UPDATE_ATTEMPTS):
                 await pipe.watch(full)
                 new = fn(self._decode(key, await pipe.get(full)))
-                text = _encode(new)
+                text = encode_value(new)
                 pipe.multi()  # type: ignore[no-untyped-call]
                 pipe.set(full, text, px=px)
                 try:

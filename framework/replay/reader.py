@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from framework._transcript_events import (
+from framework.replay.rebuild import (
     RECORDED_BY_PREFIX,
     SIDE_CHANNEL_AGENT_PREFIXES,
     SUBAGENT_TOOLS,

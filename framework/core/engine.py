@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextvars
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -12,25 +11,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from framework._store import Store
+from framework.core.dispatch import Action, current_dispatch
+from framework.stores.base import Store
 
 if TYPE_CHECKING:
-    from framework._contract import Event, SessionStart
-    from framework._host import Host
-
-
-@dataclass(frozen=True, slots=True)
-class Action:
-    """One entry of a dispatch's audit: who (`by`) did what (`kind`) during which event.
-
-    Kinds: note, deny, drop, context, continue, reply, input, output, toast, transcript, status,
-    log, append.
-    """
-
-    by: str
-    kind: str
-    text: str
-    event: str
+    from framework.core.contract import Event, SessionStart
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,10 +81,31 @@ class FakeClock:
             self.set(self.ms)
 
 
-current_dispatch: contextvars.ContextVar[Any] = contextvars.ContextVar(
-    "hookchain_dispatch", default=None
-)
-"""The dispatch running in this context (None outside one): where UI actions are recorded."""
+class HostPort(Protocol):
+    """What an engine port needs of its host: a small internal interface `Host` provides, so the
+    port depends on no concrete host (nor the host's private members)."""
+
+    clock: Clock
+    env: Mapping[str, str]
+    sandbox: Path | None
+    commands: dict[str, tuple[str, str]]
+
+    @property
+    def store(self) -> Store: ...
+
+    def session_store(self, session_id: str) -> Store: ...
+
+    def dispatch(
+        self, event: Event, terminal: Callable[[Any], Awaitable[Any]] | None = None, *, origin: str
+    ) -> Awaitable[Any]: ...
+
+    def owned_files(self) -> tuple[str, ...]: ...
+
+    def spawn_for_plugin(
+        self, plugin: str, fn: Callable[..., Awaitable[Any]], *args: Any
+    ) -> None: ...
+
+    def log_for_plugin(self, plugin: str, level: str, text: str) -> None: ...
 
 
 class SessionRuntime:
@@ -152,7 +158,7 @@ class Ui:
         self._engine._emit("status", text)
 
     def log(self, text: str, *, level: str = "debug") -> None:
-        self._engine._host._log_for_plugin(self._engine.plugin, level, text)
+        self._engine._host.log_for_plugin(self._engine.plugin, level, text)
 
 
 class Transcript:
@@ -253,7 +259,7 @@ class Engine:
         "ui",
     )
 
-    def __init__(self, host: Host, plugin: str, runtime: SessionRuntime) -> None:
+    def __init__(self, host: HostPort, plugin: str, runtime: SessionRuntime) -> None:
         self.plugin = plugin
         self._host = host
         self._runtime = runtime
@@ -305,4 +311,4 @@ class Engine:
 
     def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         """Run background work the host owns: awaited when the host closes, failures logged."""
-        self._host._spawn(self.plugin, fn, *args)
+        self._host.spawn_for_plugin(self.plugin, fn, *args)

@@ -17,9 +17,9 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from framework import Host, Outcome
-from framework import _claude_map as cmap
-from framework._contract import (
+from framework.claude_code import mapping as cmap
+from framework.core.chain import Outcome
+from framework.core.contract import (
     ContextResult,
     PromptResult,
     StreamChunk,
@@ -30,7 +30,8 @@ from framework._contract import (
     TurnStart,
     TurnStep,
 )
-from framework._engine import current_dispatch
+from framework.core.dispatch import current_dispatch
+from framework.core.host import Host
 
 _log = structlog.get_logger("hookchain.claude")
 
@@ -152,7 +153,7 @@ class ClaudeBridge:
         return await self.answer_payload(payload)
 
     async def answer_payload(self, payload: dict[str, Any]) -> cmap.HookAnswer:
-        """The answer to an already parsed payload (see `_claude_map.parse_payload`)."""
+        """The answer to an already parsed payload (see `mapping.parse_payload`)."""
         self.served += 1
         try:
             return await self._answer(payload)

@@ -114,10 +114,11 @@ def http_handler(event: str, port: int) -> dict[str, Any]:
 
 def precompile_client() -> Path:
     """Write the client's bytecode now, so no hook call compiles it (nor needs a writable dir)."""
-    from framework import _client_core
+    from framework import _client_core, _launch
 
+    launched = py_compile.compile(_launch.__file__, doraise=True)  # the client imports it
     written = py_compile.compile(_client_core.__file__, doraise=True)
-    if written is None:
+    if written is None or launched is None:
         raise InstallError("the hook client could not be byte-compiled")
     return Path(written)
 

@@ -12,11 +12,11 @@ import anyio
 import typer
 
 from framework import __version__
-from framework._chain import Outcome
-from framework._contract import CONTRACT_VERSION, ContractError, Event, build_event
-from framework._host import Host
-from framework._logging import configure_logging
-from framework._settings import SettingsError, find_config, load_settings, read_config
+from framework.core.chain import Outcome
+from framework.core.contract import CONTRACT_VERSION, ContractError, Event, build_event
+from framework.core.host import Host
+from framework.core.logging import configure_logging
+from framework.core.settings import SettingsError, find_config, load_settings, read_config
 
 app = typer.Typer(
     name="hookchain",
@@ -27,7 +27,7 @@ app = typer.Typer(
 )
 
 # Modules of the host that add their own commands; each exposes `register(app)`.
-_COMMAND_MODULES = ("framework._cli_replay", "framework._cli_check", "framework._cli_claude")
+_COMMAND_MODULES = ("framework.replay.cli", "framework.cli.check", "framework.claude_code.cli")
 
 
 def _version(value: bool) -> None:
@@ -247,7 +247,7 @@ def _broken_commands(name: str, error: Exception) -> None:
 
 def _load_plugin_commands() -> None:
     """Plugins add commands through the `register_cli` hook; a broken one is skipped."""
-    from framework._loading import entry_point_candidates, make_plugin_manager
+    from framework.core.loading import entry_point_candidates, make_plugin_manager
 
     pm = make_plugin_manager()
     for candidate in entry_point_candidates():

@@ -9,9 +9,9 @@ from typing import Any
 
 import structlog
 
-from framework._chain import _IDLE, _OVERRUN, END_OF_CHAIN, CallNext, Dispatch
-from framework._contract import Event
-from framework._registration import Registration
+from framework.core.chain import CallNext, Dispatch, mark_overrun, positions
+from framework.core.contract import Event
+from framework.core.registration import Registration
 
 _log = structlog.get_logger("hookchain.chain")
 
@@ -63,8 +63,7 @@ class ChainRunner:
     def _cancel(self, dispatch: Dispatch, frame: CallNext, task: asyncio.Task[Any]) -> None:
         self.cancelled_tasks[dispatch] = task
         dispatch.cancelling = frame
-        if frame._state == _IDLE:
-            frame._state = _OVERRUN
+        mark_overrun(frame)
         task.cancel()
 
     def _check(self) -> None:
@@ -74,7 +73,7 @@ class ChainRunner:
         seen = self._seen
         self._seen = {}
         if self.active:
-            for dispatch, (task, frame) in _positions(self.active).items():
+            for dispatch, (task, frame) in positions(self.active).items():
                 if frame is None or frame.reg is None or dispatch.cancelling is not None:
                     continue
                 first = seen.get(dispatch)
@@ -89,31 +88,6 @@ class ChainRunner:
             asyncio.get_running_loop().call_later(self.tick, self._check)
         else:
             self.armed = False
-
-
-_LEVEL = CallNext.__call__.__code__
-
-
-def _positions(active: set[Dispatch]) -> dict[Dispatch, tuple[asyncio.Task[Any], CallNext | None]]:
-    """Where each running dispatch is: its task, and the frame whose handler runs its own code.
-
-    Read from the tasks' await chains when the watchdog ticks, so the chain itself never has to
-    record where it is. In a level's coroutine, `reg`/`frame` are the handler it awaits and that
-    handler's call_next; the innermost level of a dispatch is where it is (None: the terminal).
-    """
-    found: dict[Dispatch, tuple[asyncio.Task[Any], CallNext | None]] = {}
-    for task in asyncio.all_tasks():
-        coro: Any = task.get_coro()
-        while coro is not None:
-            if getattr(coro, "cr_code", None) is _LEVEL:
-                names = coro.cr_frame.f_locals
-                dispatch = names.get("dispatch")
-                if dispatch in active:
-                    reg = names.get("reg")
-                    frame = None if reg is None or reg is END_OF_CHAIN else names.get("frame")
-                    found[dispatch] = (task, frame)
-            coro = getattr(coro, "cr_await", None)
-    return found
 
 
 def _site(error: BaseException, reg: Registration) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 import structlog
 
-from framework._contract import StreamChunk
+from framework.core.contract import StreamChunk
 
 _log = structlog.get_logger("hookchain.tap")
 

@@ -15,10 +15,10 @@ from packaging.version import Version
 from pydantic import BaseModel, ValidationError
 from pydantic_settings import BaseSettings
 
-from framework._contract import CONTRACT_VERSION, FailMode
-from framework._hookspecs import PROJECT, HookSpecs
-from framework._registration import Registration, make_registration
-from framework._settings import explain
+from framework.core.contract import CONTRACT_VERSION, FailMode
+from framework.core.hookspecs import PROJECT, HookSpecs
+from framework.core.registration import Registration, make_registration
+from framework.core.settings import explain
 
 ENTRY_POINT_GROUP = "hookchain.plugins"
 ACCESS_KINDS: frozenset[str] = frozenset({"files", "network", "subprocess"})

@@ -7,7 +7,7 @@ import operator
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
-from framework._contract import REFUSABLE_EVENTS, ContractError, FailMode, event_type
+from framework.core.contract import REFUSABLE_EVENTS, ContractError, FailMode, event_type
 
 Handler = Callable[[Any, Any, Any], Awaitable[Any]]
 Fallback = Callable[[Any, Any, BaseException, Any], Awaitable[Any]]

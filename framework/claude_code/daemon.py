@@ -22,16 +22,16 @@ import anyio
 import structlog
 from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 
-from framework import _claude_map as cmap
-from framework import _client_core as _client
-from framework._claude_bridge import DEFAULT_SUSPEND_TIMEOUT_S, ClaudeBridge
-from framework._host import Host
+from framework import _launch as wire
+from framework.claude_code import mapping as cmap
+from framework.claude_code.bridge import DEFAULT_SUSPEND_TIMEOUT_S, ClaudeBridge
+from framework.core.host import Host
 
 _log = structlog.get_logger("hookchain.serve")
 
 MAX_REQUEST_BYTES = cmap.MAX_PAYLOAD_BYTES + 1024
 DEFAULT_IDLE_EXIT_S = 30 * 60.0
-LOCK_NAME = _client.LOCK_NAME
+LOCK_NAME = wire.LOCK_NAME
 LOG_NAME = "host.log"
 _PEERCRED = struct.Struct("3i")
 
@@ -54,7 +54,7 @@ class ServeOptions:
         env = os.environ if environ is None else environ
         modules = env.get("HOOKCHAIN_PLUGIN_MODULES", "")
         return cls(
-            runtime_dir=Path(_client.runtime_dir({k.encode(): v.encode() for k, v in env.items()})),
+            runtime_dir=Path(wire.runtime_dir({k.encode(): v.encode() for k, v in env.items()})),
             idle_exit_s=float(env.get("HOOKCHAIN_IDLE_EXIT", DEFAULT_IDLE_EXIT_S)),
             suspend_timeout_s=float(
                 env.get("HOOKCHAIN_SUSPEND_TIMEOUT", DEFAULT_SUSPEND_TIMEOUT_S)
@@ -64,7 +64,7 @@ class ServeOptions:
 
     @property
     def socket_path(self) -> Path:
-        return self.runtime_dir / _client.SOCKET_NAME
+        return self.runtime_dir / wire.SOCKET_NAME
 
 
 def ensure_private_dir(path: Path) -> Path:
@@ -80,7 +80,7 @@ def ensure_private_dir(path: Path) -> Path:
 
 def host_stamp() -> str:
     """What a client must send to talk to this host: the protocol version and the client file."""
-    return f"{_client.VERSION} {_client.client_stamp(_client.__file__)}"
+    return f"{wire.VERSION} {wire.client_stamp(wire.client_path())}"
 
 
 def peer_uid(sock: socket.socket) -> int | None:
@@ -123,7 +123,7 @@ class Server:
         base: dict[str, Any] = {
             "pid": os.getpid(),
             "socket": str(self.options.socket_path),
-            "version": _client.VERSION,
+            "version": wire.VERSION,
             "in_flight": self.in_flight,
             "refused_peers": self.refused_peers,
             "idle_exit_s": self.options.idle_exit_s,
@@ -167,7 +167,7 @@ class Server:
 
     async def _start_http(self, task_group: TaskGroup) -> None:
         """Serve http hooks too when they were set up; the socket keeps working if that fails."""
-        from framework import _http
+        from framework.claude_code import http as _http
 
         try:
             credentials = _http.load_credentials()
@@ -226,7 +226,7 @@ class Server:
         """The answer's bytes, and whether the host stops once it is sent."""
         head, _, body = request.partition(b"\n")
         parts = head.decode(errors="replace").split(" ")
-        if len(parts) != 4 or parts[0] != _client.PROTOCOL:
+        if len(parts) != 4 or parts[0] != wire.PROTOCOL:
             return encode_answer(
                 cmap.HookAnswer(stderr="hookchain: unknown request format\n")
             ), False
@@ -285,7 +285,7 @@ def _log_to_file(runtime_dir: Path) -> None:
 
 def _configure_logging(host: Host) -> None:
     with contextlib.suppress(ImportError):
-        from framework._logging import configure_logging
+        from framework.core.logging import configure_logging
 
         configure_logging(host.settings.log_level, json=True)
 
@@ -343,12 +343,12 @@ def request_control(options: ServeOptions, op: str, timeout: float = 2.0) -> dic
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
             sock.settimeout(timeout)
             sock.connect(path)
-            sock.sendall(f"{_client.PROTOCOL} - - {op}\n".encode())
+            sock.sendall(f"{wire.PROTOCOL} - - {op}\n".encode())
             sock.shutdown(socket.SHUT_WR)
             data = b"".join(iter(lambda: sock.recv(65536), b""))
     except OSError:
         return None
-    parsed = _client.parse_answer(data)
+    parsed = wire.parse_answer(data)
     if parsed is None:
         return None
     try:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from framework._contract import (
+from framework.core.contract import (
     Denial,
     Event,
     PromptOriginKind,

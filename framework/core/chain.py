@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
-from framework._contract import (
+from framework.core.contract import (
     CommandReply,
     ContextResult,
     ContractError,
@@ -19,12 +19,11 @@ from framework._contract import (
     TurnResult,
     refusal,
 )
-from framework._engine import Action, current_dispatch
-from framework._registration import BudgetExceeded, Registration
+from framework.core.dispatch import Action, current_dispatch
+from framework.core.registration import BudgetExceeded, Registration
 
 if TYPE_CHECKING:
-    from framework._engine import Engine
-    from framework._runner import ChainRunner
+    from framework.core.engine import Engine
 
 Terminal = Callable[[Any], Awaitable[Any]]
 
@@ -49,6 +48,18 @@ END_OF_CHAIN = Registration(
 
 # Frame states. _OVERRUN: the watchdog found the handler stuck before it called call_next.
 _IDLE, _RUNNING, _DONE, _FAILED, _OVERRUN = 0, 1, 2, 3, 4
+
+
+class Runner(Protocol):
+    """What a dispatch needs of the host's chain runner (`core.runner.ChainRunner`, the watchdog),
+    which imports this module, not the other way round."""
+
+    active: set[Dispatch]
+    cancelled_tasks: dict[Dispatch, asyncio.Task[Any]]
+
+    def valid(self, event: Event, result: Any) -> bool: ...
+
+    def failed(self, reg: Registration, error: BaseException, phase: str) -> None: ...
 
 
 class CallNext:
@@ -76,7 +87,7 @@ class CallNext:
         # One coroutine per level runs the next handler (with its recovery) or the terminal. The
         # root frame (the Dispatch itself, reg None) also keeps the dispatch's bookkeeping, so
         # that a dispatch costs no extra coroutine. The budget watchdog reads the locals
-        # `dispatch`, `reg` and `frame` of a suspended level (_runner._positions): keep the names.
+        # `dispatch`, `reg` and `frame` of a suspended level (`positions` below): keep the names.
         dispatch = self._dispatch
         if self._state:
             raise self._refusal()
@@ -187,7 +198,7 @@ class Dispatch(CallNext):
     cancelling: CallNext | None
     depth: int
     engines: Mapping[str, Engine]
-    runner: ChainRunner
+    runner: Runner
     source: str
     terminal: Terminal
 
@@ -359,3 +370,34 @@ def audit_change(dispatch: Dispatch, plugin: str, frame: CallNext, result: Any) 
             add(plugin, "continue", result.continuation.reason)
     elif isinstance(result, CommandReply) and (before is None or before != result):
         add(plugin, "reply", result.text)
+
+
+def mark_overrun(frame: CallNext) -> None:
+    """The watchdog's verdict on a handler stuck before it called call_next."""
+    if frame._state == _IDLE:
+        frame._state = _OVERRUN
+
+
+_LEVEL = CallNext.__call__.__code__
+
+
+def positions(active: set[Dispatch]) -> dict[Dispatch, tuple[asyncio.Task[Any], CallNext | None]]:
+    """Where each running dispatch is: its task, and the frame whose handler runs its own code.
+
+    Read from the tasks' await chains when the watchdog ticks, so the chain itself never has to
+    record where it is. In a level's coroutine, `reg`/`frame` are the handler it awaits and that
+    handler's call_next; the innermost level of a dispatch is where it is (None: the terminal).
+    """
+    found: dict[Dispatch, tuple[asyncio.Task[Any], CallNext | None]] = {}
+    for task in asyncio.all_tasks():
+        coro: Any = task.get_coro()
+        while coro is not None:
+            if getattr(coro, "cr_code", None) is _LEVEL:
+                names = coro.cr_frame.f_locals
+                dispatch = names.get("dispatch")
+                if dispatch in active:
+                    reg = names.get("reg")
+                    frame = None if reg is None or reg is END_OF_CHAIN else names.get("frame")
+                    found[dispatch] = (task, frame)
+            coro = getattr(coro, "cr_await", None)
+    return found

@@ -11,7 +11,7 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
-from framework._contract import (
+from framework.core.contract import (
     Classic,
     ClassicResult,
     ContextResult,
@@ -25,7 +25,7 @@ from framework._contract import (
     TurnComplete,
     TurnResult,
 )
-from framework._transcript_events import text_of, turn_reason
+from framework.replay.rebuild import text_of, turn_reason
 
 _log = structlog.get_logger("hookchain.claude")
 

@@ -12,12 +12,12 @@ from typing import Annotated
 import anyio
 import typer
 
-from framework._loading import entry_point_candidates
-from framework._logging import configure_logging
-from framework._replay import Progress, ReplayAction, ReplayReport, one_line, replay_paths
-from framework._settings import HostSettings, SettingsError, load_settings
-from framework._store import StoreError
-from framework._transcript import TranscriptPathError
+from framework.core.loading import entry_point_candidates
+from framework.core.logging import configure_logging
+from framework.core.settings import HostSettings, SettingsError, load_settings
+from framework.replay.reader import TranscriptPathError
+from framework.replay.runner import Progress, ReplayAction, ReplayReport, one_line, replay_paths
+from framework.stores.base import StoreError
 
 FIRST_PARTY_PLUGINS = ("loop-breaker", "write-guard", "refusal-watch", "observer")
 """The plugins shipped with hookchain; the report names those that are not installed."""

@@ -12,8 +12,8 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from framework._chain import END_OF_CHAIN, Dispatch, Outcome
-from framework._contract import (
+from framework.core.chain import END_OF_CHAIN, Dispatch, Outcome
+from framework.core.contract import (
     ENGINE_ORIGIN,
     EVENT_TYPES,
     Classic,
@@ -24,26 +24,27 @@ from framework._contract import (
     is_valid_result,
     neutral_result,
 )
-from framework._engine import (
-    Action,
+from framework.core.dispatch import Action, current_dispatch
+from framework.core.engine import (
     AgentInfo,
     Clock,
     Engine,
     SessionRuntime,
     SystemClock,
-    current_dispatch,
 )
-from framework._loading import (
+from framework.core.loading import (
     LoadedPlugin,
     entry_point_candidates,
     explicit_candidates,
     load_plugins,
     make_plugin_manager,
 )
-from framework._registration import Registration
-from framework._runner import ChainRunner
-from framework._settings import HostSettings, data_dir, find_config, load_settings, read_config
-from framework._store import SQLiteBackend, Store, StoreBackend, open_backend
+from framework.core.registration import Registration
+from framework.core.runner import ChainRunner
+from framework.core.settings import HostSettings, data_dir, find_config, load_settings, read_config
+from framework.stores.base import Store, StoreBackend
+from framework.stores.factory import open_backend
+from framework.stores.sqlite import SQLiteBackend
 
 Terminal = Callable[[Any], Awaitable[Any]]
 _log = structlog.get_logger("hookchain.host")
@@ -368,7 +369,7 @@ class Host:
 
     # -- background work and plugin logs ------------------------------------------------
 
-    def _spawn(self, plugin: str, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
+    def spawn_for_plugin(self, plugin: str, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         if self._task_group is None:
             raise RuntimeError("the host is not open; background work needs `async with Host(...)`")
 
@@ -382,6 +383,6 @@ class Host:
 
         self._task_group.start_soon(guarded)
 
-    def _log_for_plugin(self, plugin: str, level: str, text: str) -> None:
+    def log_for_plugin(self, plugin: str, level: str, text: str) -> None:
         method = getattr(_plugin_log, level, _plugin_log.debug)
         method(text, plugin=plugin)

@@ -1,0 +1,30 @@
+"""What the chain, the engine port and the adapters share about a running dispatch.
+
+Its own module below the chain and the engine port, so neither has to import the other for it.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One entry of a dispatch's audit: who (`by`) did what (`kind`) during which event.
+
+    Kinds: note, deny, drop, context, continue, reply, input, output, toast, transcript, status,
+    log, append.
+    """
+
+    by: str
+    kind: str
+    text: str
+    event: str
+
+
+current_dispatch: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "hookchain_dispatch", default=None
+)
+"""The dispatch running in this context (None outside one): where UI actions are recorded."""

@@ -1,0 +1,1 @@
+"""Internal: see framework/__init__.py for the public face."""

@@ -1,0 +1,147 @@
+"""The SQLite backend: one file in WAL mode, shared safely by many processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from framework.stores.base import StoreError, encode_value
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS kv (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    expires_at REAL
+) WITHOUT ROWID
+"""
+
+
+class SQLiteBackend:
+    """A SQLite file in WAL mode, safe for many processes at once; updates in BEGIN IMMEDIATE."""
+
+    process_local = False
+
+    def __init__(self, path: Path, *, busy_timeout_ms: int = 10_000) -> None:
+        self.url = f"sqlite:///{path}"
+        self.path = path
+        self._lock = threading.Lock()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fresh = not path.exists()
+            # isolation_level=None: transactions are ours (BEGIN IMMEDIATE), not the module's.
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            if fresh:
+                os.chmod(path, 0o600)
+            self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+            self._db.execute(_SCHEMA)
+        except (OSError, sqlite3.Error) as error:
+            raise StoreError(f"cannot open SQLite store {path}: {error}") from error
+
+    async def _run(self, fn: Callable[[], Any]) -> Any:
+        def locked() -> Any:
+            with self._lock:
+                try:
+                    return fn()
+                except sqlite3.Error as error:
+                    raise StoreError(f"SQLite store {self.path}: {error}") from error
+
+        return await anyio.to_thread.run_sync(locked)
+
+    async def get(self, key: str) -> Any | None:
+        def read() -> Any | None:
+            row = self._db.execute(
+                "SELECT value FROM kv WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)",
+                (key, time.time()),
+            ).fetchone()
+            return None if row is None else json.loads(row[0])
+
+        return await self._run(read)
+
+    async def set(self, key: str, value: Any, *, ttl: float | None = None) -> None:
+        text = encode_value(value)
+        expires = None if ttl is None else time.time() + ttl
+        await self._run(
+            lambda: self._db.execute(
+                "INSERT INTO kv (key, value, expires_at) VALUES (?, ?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value, "
+                "expires_at = excluded.expires_at",
+                (key, text, expires),
+            )
+        )
+
+    async def delete(self, key: str) -> None:
+        await self._run(lambda: self._db.execute("DELETE FROM kv WHERE key = ?", (key,)))
+
+    async def keys(self, prefix: str = "") -> list[str]:
+        def read() -> list[str]:
+            rows = self._db.execute(
+                "SELECT key FROM kv WHERE substr(key, 1, ?) = ? "
+                "AND (expires_at IS NULL OR expires_at > ?) ORDER BY key",
+                (len(prefix), prefix, time.time()),
+            ).fetchall()
+            return [row[0] for row in rows]
+
+        result: list[str] = await self._run(read)
+        return result
+
+    async def update(
+        self, key: str, fn: Callable[[Any | None], Any], *, ttl: float | None = None
+    ) -> Any:
+        def transact() -> Any:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                now = time.time()
+                row = self._db.execute(
+                    "SELECT value FROM kv WHERE key = ? AND (expires_at IS NULL OR expires_at > ?)",
+                    (key, now),
+                ).fetchone()
+                new = fn(None if row is None else json.loads(row[0]))
+                self._db.execute(
+                    "INSERT INTO kv (key, value, expires_at) VALUES (?, ?, ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value, "
+                    "expires_at = excluded.expires_at",
+                    (key, encode_value(new), None if ttl is None else now + ttl),
+                )
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            return new
+
+        return await self._run(transact)
+
+    async def clear(self, prefix: str = "") -> int:
+        def remove() -> int:
+            cursor = self._db.execute(
+                "DELETE FROM kv WHERE substr(key, 1, ?) = ?", (len(prefix), prefix)
+            )
+            return cursor.rowcount
+
+        count: int = await self._run(remove)
+        return count
+
+    async def purge_expired(self) -> int:
+        """Drop expired rows (the TTL backstop for per-session state)."""
+
+        def remove() -> int:
+            cursor = self._db.execute(
+                "DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?", (time.time(),)
+            )
+            return cursor.rowcount
+
+        count: int = await self._run(remove)
+        return count
+
+    async def aclose(self) -> None:
+        await self._run(self._db.close)
