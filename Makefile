@@ -25,6 +25,7 @@ install: $(STAMP)
 lint: install
 	$(BIN)/ruff check framework tests benchmarks examples plugins
 	$(BIN)/ruff format --check framework tests benchmarks examples plugins
+	$(BIN)/lint-imports
 
 typecheck: install
 	$(BIN)/mypy
