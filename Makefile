@@ -44,4 +44,4 @@ bench: install
 	for script in $(filter-out benchmarks/dispatch.py,$(wildcard benchmarks/*.py)) $(wildcard plugins/*/benchmarks/*.py); do $(BIN)/python $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .import_linter_cache

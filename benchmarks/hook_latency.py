@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from framework import _client, _client_core
+from framework import _client, _launch
 from framework.claude_code import daemon as _daemon
 from framework.claude_code import http as _http
 from framework.claude_code import install as _install
@@ -183,7 +183,7 @@ def main() -> None:
 
     print(f"interpreter               {python}")
     print(f"plugins in the host       {', '.join(plugins) or '-'}")
-    print(f"client protocol           {_client_core.PROTOCOL}/{_client_core.VERSION}")
+    print(f"client protocol           {_launch.PROTOCOL}/{_launch.VERSION}")
     print(f"(a) python -S -c pass     p50 {p50(bare):8.2f} ms  ({args.runs} runs)")
     print(f"(b) PreToolUse, warm host p50 {p50(warm):8.2f} ms  ({args.runs} runs)")
     print(f"(c) PreToolUse, no daemon p50 {p50(cold):8.2f} ms  ({args.cold_runs} runs)")

@@ -20,27 +20,9 @@ import sys
 import time
 
 if __package__:  # imported as framework._client_core (`hookchain hook`, tests)
-    from framework._launch import (
-        LOCK_NAME,
-        PROTOCOL,
-        SOCKET_NAME,
-        VERSION,
-        client_stamp,
-        host_argv,
-        parse_answer,
-        runtime_dir,
-    )
+    from framework import _launch as wire
 else:  # run through _client.py: a sibling, imported without the package
-    from _launch import (  # type: ignore[import-not-found, no-redef]
-        LOCK_NAME,
-        PROTOCOL,
-        SOCKET_NAME,
-        VERSION,
-        client_stamp,
-        host_argv,
-        parse_answer,
-        runtime_dir,
-    )
+    import _launch as wire  # type: ignore[import-not-found, no-redef]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # `typing` costs more to import than this whole client
@@ -110,7 +92,7 @@ def _start_host() -> None:
         (posix.POSIX_SPAWN_OPEN, 1, devnull, posix.O_WRONLY, 0),
         (posix.POSIX_SPAWN_DUP2, 1, 2),
     ]
-    argv = host_argv("serve", "")
+    argv = wire.host_argv("serve", "")
     posix.posix_spawn(sys.executable, argv, posix.environ, file_actions=actions, setsid=True)
 
 
@@ -134,9 +116,9 @@ def _unreachable(event: str, why: str) -> int:
 
 def forward(event: str, payload: bytes) -> int:
     """Send the payload to the host (starting one if needed) and relay its answer; the exit code."""
-    folder = runtime_dir()
-    socket_path = folder + "/" + SOCKET_NAME
-    header = f"{PROTOCOL} {VERSION} {client_stamp(__file__)} {event or '-'}\n"
+    folder = wire.runtime_dir()
+    socket_path = folder + "/" + wire.SOCKET_NAME
+    header = f"{wire.PROTOCOL} {wire.VERSION} {wire.client_stamp(__file__)} {event or '-'}\n"
     request = header.encode() + payload
     deadline = time.monotonic() + _deadline_s()
     next_start = 0.0
@@ -153,7 +135,7 @@ def forward(event: str, payload: bytes) -> int:
         if answer == b"R\n":
             why = "host restarting for a new version"
         elif answer:
-            parsed = parse_answer(answer)
+            parsed = wire.parse_answer(answer)
             if parsed is None:
                 return _unreachable(event, "unreadable answer")
             code, stderr, stdout = parsed
@@ -165,7 +147,7 @@ def forward(event: str, payload: bytes) -> int:
         now = time.monotonic()
         if now >= deadline or event == ENDS_SESSION:
             return _unreachable(event, why)
-        if now >= next_start and not _lock_is_held(folder + "/" + LOCK_NAME):
+        if now >= next_start and not _lock_is_held(folder + "/" + wire.LOCK_NAME):
             try:
                 _start_host()
             except OSError as error:
@@ -178,7 +160,7 @@ def main(argv: list[str]) -> int:
     args = argv[1:]
     if args and args[0] == "--no-daemon":
         event = args[1] if len(args) > 1 else ""
-        posix.execv(sys.executable, host_argv("once", event))
+        posix.execv(sys.executable, wire.host_argv("once", event))
     return forward(args[0] if args else "", _read_stdin())
 
 

@@ -18,7 +18,7 @@ import claude_probe_plugin as probe
 import pytest
 from claude_e2e_kit import CLIENT, claude_side, payload_lines, post, pre
 
-from framework import Host, _client_core, _launch
+from framework import Host, _launch
 from framework.claude_code import daemon as _daemon
 
 pytestmark = pytest.mark.slow
@@ -114,7 +114,7 @@ def test_a_client_of_another_version_restarts_the_host() -> None:
         old = side.host_pid()
         assert old is not None
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.connect(str(side.runtime / _client_core.SOCKET_NAME))
+            sock.connect(str(side.runtime / _launch.SOCKET_NAME))
             sock.sendall(b"HC1 0 0-0 PreToolUse\n{}")
             sock.shutdown(socket.SHUT_WR)
             assert sock.recv(100) == b"R\n"
@@ -128,7 +128,7 @@ def test_the_runtime_dir_and_socket_are_private() -> None:
     with claude_side() as side:
         side.hook("Notification", {"session_id": "s", "hook_event_name": "Notification"})
         assert side.runtime.stat().st_mode & 0o777 == 0o700
-        assert (side.runtime / _client_core.SOCKET_NAME).stat().st_mode & 0o777 == 0o600
+        assert (side.runtime / _launch.SOCKET_NAME).stat().st_mode & 0o777 == 0o600
         assert (side.runtime / _daemon.LOG_NAME).stat().st_mode & 0o777 == 0o600
         assert side.probe("classic") == [["classic", "Notification"]]
 
@@ -163,7 +163,7 @@ def test_an_idle_host_exits_on_its_own() -> None:
         pid = side.lock_pid()
         assert pid is not None
         assert side.wait_gone(pid, timeout=15)
-        assert not (side.runtime / _client_core.SOCKET_NAME).exists()
+        assert not (side.runtime / _launch.SOCKET_NAME).exists()
 
 
 def test_no_daemon_runs_the_chain_in_the_client_process() -> None:
@@ -177,7 +177,7 @@ def test_no_daemon_runs_the_chain_in_the_client_process() -> None:
         )
         assert process.returncode == 0
         assert json.loads(process.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
-        assert not (side.runtime / _client_core.SOCKET_NAME).exists()
+        assert not (side.runtime / _launch.SOCKET_NAME).exists()
 
 
 def test_every_real_payload_through_real_clients() -> None:
@@ -224,7 +224,7 @@ def test_a_host_whose_socket_is_removed_exits() -> None:
         pid = side.lock_pid()
         assert pid is not None
         side.hook("PreToolUse", pre("ls", "t", "s"))  # a suspended call keeps it from idling out
-        (side.runtime / _client_core.SOCKET_NAME).unlink()
+        (side.runtime / _launch.SOCKET_NAME).unlink()
         assert side.wait_gone(pid, timeout=15)
 
 

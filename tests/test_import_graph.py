@@ -54,8 +54,7 @@ def import_graph() -> dict[str, set[str]]:
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    """One import circle as a path `a, b, ..., a`, or None; a package's own `__init__` imports of
-    its submodules are edges like any other."""
+    """One import circle as a path `a, b, ..., a`, or None."""
     state: dict[str, int] = {}
     stack: list[str] = []
 
@@ -75,13 +74,6 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         if start not in state and (cycle := walk(start)):
             return cycle
     return None
-
-
-def _without_package_faces(graph: dict[str, set[str]]) -> dict[str, set[str]]:
-    # `framework/__init__.py` re-exports the public names, so every module reaching the face
-    # (`from framework import x`) and the face reaching it is a circle only on paper when the
-    # module is not one the face imports; keep those edges, they are the real circles.
-    return graph
 
 
 def test_the_checker_finds_a_circle() -> None:
