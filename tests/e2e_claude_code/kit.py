@@ -18,8 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,14 @@ from framework import _daemon
 
 HOOKCHAIN = [sys.executable, "-c", "from framework._cli import main; main()"]
 RUN_TIMEOUT_S = 90.0
+
+_DEBUG_MARKS = {
+    "first_byte": "[API:timing] first byte after",
+    "start": "[Stall] tool_dispatch_start",
+    "end": "[Stall] tool_dispatch_end",
+    "request": "[API REQUEST] /v1/messages",
+}
+"""Lines of Claude Code 2.1.197's `--debug-file` that time a tool call from its side."""
 
 CLAUDE_FLAGS = (
     "--output-format",
@@ -94,6 +103,32 @@ class Run:
                 shown.append(str(answer["systemMessage"]))
         return shown
 
+    def tool_overheads_ms(self) -> list[float]:
+        """Per tool call, by Claude Code's own debug clock: the time from the first byte of the
+        answer carrying the call to the tool's start, plus from the tool's end to the next model
+        request. The tool's own run time is left out; PreToolUse and PostToolUse hooks are in."""
+        marks: list[tuple[str, datetime]] = []
+        for line in self.debug.splitlines():
+            stamp, _, text = line.partition(" ")
+            kind = next((k for k, needle in _DEBUG_MARKS.items() if needle in text), None)
+            if kind is not None:
+                with contextlib.suppress(ValueError):
+                    marks.append((kind, datetime.fromisoformat(stamp.replace("Z", "+00:00"))))
+        overheads = []
+        first_byte = started = ended = None
+        for kind, at in marks:
+            if kind == "first_byte":
+                first_byte = at
+            elif kind == "start" and first_byte is not None:
+                started = at
+            elif kind == "end" and started is not None:
+                ended = at
+            elif kind == "request" and ended is not None and started is not None:
+                assert first_byte is not None
+                overheads.append(((started - first_byte) + (at - ended)).total_seconds() * 1000)
+                first_byte = started = ended = None
+        return overheads
+
     def explain(self) -> str:
         """For assertion messages: what happened, briefly."""
         lines = [f"exit {self.code} after {self.wall_s:.1f} s (timed out: {self.timed_out})"]
@@ -144,19 +179,23 @@ class Project:
 
     def run(
         self,
-        prompt: str,
+        prompt: str | Sequence[str],
         script: Sequence[Turn],
         *,
         threads: Mapping[str, Sequence[Turn]] | None = None,
         timeout: float = RUN_TIMEOUT_S,
         env: Mapping[str, str] | None = None,
-        during: Any = None,
+        before_answer: Callable[[str, int], None] | None = None,
     ) -> Run:
         """Run `claude -p prompt` here against a mock answering `script`; bounded by `timeout`.
 
-        `during(process, api)` is called once Claude Code runs (to disturb the host mid-session).
+        Several prompts are sent in one session (stream-json input), one after the other.
+        `before_answer(thread, step)` runs before the mock answers each step (to disturb the host
+        at a known point of the session).
         """
-        return self.sandbox.run_claude(self, prompt, script, threads, timeout, env or {}, during)
+        return self.sandbox.run_claude(
+            self, prompt, script, threads, timeout, env or {}, before_answer
+        )
 
 
 @dataclass
@@ -203,44 +242,48 @@ class Sandbox:
     def run_claude(
         self,
         project: Project,
-        prompt: str,
+        prompt: str | Sequence[str],
         script: Sequence[Turn],
         threads: Mapping[str, Sequence[Turn]] | None,
         timeout: float,
         env: Mapping[str, str],
-        during: Any,
+        before_answer: Callable[[str, int], None] | None,
     ) -> Run:
         self.runs += 1
         debug = self.root / f"debug-{self.runs}.txt"
-        with MockAPI(script, threads=threads, max_seconds=timeout + 30) as api:
+        with MockAPI(
+            script, threads=threads, max_seconds=timeout + 30, before_answer=before_answer
+        ) as api:
             run_env = {**self.env, "ANTHROPIC_BASE_URL": api.url, **env}
             token = self.data_dir / "http-token"
             if token.exists():
                 run_env.setdefault("HOOKCHAIN_TOKEN", token.read_text(encoding="ascii").strip())
-            argv = [
-                *self._jail(),
-                str(self.binary),
-                "-p",
-                prompt,
-                *CLAUDE_FLAGS,
-                "--debug-file",
-                str(debug),
-            ]
+            prompts = [prompt] if isinstance(prompt, str) else list(prompt)
+            argv = [*self._jail(), str(self.binary), "-p"]
+            if len(prompts) == 1:
+                argv.append(prompts[0])
+                stdin = b""
+            else:
+                argv += ["--input-format", "stream-json"]
+                stdin = b"".join(
+                    json.dumps({"type": "user", "message": {"role": "user", "content": p}}).encode()
+                    + b"\n"
+                    for p in prompts
+                )
+            argv += [*CLAUDE_FLAGS, "--debug-file", str(debug)]
             started = time.monotonic()
             process = subprocess.Popen(
                 argv,
                 cwd=project.path,
                 env=run_env,
-                stdin=subprocess.DEVNULL,
+                stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 start_new_session=True,
             )
             timed_out = False
             try:
-                if during is not None:
-                    during(process, api)
-                out, err = process.communicate(timeout=timeout)
+                out, err = process.communicate(stdin, timeout=timeout)
             except subprocess.TimeoutExpired:
                 timed_out = True
                 with contextlib.suppress(ProcessLookupError):

@@ -5,10 +5,10 @@ It listens on 127.0.0.1 only (port 0), stops by itself after `max_requests` requ
 assistant turn as server-sent events. Every request body is kept so tests can read what reached
 the model: tool results, `<system-reminder>` hook context, the system prompt.
 
-A conversation is recognised by its first user text: the main session's script answers every
-conversation no other script claims, and `MockAPI(..., threads={"marker": [...]})` gives a
-subagent (whose first user message is the Task prompt) its own script. The step is the number of
-assistant messages already in the request, so a retried request gets the same turn again.
+The main script answers every conversation no other script claims; `MockAPI(..., threads={"marker":
+[...]})` gives a conversation whose user text holds the marker its own script: a subagent (its
+first user message is the Task prompt) or a later prompt of the same session. The step is the
+number of assistant messages after that user text, so a retried request gets the same turn again.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import itertools
 import json
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -177,11 +177,14 @@ def block_text(content: Any) -> str:
     return "\n".join(parts)
 
 
-def first_user_text(body: Mapping[str, Any]) -> str:
-    for entry in body.get("messages", []):
-        if isinstance(entry, Mapping) and entry.get("role") == "user":
-            return block_text(entry.get("content"))
-    return ""
+def text_blocks(content: Any) -> list[str]:
+    """The texts a user message itself carries: its string or text blocks, never tool results."""
+    if isinstance(content, str):
+        return [content]
+    blocks = content if isinstance(content, list) else []
+    return [
+        str(b.get("text", "")) for b in blocks if isinstance(b, Mapping) and b.get("type") == "text"
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,8 +204,11 @@ class MockAPI:
         threads: Mapping[str, Sequence[Turn]] | None = None,
         max_requests: int = 200,
         max_seconds: float = 180.0,
+        before_answer: Callable[[str, int], None] | None = None,
     ) -> None:
         self.script = tuple(script)
+        self.before_answer = before_answer
+        """Called with (thread, step) before each answer: where a test disturbs the host."""
         self.threads = {marker: tuple(turns) for marker, turns in (threads or {}).items()}
         self.max_requests = max_requests
         self.max_seconds = max_seconds
@@ -230,14 +236,17 @@ class MockAPI:
     def __exit__(self, *_: object) -> None:
         self.stop()
         self._thread.join(timeout=5)
-        self._server.server_close()
 
     def stop(self) -> None:
         if not self._stopped.is_set():
             self._stopped.set()
             self._timer.cancel()
             # shutdown() waits for serve_forever: never call it on the serving thread itself.
-            threading.Thread(target=self._server.shutdown, daemon=True).start()
+            threading.Thread(target=self._close, daemon=True).start()
+
+    def _close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()  # refuse new connections at once, not after a timeout
 
     # What reached the model -------------------------------------------------------------
 
@@ -278,18 +287,12 @@ class MockAPI:
 
     def user_texts(self, thread: str | None = "") -> list[str]:
         """Every text block of user messages the model saw (reminders included)."""
-        texts = []
-        for entry in self.last_messages(thread):
-            if entry.get("role") != "user":
-                continue
-            content = entry.get("content")
-            if isinstance(content, str):
-                texts.append(content)
-                continue
-            for block in content if isinstance(content, list) else []:
-                if isinstance(block, Mapping) and block.get("type") == "text":
-                    texts.append(str(block.get("text", "")))
-        return texts
+        return [
+            text
+            for entry in self.last_messages(thread)
+            if entry.get("role") == "user"
+            for text in text_blocks(entry.get("content"))
+        ]
 
     def reminders(self, thread: str | None = "") -> list[str]:
         """The `<system-reminder>` texts the model saw: where hook context reaches it."""
@@ -301,21 +304,20 @@ class MockAPI:
 
     # Serving ----------------------------------------------------------------------------
 
-    def _thread_of(self, body: Mapping[str, Any]) -> str:
-        first = first_user_text(body)
-        for marker in self.threads:
-            if marker in first:
-                return marker
-        return ""
-
     def _answer(self, body: Mapping[str, Any]) -> tuple[str, int, Turn]:
-        thread = self._thread_of(body)
+        """The thread is the marker found last in a user's own text (not a tool result); its step
+        is the number of assistant messages after that user message (0 for a fresh prompt)."""
+        messages = [m for m in body.get("messages", []) if isinstance(m, Mapping)]
+        thread, since = "", 0
+        for index, entry in enumerate(messages):
+            if entry.get("role") != "user":
+                continue
+            text = "\n".join(text_blocks(entry.get("content")))
+            for marker in self.threads:
+                if marker in text:
+                    thread, since = marker, index
         script = self.threads[thread] if thread else self.script
-        step = sum(
-            1
-            for entry in body.get("messages", [])
-            if isinstance(entry, Mapping) and entry.get("role") == "assistant"
-        )
+        step = sum(1 for entry in messages[since:] if entry.get("role") == "assistant")
         turn = script[step] if step < len(script) else say(DONE_TEXT)
         return thread, step, turn
 
@@ -379,6 +381,8 @@ class MockAPI:
                     )
                     return
                 thread, step, turn = api._answer(body)
+                if api.before_answer is not None:
+                    api.before_answer(thread, step)
                 api._record(
                     {
                         "method": "POST",
