@@ -105,6 +105,9 @@ def test_a_healthy_session_gets_no_denials_or_notes_and_the_edit_is_made(box: Sa
     assert run.system_messages() == []
     assert {r["exit_code"] for r in run.hook_responses()} == {0}
     assert {"PreToolUse", "PostToolUse", "Stop"} <= set(run.hook_events())
+    # What 2.1.197 sends in -p mode: a HEAD, then streamed messages of the session's one model.
+    assert [e["kind"] for e in run.api.requests] == ["head"] + ["messages"] * 5
+    assert len({e["model"] for e in run.api.requests if e["kind"] == "messages"}) == 1
 
 
 def test_observer_writes_one_episode_per_turn_without_content(box: Sandbox) -> None:

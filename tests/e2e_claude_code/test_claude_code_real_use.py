@@ -23,7 +23,8 @@ pytestmark = pytest.mark.slow
 
 
 def issue(number: int, why: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=f"issue {number}: {why}")
+    """Expected to fail on an assertion (not on a crash of the kit) until the issue is fixed."""
+    return pytest.mark.xfail(strict=True, raises=AssertionError, reason=f"issue {number}: {why}")
 
 
 def wait_for(condition: object, timeout: float = 10.0) -> bool:
