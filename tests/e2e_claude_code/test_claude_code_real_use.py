@@ -194,6 +194,37 @@ def test_an_agent_preset_makes_a_subagent_read_only(box: Sandbox) -> None:
     assert "[write-guard]" in denied.text
 
 
+@issue(17, "the host adds the plugin name to texts that carry it; toast + transcript shown twice")
+def test_a_loop_is_nudged_with_one_prefix_and_its_alert_shown_once(box: Sandbox) -> None:
+    project = box.project()
+    project.install()
+    run = project.run("check", [*(bash("ls missing-dir") for _ in range(6)), say("ok")])
+    assert run.code == 0, run.explain()
+    [note] = [r for r in run.reminders() if "repeat-failure" in r]
+    alert = "main loop is looping: repeat-failure"
+    assert shown(run, alert) >= 1, run.system_messages()  # escalated at the fifth failure
+    assert note.count("[loop-breaker]") == 1, note
+    assert all(m.count("[loop-breaker]") == 1 for m in run.system_messages() if alert in m)
+    assert shown(run, alert) == 1, run.system_messages()
+
+
+@issue(17, "a host that cannot start is invisible: `FileNotFoundError`, 2 s lost per hook call")
+def test_a_host_that_cannot_start_says_why_and_costs_little(box: Sandbox) -> None:
+    project = box.project()
+    project.install()
+    runtime = box.root / "rt"
+    runtime.mkdir(mode=0o755)
+    runtime.chmod(0o755)  # open to others: the host refuses to start there
+    run = project.run("one command", [bash("echo hi"), say("ok")], timeout=40)
+    assert run.code == 0, run.explain()
+    warnings = [r["stderr"] for r in run.hook_responses() if r.get("stderr")]
+    assert warnings, run.hook_events()
+    assert all("755" in w and str(runtime) in w for w in warnings), warnings
+    # Five hooks ran (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop): at most
+    # one failed start per few seconds, not the 2 s connect deadline on every one of them.
+    assert run.wall_s < 5, run.wall_s
+
+
 def refusal_log(box: Sandbox) -> list[str]:
     """refusal-watch's log records in the host's SQLite store."""
     path = box.data_dir / "store.sqlite3"
