@@ -121,6 +121,39 @@ def test_a_stopped_host_does_not_hold_hooks_past_the_deadline(box: Sandbox) -> N
     assert run.wall_s < 4 * deadline_s + 6, run.wall_s
 
 
+@issue(17, "the client has no read timeout: HOOKCHAIN_UNREACHABLE=closed never applies to a hang")
+def test_a_stopped_host_blocks_tool_calls_when_asked_to_fail_closed(box: Sandbox) -> None:
+    project = box.project()
+    project.install()
+    frozen: list[int] = []
+
+    def freeze(thread: str, step: int) -> None:
+        if step == 1 and not frozen:
+            pid = box.host_pid()
+            assert pid is not None
+            os.kill(pid, signal.SIGSTOP)
+            frozen.append(pid)
+
+    target = box.outside / "while-frozen.txt"
+    try:
+        run = project.run(
+            "a command, then a write",
+            [bash("echo one"), write(str(target), "x"), say("ok")],
+            before_answer=freeze,
+            timeout=15,
+            env={"HOOKCHAIN_CONNECT_DEADLINE": "1", "HOOKCHAIN_UNREACHABLE": "closed"},
+        )
+    finally:
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+    assert frozen
+    assert not run.timed_out, run.explain()
+    assert not target.exists()
+    blocked = run.tool_results()[1]
+    assert blocked.is_error
+    assert "HOOKCHAIN_UNREACHABLE=closed" in blocked.text
+
+
 def test_a_host_killed_during_a_tool_is_replaced_and_the_guards_stay_on(box: Sandbox) -> None:
     project = box.project()
     project.install()
@@ -223,6 +256,27 @@ def test_a_host_that_cannot_start_says_why_and_costs_little(box: Sandbox) -> Non
     # Five hooks ran (SessionStart, UserPromptSubmit, PreToolUse, PostToolUse, Stop): at most
     # one failed start per few seconds, not the 2 s connect deadline on every one of them.
     assert run.wall_s < 5, run.wall_s
+
+
+@issue(17, "the runtime dir is not protected: an allowed Bash command can loosen or move it")
+def test_the_model_cannot_loosen_or_move_the_runtime_dir(box: Sandbox) -> None:
+    project = box.project()
+    project.install()
+    # Where the default runtime dir sits: /tmp/hookchain-<uid>, inside the writable temp dir.
+    runtime = box.root / "home" / "tmp" / "hookchain"
+    env = {"HOOKCHAIN_RUNTIME_DIR": str(runtime)}
+    run = project.run(
+        "tidy up",
+        [bash(f"chmod 755 {runtime}"), bash(f"mv {runtime} {runtime}.old"), say("ok")],
+        env=env,
+    )
+    assert run.code == 0, run.explain()
+    assert not runtime.with_name("hookchain.old").exists(), "the runtime dir was moved away"
+    # (A later hook call recreates a removed dir 0700: only the tool results tell the chmod.)
+    assert runtime.stat().st_mode & 0o777 == 0o700
+    results = run.tool_results()
+    assert [r.is_error for r in results] == [True, True], results
+    assert all("[write-guard]" in r.text for r in results)
 
 
 def refusal_log(box: Sandbox) -> list[str]:
