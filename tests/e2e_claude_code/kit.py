@@ -365,4 +365,20 @@ def sandbox(binary: Path) -> Iterator[Sandbox]:
         yield box
     finally:
         _reap_host(box.side)
+        _kill_strays(root)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _kill_strays(root: Path) -> None:
+    """Kill, by pid, what still runs in the sandbox: a host of another runtime dir a scenario
+    chose, one it froze or moved, a command Claude Code left behind. Nothing outside `root`."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if cwd == str(root) or cwd.startswith(f"{root}/"):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGKILL)
