@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from claude_e2e_kit import ClaudeSide, _reap_host
-from mock_api import MockAPI, ToolResult, Turn
+from mock_api import MockAPI, Step, ToolResult
 
 from framework import _daemon
 
@@ -180,9 +180,9 @@ class Project:
     def run(
         self,
         prompt: str | Sequence[str],
-        script: Sequence[Turn],
+        script: Sequence[Step],
         *,
-        threads: Mapping[str, Sequence[Turn]] | None = None,
+        threads: Mapping[str, Sequence[Step]] | None = None,
         timeout: float = RUN_TIMEOUT_S,
         env: Mapping[str, str] | None = None,
         before_answer: Callable[[str, int], None] | None = None,
@@ -243,8 +243,8 @@ class Sandbox:
         self,
         project: Project,
         prompt: str | Sequence[str],
-        script: Sequence[Turn],
-        threads: Mapping[str, Sequence[Turn]] | None,
+        script: Sequence[Step],
+        threads: Mapping[str, Sequence[Step]] | None,
         timeout: float,
         env: Mapping[str, str],
         before_answer: Callable[[str, int], None] | None,

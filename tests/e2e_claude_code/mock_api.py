@@ -13,12 +13,11 @@ number of assistant messages after that user text, so a retried request gets the
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -45,6 +44,10 @@ class Turn:
     blocks: tuple[Block, ...]
     stop_reason: str
 
+
+Step = Turn | Callable[[Mapping[str, Any]], Turn]
+"""A scripted turn, or a function of the request body that makes it (to quote an id Claude Code
+chose, such as a background task's)."""
 
 _ids = itertools.count(1)
 
@@ -199,9 +202,9 @@ class MockAPI:
 
     def __init__(
         self,
-        script: Sequence[Turn],
+        script: Sequence[Step],
         *,
-        threads: Mapping[str, Sequence[Turn]] | None = None,
+        threads: Mapping[str, Sequence[Step]] | None = None,
         max_requests: int = 200,
         max_seconds: float = 180.0,
         before_answer: Callable[[str, int], None] | None = None,
@@ -318,7 +321,8 @@ class MockAPI:
                     thread, since = marker, index
         script = self.threads[thread] if thread else self.script
         step = sum(1 for entry in messages[since:] if entry.get("role") == "assistant")
-        turn = script[step] if step < len(script) else say(DONE_TEXT)
+        scripted = script[step] if step < len(script) else say(DONE_TEXT)
+        turn = scripted if isinstance(scripted, Turn) else scripted(body)
         return thread, step, turn
 
     def _record(self, entry: dict[str, Any]) -> None:
@@ -404,9 +408,3 @@ class MockAPI:
                     self._send(200, data, "application/json")
 
         return Handler
-
-
-@contextlib.contextmanager
-def serving(script: Sequence[Turn], **options: Any) -> Iterator[MockAPI]:
-    with MockAPI(script, **options) as api:
-        yield api

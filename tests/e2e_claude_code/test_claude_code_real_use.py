@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import statistics
 import threading
 import time
+from collections.abc import Mapping
+from typing import Any
 
 import pytest
 from kit import Run, Sandbox
-from mock_api import bash, refusal, say, tool, write
+from mock_api import Turn, bash, block_text, refusal, say, tool, write
 
 pytestmark = pytest.mark.slow
 
@@ -286,7 +289,7 @@ def refusal_log(box: Sandbox) -> list[str]:
         return []
     with sqlite3.connect(path) as db:
         keys = [row[0] for row in db.execute("SELECT key FROM kv")]
-    return [key for key in keys if "refusal-watch" in key and ":log:" in key]
+    return [key for key in keys if key.startswith("refusal-watch:log:")]
 
 
 @issue(22, "a refused turn ends in StopFailure, which hookchain neither installs nor maps")
@@ -339,3 +342,32 @@ def test_hook_cost_per_tool_call_seen_from_claude_code(box: Sandbox) -> None:
             f"{hooked_ms - bare_ms:.1f} ms (median overhead {hooked_ms:.1f} ms, "
             f"bare {bare_ms:.1f} ms, {len(overheads[name])} calls)"
         )
+
+
+def stop_the_background_task(body: Mapping[str, Any]) -> Turn:
+    """TaskStop of the task whose id Claude Code just reported for a background command."""
+    reported = block_text(body["messages"][-1]["content"])
+    found = re.search(r"running in background with ID: (\w+)", reported)
+    assert found, reported
+    return tool("TaskStop", {"task_id": found.group(1)})
+
+
+@issue(22, "the refusal is never seen live, so no TaskStop window opens after it")
+def test_a_task_stop_soon_after_a_refusal_gets_its_notice_once(box: Sandbox) -> None:
+    project = box.project()
+    project.install()
+    run = project.run(
+        ["please do the thing", "NEXT-PROMPT stop the job"],
+        [refusal()],
+        threads={
+            "NEXT-PROMPT": [
+                bash("sleep 30", run_in_background=True),
+                stop_the_background_task,
+                say("stopped"),
+            ]
+        },
+    )
+    assert run.of_type("system", "model_refusal_no_fallback"), run.explain()
+    [stopped] = run.tool_results("NEXT-PROMPT")[1:]
+    assert "Successfully stopped task" in stopped.text
+    assert shown(run, "within 30 minutes of a refusal") == 1, run.system_messages()
