@@ -44,6 +44,11 @@ def claude_bin() -> Path:
             pytest.fail(str(error))
     if shutil.which("bwrap") is None:
         _skip_or_fail("the suite runs Claude Code under bubblewrap (apt-get install bubblewrap)")
+    jailed = subprocess.run(
+        [*kit.jail(Path("/tmp")), "true"], capture_output=True, text=True, timeout=30, check=False
+    )
+    if jailed.returncode != 0:
+        pytest.fail(f"bubblewrap cannot make a sandbox here: {jailed.stderr.strip()}")
     return binary
 
 

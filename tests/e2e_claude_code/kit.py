@@ -259,7 +259,7 @@ class Sandbox:
             if token.exists():
                 run_env.setdefault("HOOKCHAIN_TOKEN", token.read_text(encoding="ascii").strip())
             prompts = [prompt] if isinstance(prompt, str) else list(prompt)
-            argv = [*self._jail(), str(self.binary), "-p"]
+            argv = [*jail(self.root), str(self.binary), "-p"]
             if len(prompts) == 1:
                 argv.append(prompts[0])
                 stdin = b""
@@ -306,24 +306,25 @@ class Sandbox:
             process.returncode, records, err.decode(errors="replace"), text, wall, api, timed_out
         )
 
-    def _jail(self) -> list[str]:
-        """bwrap: the machine read-only, only the sandbox writable; loopback stays shared."""
-        return [
-            "bwrap",
-            "--ro-bind",
-            "/",
-            "/",
-            "--tmpfs",
-            "/tmp",
-            "--bind",
-            str(self.root),
-            str(self.root),
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--die-with-parent",
-        ]
+
+def jail(writable: Path) -> list[str]:
+    """bwrap: the machine read-only, only `writable` writable; loopback stays shared."""
+    return [
+        "bwrap",
+        "--ro-bind",
+        "/",
+        "/",
+        "--tmpfs",
+        "/tmp",
+        "--bind",
+        str(writable),
+        str(writable),
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--die-with-parent",
+    ]
 
 
 def sandbox_env(root: Path, binary: Path) -> dict[str, str]:
