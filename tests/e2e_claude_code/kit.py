@@ -255,9 +255,9 @@ class Sandbox:
             script, threads=threads, max_seconds=timeout + 30, before_answer=before_answer
         ) as api:
             run_env = {**self.env, "ANTHROPIC_BASE_URL": api.url, **env}
-            token = self.data_dir / "http-token"
-            if token.exists():
-                run_env.setdefault("HOOKCHAIN_TOKEN", token.read_text(encoding="ascii").strip())
+            if (self.data_dir / "http-token").exists():
+                # What `install --transport http` tells the person to export before starting.
+                run_env.setdefault("HOOKCHAIN_TOKEN", self.http_token())
             prompts = [prompt] if isinstance(prompt, str) else list(prompt)
             argv = [*jail(self.root), str(self.binary), "-p"]
             if len(prompts) == 1:
