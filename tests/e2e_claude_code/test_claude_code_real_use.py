@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from kit import Run, Sandbox
+from kit import Project, Run, Sandbox
 from mock_api import Turn, bash, block_text, refusal, say, tool, write
 
 pytestmark = pytest.mark.slow
@@ -91,10 +91,9 @@ def test_switching_to_http_while_a_host_runs_keeps_the_guards_on(box: Sandbox) -
     assert "outside-roots" in result.text
 
 
-@issue(17, "the client has no read timeout: a SIGSTOPped host holds each hook for 30 s")
-def test_a_stopped_host_does_not_hold_hooks_past_the_deadline(box: Sandbox) -> None:
-    project = box.project()
-    project.install()
+def frozen_run(box: Sandbox, project: Project, script: list[Turn], **env: str) -> Run:
+    """Run `script`, SIGSTOPping the warm host just before the second step is answered (the first
+    tool call went through it); the host is continued afterwards, whatever happened."""
     frozen: list[int] = []
 
     def freeze(thread: str, step: int) -> None:
@@ -104,19 +103,22 @@ def test_a_stopped_host_does_not_hold_hooks_past_the_deadline(box: Sandbox) -> N
             os.kill(pid, signal.SIGSTOP)
             frozen.append(pid)
 
-    deadline_s = 0.5
     try:
-        run = project.run(
-            "two commands",
-            [bash("echo one"), bash("echo two"), say("ok")],
-            before_answer=freeze,
-            timeout=10,
-            env={"HOOKCHAIN_CONNECT_DEADLINE": str(deadline_s)},
-        )
+        run = project.run("go", script, before_answer=freeze, timeout=10, env=env)
     finally:
         for pid in frozen:
             os.kill(pid, signal.SIGCONT)
-    assert frozen
+    assert frozen, "the host was never frozen"
+    return run
+
+
+@issue(17, "the client has no read timeout: a SIGSTOPped host holds each hook for 30 s")
+def test_a_stopped_host_does_not_hold_hooks_past_the_deadline(box: Sandbox) -> None:
+    project = box.project()
+    project.install()
+    deadline_s = 0.5
+    script = [bash("echo one"), bash("echo two"), say("ok")]
+    run = frozen_run(box, project, script, HOOKCHAIN_CONNECT_DEADLINE=str(deadline_s))
     assert not run.timed_out, run.explain()
     assert run.code == 0, run.explain()
     assert [r.text for r in run.tool_results()] == ["one", "two"]  # failed open
@@ -128,28 +130,14 @@ def test_a_stopped_host_does_not_hold_hooks_past_the_deadline(box: Sandbox) -> N
 def test_a_stopped_host_blocks_tool_calls_when_asked_to_fail_closed(box: Sandbox) -> None:
     project = box.project()
     project.install()
-    frozen: list[int] = []
-
-    def freeze(thread: str, step: int) -> None:
-        if step == 1 and not frozen:
-            pid = box.host_pid()
-            assert pid is not None
-            os.kill(pid, signal.SIGSTOP)
-            frozen.append(pid)
-
     target = box.outside / "while-frozen.txt"
-    try:
-        run = project.run(
-            "a command, then a write",
-            [bash("echo one"), write(str(target), "x"), say("ok")],
-            before_answer=freeze,
-            timeout=10,
-            env={"HOOKCHAIN_CONNECT_DEADLINE": "0.5", "HOOKCHAIN_UNREACHABLE": "closed"},
-        )
-    finally:
-        for pid in frozen:
-            os.kill(pid, signal.SIGCONT)
-    assert frozen
+    run = frozen_run(
+        box,
+        project,
+        [bash("echo one"), write(str(target), "x"), say("ok")],
+        HOOKCHAIN_CONNECT_DEADLINE="0.5",
+        HOOKCHAIN_UNREACHABLE="closed",
+    )
     assert not run.timed_out, run.explain()
     assert not target.exists()
     blocked = run.tool_results()[1]
