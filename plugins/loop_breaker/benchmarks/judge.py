@@ -174,8 +174,8 @@ def said_in(paths: Sequence[Path]) -> list[Said]:
         if action.by != PLUGIN or kind is None:
             continue
         tool_use_id = action.tool_use_id or last_call.get((action.session_id, action.index), "")
-        file, index = where.get(tool_use_id, ("?", -1))
-        said.append(Said(file, index, kind, _detector(kind, action.text), action.text))
+        name, index = where.get(tool_use_id, ("?", -1))
+        said.append(Said(name, index, kind, _detector(kind, action.text), action.text))
     return said
 
 
