@@ -140,6 +140,18 @@ _COMMAND_TOKENS = tuple(
     )
 )
 
+PRECONDITION = "precondition"
+"""The error class of a failed harness precondition of an edit (`PRECONDITION_MARKERS`)."""
+
+PRECONDITION_MARKERS = (
+    "file has not been read yet",
+    "string to replace not found",
+    "matches of the string to replace",
+    "file has been modified since read",
+    "file has been unexpectedly modified",
+)
+"""Claude Code's own checks before an edit (in a failed call's first lines, lower case)."""
+
 _PERSON_DENIAL = ("doesn't want to proceed", "tool use was rejected", "user rejected")
 _RULE_DENIAL = ("has been denied", "permission to use", "denied by")
 _HOOK_DENIAL = ("hook error:", "blocked by hook", "prompt hook condition was not met")
@@ -303,6 +315,9 @@ class Failure:
     error_class: str
     token: str
     snippet: str
+    precondition: bool = False
+    """A harness precondition of its edit tools ("File has not been read yet"): the harness
+    teaching the model, which is a loop only when the same target keeps failing the same way."""
 
 
 def _has_digit(line: str) -> bool:
@@ -343,13 +358,49 @@ def _clean_line(line: str) -> str:
     return " ".join(line.split())
 
 
+# `path/to/file.ext:12` (or `file.ext(12,5)`) at a line's start: compilers, linters and test
+# runners name each failure so, often with no error word on the line (golangci-lint, tsc -p).
+_LOCATION_LINE = re.compile(r"^[ \t]*[\w.\\/@+\-]*\w\.[A-Za-z]\w{0,7}(?::\d+|\(\d+)", re.MULTILINE)
+# A line that reports a pass: words of an error may be in a test's name ("error page renders:
+# OK, passed 100 tests"), and such a line says nothing of the failure.
+_PASS_WORDS = ("passed", ": ok", ", ok", "✓", "✔")
+_PASS_STARTS = ("ok ", "ok\t", "pass ", "--- pass", "=== run")
+_BLOB_RUN = 60
+"""A line with a run this long of letters, digits and `+/=_-` and no space is data (base64, a
+hash, a minified bundle): never an error line, never a quote."""
+
+
+def _is_pass_line(lowered: str) -> bool:
+    if "fail" in lowered or "panic" in lowered or "fatal" in lowered:
+        return False
+    return lowered.startswith(_PASS_STARTS) or any(word in lowered for word in _PASS_WORDS)
+
+
+def _is_blob(line: str) -> bool:
+    if len(line) < _BLOB_RUN:
+        return False
+    longest = max(map(len, line.split()), default=0)
+    return longest >= _BLOB_RUN and " " not in line.strip()[:_BLOB_RUN]
+
+
+def _worth_reading(line: str) -> bool:
+    """Whether a candidate line can describe a failure: not a pass line, not a blob."""
+    return not _is_blob(line) and not _is_pass_line(line.lower())
+
+
 def error_lines(text: str) -> list[str]:
-    """The last error-looking lines of `text` (found by substring search, not a regex scan)."""
+    """The last error-looking lines of `text`: lines with an error word (found by substring
+    search, not a regex scan) or starting with a `path:line` location, never a pass line or a
+    blob of data."""
     lowered = text.lower()
     if "\n" not in text:
         # One line: it is the only candidate, and the first word found decides.
         line = text.strip()
-        return [line] if line and any(word in lowered for word in _ERROR_WORDS) else []
+        if not line or not _worth_reading(line):
+            return []
+        if any(word in lowered for word in _ERROR_WORDS) or _LOCATION_LINE.match(line):
+            return [line]
+        return []
     starts: set[int] = set()
     for word in _ERROR_WORDS:
         position = lowered.rfind(word)
@@ -359,12 +410,17 @@ def error_lines(text: str) -> list[str]:
             starts.add(line_start)
             found += 1
             position = lowered.rfind(word, 0, line_start)
+    if ":" in text or "(" in text:
+        starts.update(found.start() for found in _LOCATION_LINE.finditer(text))
     lines = []
-    for line_start in sorted(starts)[-MAX_ERROR_LINES:]:
+    for line_start in sorted(starts, reverse=True):
         line_end = text.find("\n", line_start)
         line = text[line_start : line_end if line_end >= 0 else len(text)].strip()
-        if line:
+        if line and _worth_reading(line):
             lines.append(line)
+            if len(lines) == MAX_ERROR_LINES:
+                break
+    lines.reverse()
     return lines
 
 
@@ -381,23 +437,48 @@ def error_class_of(lines: list[str]) -> tuple[str, str]:
     return "", ""
 
 
+def _is_precondition(head: str) -> bool:
+    return any(marker in head for marker in PRECONDITION_MARKERS)
+
+
+_SNIPPET_WORDS = (
+    ("error", "exception"),
+    ("fail", "fatal", "panic", "cannot", "not found", "denied", "✕", "●"),
+)
+"""What the quoted line of a failure says, best first."""
+
+
+def _quote(cleaned: list[str]) -> str:
+    """The failing line to quote: the first naming an error, else one naming a failure, else the
+    last line (error lines hold no pass line and no blob)."""
+    lowered = [line.lower() for line in cleaned]
+    for words in _SNIPPET_WORDS:
+        for line, low in zip(cleaned, lowered, strict=True):
+            if any(word in low for word in words):
+                return line
+    return cleaned[-1] if cleaned else ""
+
+
 def failure_of(text: str) -> Failure:
-    """The failure identity of an error output: error lines with volatile parts stripped."""
+    """The failure identity of an error output: its error lines (or, with none, every line of
+    its tail) with volatile parts stripped, and the failing line to quote."""
     plain = tail(text)
     if "\x1b" in plain:
         plain = _ANSI.sub("", plain)
-    lines = error_lines(plain) or [line for line in plain.splitlines() if line.strip()][-3:]
+    lines = error_lines(plain)
+    if not lines:
+        # No line says what failed: the whole tail is the identity, so two failures that differ
+        # anywhere differ here (a constant summary line alone would make them one).
+        lines = [line for line in plain.splitlines() if line.strip() and _worth_reading(line)]
     cleaned = [_clean_line(line) for line in lines]
-    snippet = next(
-        (line for line in cleaned if "error" in line.lower() or "exception" in line.lower()),
-        cleaned[0] if cleaned else "",
-    )
+    snippet = _quote(cleaned)
     error_class, token = error_class_of(lines)
     return Failure(
         signature=digest("\n".join(cleaned)),
         error_class=error_class,
         token=token,
         snippet=snippet[:SNIPPET_CAP],
+        precondition=_is_precondition(plain[:DENIAL_HEAD_CHARS].lower()),
     )
 
 

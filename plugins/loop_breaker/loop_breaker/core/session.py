@@ -11,6 +11,7 @@ from .fingerprint import Fingerprint, output_fp
 from .normalize import (
     EDIT_TOOLS,
     POLL_TOOLS,
+    PRECONDITION,
     Failure,
     action_key,
     digest,
@@ -41,6 +42,15 @@ class StopStreak:
     snippet: str = ""
     signature: str = ""
     """The streak's signal signature once built (in memory only: it follows from the rest)."""
+
+
+def _target_of(tool_input: Mapping[str, Any]) -> str:
+    """The file a call names, for a tool `file_of` does not know."""
+    for name in ("file_path", "notebook_path", "path"):
+        value = tool_input.get(name)
+        if isinstance(value, str):
+            return value
+    return ""
 
 
 class LoopBreakerCore:
@@ -189,12 +199,18 @@ class LoopBreakerCore:
         else:
             failure = self._failure(text)
             error_sig = failure.signature
-            fingerprint = Fingerprint(error_sig, f"{key}:{error_sig}")
             error_class, token, snippet = (
                 failure.error_class,
                 failure.token,
                 redact(failure.snippet),
             )
+            if failure.precondition:
+                # The harness teaching the model about one file: the same failure of another
+                # file is another lesson, not the same error.
+                target = file or _target_of(tool_input)
+                error_sig = digest(f"{error_sig}\x00{target}")
+                error_class = PRECONDITION
+            fingerprint = Fingerprint(error_sig, f"{key}:{error_sig}")
         window.seq += 1
         # Positional, in field order (as `codec` also relies on): keywords cost a lookup each.
         record = CallRecord(

@@ -123,6 +123,8 @@ class Signal:
     resolve: ResolveWhen
     snippet: str = ""
     action_keys: frozenset[str] = frozenset()
+    hint: str = ""
+    """A kind of failure with advice of its own (`precondition`), or ""."""
 
 
 DecisionKind = Literal["nudge", "escalate", "stop", "resolve", "ignore"]

@@ -1,0 +1,117 @@
+"""Judged on real sessions: every labelled loop nudged, no nudge or alert anywhere else.
+
+Two labelled sets are replayed through the host with the judge of `benchmarks/judge.py`:
+
+* `../shared/corpus/real-labelled/` with its own `LABELS.json` (five real sessions whose loop
+  episodes, or healthiness, were labelled by reading them; see its SOURCES.md);
+* `../shared/corpus/transcripts/`, labelled here in `labels/transcripts.json`: each file's note
+  and each episode's note is the reason for its label, from reading the session.
+
+`unclear` episodes tolerate a nudge without needing one; a `loop` episode needs a nudge at or
+before its `nudge_by` index (its 4th repetition; the end of the episode when not given).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO_ROOT = HERE.parents[2]
+CORPUS = REPO_ROOT.parent / "shared" / "corpus"
+REAL_LABELLED = CORPUS / "real-labelled" / "LABELS.json"
+TRANSCRIPTS = CORPUS / "transcripts"
+TRANSCRIPT_LABELS = HERE / "labels" / "transcripts.json"
+
+
+def _judge() -> ModuleType:
+    path = HERE.parent / "benchmarks" / "judge.py"
+    spec = importlib.util.spec_from_file_location("loop_breaker_judge", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+judge = _judge()
+
+
+def _need(path: Path) -> Path:
+    if not path.exists():
+        pytest.fail(f"the shared corpus is missing: expected {path} beside the repository")
+    return path
+
+
+def _explain(score: Any) -> str:
+    lines = []
+    for name, scored in sorted(score.files.items()):
+        for said in scored.false:
+            lines.append(f"{name}: {said.kind} outside every episode @{said.index}: {said.text}")
+        for episode in scored.missed:
+            lines.append(f"{name}: loop {episode.lo}..{episode.hi} not nudged: {episode.note}")
+    return "\n".join(lines)
+
+
+@pytest.fixture(scope="module")
+def real_labelled() -> Any:
+    return judge.judge(_need(REAL_LABELLED))
+
+
+@pytest.fixture(scope="module")
+def transcripts() -> Any:
+    return judge.judge(TRANSCRIPT_LABELS, _need(TRANSCRIPTS))
+
+
+def test_no_nudge_or_alert_outside_a_labelled_episode_of_the_real_labelled_set(
+    real_labelled: Any,
+) -> None:
+    assert real_labelled.false_nudges == [], _explain(real_labelled)
+
+
+def test_every_labelled_loop_of_the_real_labelled_set_is_nudged(real_labelled: Any) -> None:
+    assert real_labelled.caught == real_labelled.loops, _explain(real_labelled)
+
+
+def test_every_real_labelled_session_is_judged(real_labelled: Any) -> None:
+    assert len(real_labelled.files) == 5
+
+
+def test_no_nudge_or_alert_outside_a_labelled_episode_of_the_transcripts(transcripts: Any) -> None:
+    assert transcripts.false_nudges == [], _explain(transcripts)
+
+
+def test_every_labelled_loop_of_the_transcripts_is_nudged(transcripts: Any) -> None:
+    # The broken Stop hook of 21 is the one loop there: it must be caught, nudge and alert.
+    assert transcripts.loops == 1
+    assert transcripts.caught == transcripts.loops, _explain(transcripts)
+    said = transcripts.files["21_agentic-framework_94692e6b_prompt-hook-denials.jsonl"].said
+    assert {(one.kind, one.detector) for one in said} == {
+        ("nudge", "stop-block"),
+        ("alert", "stop-block"),
+    }
+
+
+def test_every_shared_transcript_has_a_reviewed_label() -> None:
+    labels = judge.read_labels(TRANSCRIPT_LABELS)
+    assert sorted(labels) == sorted(path.name for path in _need(TRANSCRIPTS).glob("*.jsonl"))
+
+
+def test_the_judge_counts_a_nudge_outside_an_episode_and_a_missed_loop() -> None:
+    # The judge itself can fail: a nudge beside an episode is false, a loop without one missed.
+    episode = judge.Episode("repeat-failure", "loop", 10, 14, 13)
+    late = judge.Said("f.jsonl", 14, "nudge", "repeat-failure", "late")
+    outside = judge.Said("f.jsonl", 15, "nudge", "repeat-failure", "outside")
+    score = judge.score({"f.jsonl": [episode]}, [late, outside], ["f.jsonl"])
+    assert score.line() == "caught=0/1 false_nudges=1 files=1"
+    on_time = judge.Said("f.jsonl", 12, "nudge", "repeat-failure", "on time")
+    tolerated = judge.Episode("same-error", "unclear", 20, 30, 30)
+    alert = judge.Said("f.jsonl", 25, "alert", "same-error", "tolerated")
+    stray = judge.Said("g.jsonl", 1, "alert", "cycle", "an unlabelled file")
+    score = judge.score({"f.jsonl": [episode, tolerated]}, [on_time, alert, stray], ["f.jsonl"])
+    assert score.line() == "caught=1/1 false_nudges=1 files=2"
