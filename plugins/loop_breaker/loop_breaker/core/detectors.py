@@ -169,7 +169,12 @@ def same_error(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) 
         return None
     actions: set[str] = set()
     streak: list[CallRecord] = []
+    # A failed precondition is fixed by reading the file and editing it: after a file changed,
+    # the same lesson of the same file is a new one.
+    precondition = last.error_class == PRECONDITION
     for record in reversed(records):
+        if precondition and record.epoch != last.epoch:
+            break
         if record.outcome == "error" and record.error_sig == last.error_sig:
             actions.add(record.action_key)
             streak.append(record)

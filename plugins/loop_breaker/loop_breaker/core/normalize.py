@@ -315,9 +315,10 @@ class Failure:
     error_class: str
     token: str
     snippet: str
-    precondition: bool = False
-    """A harness precondition of its edit tools ("File has not been read yet"): the harness
-    teaching the model, which is a loop only when the same target keeps failing the same way."""
+    precondition: str = ""
+    """The marker of a failed harness precondition of its edit tools ("file has not been read
+    yet"), or "": the harness teaching the model, which is a loop only when the same target
+    keeps failing the same way (whatever text it quotes back)."""
 
 
 def _has_digit(line: str) -> bool:
@@ -437,8 +438,8 @@ def error_class_of(lines: list[str]) -> tuple[str, str]:
     return "", ""
 
 
-def _is_precondition(head: str) -> bool:
-    return any(marker in head for marker in PRECONDITION_MARKERS)
+def _precondition(head: str) -> str:
+    return next((marker for marker in PRECONDITION_MARKERS if marker in head), "")
 
 
 _SNIPPET_WORDS = (
@@ -478,7 +479,7 @@ def failure_of(text: str) -> Failure:
         error_class=error_class,
         token=token,
         snippet=snippet[:SNIPPET_CAP],
-        precondition=_is_precondition(plain[:DENIAL_HEAD_CHARS].lower()),
+        precondition=_precondition(plain[:DENIAL_HEAD_CHARS].lower()),
     )
 
 

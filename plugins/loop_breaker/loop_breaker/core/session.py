@@ -208,7 +208,7 @@ class LoopBreakerCore:
                 # The harness teaching the model about one file: the same failure of another
                 # file is another lesson, not the same error.
                 target = file or _target_of(tool_input)
-                error_sig = digest(f"{error_sig}\x00{target}")
+                error_sig = digest(f"{failure.precondition}\x00{target}")
                 error_class = PRECONDITION
             fingerprint = Fingerprint(error_sig, f"{key}:{error_sig}")
         window.seq += 1
