@@ -7,9 +7,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from hashlib import blake2b
-from typing import Any
+from typing import Any, Literal
 
-from .types import Outcome
+Outcome = Literal["ok", "error", "denied"]
+"""What a call came to: `classify_outcome` decides it from the result."""
 
 OUTPUT_TAIL_CHARS = 4096
 """Only the tail of an output is looked at: errors surface at the end, and the cost stays flat."""
