@@ -84,7 +84,7 @@ _TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?Z?")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _LINE_WORD = re.compile(r"line \d+")
 _GUTTER = re.compile(r"\s*>?\s*\d+\s*\|")
-_TMP_PATH = re.compile(r"/tmp/[\w.\-/]+")
+_TMP_PATH = re.compile(r"(?:/private)?(?:/var/folders/|/tmp/)[\w.\-/]+")
 
 _ERROR_CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
@@ -138,6 +138,8 @@ _COMMAND_TOKENS = tuple(
         r"'([\w.\-/]{1,60})' is not recognized",
         r"no module named '?([\w.]{1,60})",
         r"cannot find module '([^']{1,60})'",
+        r"failed to spawn:? `([\w.\-/]{1,60})`",
+        r"exec: \"([\w.\-/]{1,60})\": executable file not found",
     )
 )
 
@@ -340,7 +342,7 @@ def _has_digit(line: str) -> bool:
 
 
 def _clean_line(line: str) -> str:
-    if "/tmp/" in line:
+    if "/tmp/" in line or "/var/folders/" in line:
         line = _TMP_PATH.sub("#", line)
     if not _has_digit(line):
         return " ".join(line.split())
@@ -353,16 +355,19 @@ def _clean_line(line: str) -> str:
         line = _TIMESTAMP.sub("#", line)
     if "line " in line:
         line = _LINE_WORD.sub("line #", line)
-    if ":" in line or "(" in line:
-        line = _LINE_COL.sub("#", line)
+    # Durations before line numbers: `(0.02s)` is one duration, not a line 0 and a `.02s`.
     if "s" in line:
         line = _DURATION.sub("#", line)
+    if ":" in line or "(" in line:
+        line = _LINE_COL.sub("#", line)
     return " ".join(line.split())
 
 
 # `path/to/file.ext:12` (or `file.ext(12,5)`) at a line's start: compilers, linters and test
 # runners name each failure so, often with no error word on the line (golangci-lint, tsc -p).
-_LOCATION_LINE = re.compile(r"^[ \t]*[\w.\\/@+\-]*\w\.[A-Za-z]\w{0,7}(?::\d+|\(\d+)", re.MULTILINE)
+_LOCATION_LINE = re.compile(
+    r"^[ \t]*[\w.\\/@+\-]*\w\.[A-Za-z]\w{0,7}(?::\d+|\(\d+|[ \t]*$)", re.MULTILINE
+)
 # A line that reports a pass: words of an error may be in a test's name ("error page renders:
 # OK, passed 100 tests"), and such a line says nothing of the failure.
 _PASS_WORDS = ("passed", ": ok", ", ok", "✓", "✔")
@@ -373,7 +378,7 @@ hash, a minified bundle): never an error line, never a quote."""
 
 
 def _is_pass_line(lowered: str) -> bool:
-    if "fail" in lowered or "panic" in lowered or "fatal" in lowered:
+    if "fail" in lowered or "falsif" in lowered or "panic" in lowered or "fatal" in lowered:
         return False
     return lowered.startswith(_PASS_STARTS) or any(word in lowered for word in _PASS_WORDS)
 
