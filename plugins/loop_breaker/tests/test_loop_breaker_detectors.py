@@ -420,3 +420,39 @@ def test_same_error_one_file_failing_a_precondition_again_and_again(session: Fac
     assert s.kinds() == ["same-error"]
     assert "Read the file again" in s.decisions[-1].text
     assert "not reaching the cause" not in s.decisions[-1].text
+
+
+def test_same_error_reads_of_different_missing_files_are_exploration(session: Factory) -> None:
+    # The harness does not name the file ("File does not exist."): each path is its own error.
+    s = session()
+    for name in ("README.md", "docs/README.md", "src/app/page.tsx", "src/app/layout.tsx"):
+        s.call("Read", {"file_path": f"/w/{name}"}, "error", "<tool_use_error>File does not exist.")
+    assert s.kinds() == []
+
+
+def test_same_error_needs_more_than_a_bare_exit_code(session: Factory) -> None:
+    s = session()
+    for command in (
+        "printf 'gps\\n' | timeout 5 nc dev 23",
+        "timeout 5 nc -q1 dev 23",
+        "nc dev 23",
+    ):
+        s.bash(command, "error", "Exit code 124")
+    assert s.kinds() == []
+    for _ in range(3):
+        s.bash("make bump", "error", "Exit code 2")
+    assert s.kinds() == ["repeat-failure"]
+
+
+def test_a_precondition_nudge_names_the_call_not_the_harness_text(session: Factory) -> None:
+    s = session()
+    not_read = "File has not been read yet. Read it first before writing to it."
+    for version in range(3):
+        s.call(
+            "Write",
+            {"file_path": "/w/server/security_test.go", "content": f"v{version}"},
+            "error",
+            not_read,
+        )
+    assert s.kinds() == ["same-error"]
+    assert "`Write server/security_test.go`" in s.decisions[-1].text

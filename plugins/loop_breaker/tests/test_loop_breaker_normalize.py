@@ -294,3 +294,11 @@ def test_temporary_folders_of_macos_do_not_count() -> None:
     first = failure_of("FAILED /private/var/folders/ab/T/pytest-of-u/pytest-3/t.py::a - boom")
     second = failure_of("FAILED /var/folders/cd/T/pytest-of-u/pytest-9/t.py::a - boom")
     assert first.signature == second.signature
+
+
+def test_an_exit_code_line_is_not_the_failing_line() -> None:
+    failure = failure_of("Exit code 2\nmake: *** No rule to make target 'bump'.  Stop.")
+    assert failure.snippet == "make: *** No rule to make target 'bump'. Stop."
+    assert not failure.bare
+    assert failure_of("Exit code 124").bare
+    assert failure.signature != failure_of("Exit code 2\nmake: *** No rule for 'x'.").signature

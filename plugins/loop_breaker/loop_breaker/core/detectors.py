@@ -190,7 +190,8 @@ def same_error(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) 
         streak,
         config,
         ResolveWhen("action-changes", keys=frozenset(actions), value=last.error_sig),
-        last.snippet or last.label,
+        # A precondition's text is the same for every file: the call says which one it was.
+        last.label if precondition else last.snippet or last.label,
         last.snippet,
         _hint(last),
     )

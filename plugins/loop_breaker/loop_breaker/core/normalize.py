@@ -43,6 +43,9 @@ POLL_TOOLS = frozenset(
     {"BashOutput", "TaskOutput", "Monitor", "TaskGet", "TaskList", "GetTask", "Poll"}
 )
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+FILE_TOOLS = EDIT_TOOLS | {"Read", "NotebookRead", "LS"}
+"""Tools whose failures are about the one file or folder they name (`target_of`), whether or
+not the error text names it ("File does not exist.")."""
 
 _POLL_COMMAND = re.compile(r"^\s*(sleep\s+\d|watch\s|tail\s+-f|gh\s+run\s+watch)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -265,6 +268,15 @@ def short_path(path: str) -> str:
     return "/".join(parts[-2:]) if parts else path
 
 
+def target_of(tool_input: Mapping[str, Any]) -> str:
+    """The file or folder a call names, or ""."""
+    for name in ("file_path", "notebook_path", "path"):
+        value = tool_input.get(name)
+        if isinstance(value, str):
+            return value
+    return ""
+
+
 _LABEL_FIELDS = ("file_path", "notebook_path", "path", "url", "pattern")
 
 
@@ -318,6 +330,8 @@ class Failure:
     error_class: str
     token: str
     snippet: str
+    bare: bool = False
+    """Whether the output says nothing but an exit code: the same only for the same command."""
     precondition: str = ""
     """The marker of a failed harness precondition of its edit tools ("file has not been read
     yet"), or "": the harness teaching the model, which is a loop only when the same target
@@ -444,6 +458,9 @@ def error_class_of(lines: list[str]) -> tuple[str, str]:
     return "", ""
 
 
+_EXIT_ONLY = re.compile(r"(?i)(?:error:?\s*)?(?:exit (?:code|status)|exited with)\s*#?\d*\.?")
+
+
 def _precondition(head: str) -> str:
     return next((marker for marker in PRECONDITION_MARKERS if marker in head), "")
 
@@ -458,6 +475,10 @@ _SNIPPET_WORDS = (
 def _quote(cleaned: list[str]) -> str:
     """The failing line to quote: the first naming an error, else one naming a failure, else the
     last line (error lines hold no pass line and no blob)."""
+    telling = [line for line in cleaned if not _EXIT_ONLY.fullmatch(line)]
+    if not telling:
+        return cleaned[-1] if cleaned else ""
+    cleaned = telling
     lowered = [line.lower() for line in cleaned]
     for words in _SNIPPET_WORDS:
         for line, low in zip(cleaned, lowered, strict=True):
@@ -473,9 +494,10 @@ def failure_of(text: str) -> Failure:
     if "\x1b" in plain:
         plain = _ANSI.sub("", plain)
     lines = error_lines(plain)
-    if not lines:
-        # No line says what failed: the whole tail is the identity, so two failures that differ
-        # anywhere differ here (a constant summary line alone would make them one).
+    if all(_EXIT_ONLY.fullmatch(line) for line in lines):
+        # No line says what failed (an exit code says only that something did): the whole tail
+        # is the identity, so two failures that differ anywhere differ here (a constant summary
+        # line alone would make them one).
         lines = [line for line in plain.splitlines() if line.strip() and _worth_reading(line)]
     cleaned = [_clean_line(line) for line in lines]
     snippet = _quote(cleaned)
@@ -485,6 +507,7 @@ def failure_of(text: str) -> Failure:
         error_class=error_class,
         token=token,
         snippet=snippet[:SNIPPET_CAP],
+        bare=all(_EXIT_ONLY.fullmatch(line.strip()) for line in cleaned),
         precondition=_precondition(plain[:DENIAL_HEAD_CHARS].lower()),
     )
 

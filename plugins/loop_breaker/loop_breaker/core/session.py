@@ -10,6 +10,7 @@ from .detectors import detect
 from .fingerprint import Fingerprint, output_fp
 from .normalize import (
     EDIT_TOOLS,
+    FILE_TOOLS,
     POLL_TOOLS,
     PRECONDITION,
     Failure,
@@ -23,6 +24,7 @@ from .normalize import (
     label_of,
     redact,
     tail,
+    target_of,
 )
 from .policy import Policy
 from .types import CallRecord, CoreConfig, Decision, Observation, ResolveWhen, Signal
@@ -42,15 +44,6 @@ class StopStreak:
     snippet: str = ""
     signature: str = ""
     """The streak's signal signature once built (in memory only: it follows from the rest)."""
-
-
-def _target_of(tool_input: Mapping[str, Any]) -> str:
-    """The file a call names, for a tool `file_of` does not know."""
-    for name in ("file_path", "notebook_path", "path"):
-        value = tool_input.get(name)
-        if isinstance(value, str):
-            return value
-    return ""
 
 
 class LoopBreakerCore:
@@ -204,12 +197,18 @@ class LoopBreakerCore:
                 failure.token,
                 redact(failure.snippet),
             )
-            if failure.precondition:
-                # The harness teaching the model about one file: the same failure of another
-                # file is another lesson, not the same error.
-                target = file or _target_of(tool_input)
-                error_sig = digest(f"{failure.precondition}\x00{target}")
-                error_class = PRECONDITION
+            if tool in FILE_TOOLS:
+                # A file tool's failure is about the file it names, and the harness's text
+                # often does not say which ("File does not exist."): the same failure of
+                # another file is another one. A failed edit precondition is known by its kind
+                # and its file alone, whatever text it quotes back.
+                same = failure.precondition or error_sig
+                error_sig = digest(f"{same}\x00{target_of(tool_input)}")
+                if failure.precondition:
+                    error_class = PRECONDITION
+            elif failure.bare:
+                # Nothing but an exit code: no sign that two commands failed the same way.
+                error_sig = digest(f"{error_sig}\x00{key}")
             fingerprint = Fingerprint(error_sig, f"{key}:{error_sig}")
         window.seq += 1
         # Positional, in field order (as `codec` also relies on): keywords cost a lookup each.
