@@ -302,3 +302,13 @@ def test_an_exit_code_line_is_not_the_failing_line() -> None:
     assert not failure.bare
     assert failure_of("Exit code 124").bare
     assert failure.signature != failure_of("Exit code 2\nmake: *** No rule for 'x'.").signature
+
+
+def test_log_timestamps_do_not_count() -> None:
+    log = "npm error A complete log of this run can be found in: /Users/u/.npm/_logs/{}-debug-0.log"
+    first = failure_of(log.format("2025-09-17T16_56_06_576Z") + "\nnpm error Missing script: lint")
+    second = failure_of(log.format("2025-09-18T10_00_01_001Z") + "\nnpm error Missing script: lint")
+    assert first.signature == second.signature
+    assert failure_of("[10:04:05.804] Error: no GPS fix").signature == (
+        failure_of("[11:05:06.000] Error: no GPS fix").signature
+    )

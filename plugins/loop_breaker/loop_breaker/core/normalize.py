@@ -83,7 +83,9 @@ _CLASS_LINE_CAP = 160
 # each tried only when a cheap substring test says it can match: one big alternation is slow.
 _LINE_COL = re.compile(r"(?<=[:(])\d+(?:[:,]\d+)*")
 _DURATION = re.compile(r"\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds)\b")
-_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?Z?")
+# `2025-09-17T16:56:06.576Z`, and as npm writes it into a log file name, `2025-09-17T16_56_06_576Z`.
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[T _]\d\d[:_]\d\d[:_]\d\d(?:[._]\d+)?Z?")
+_TIME_OF_DAY = re.compile(r"(?<!\d)\d\d:\d\d:\d\d(?:[.,]\d+)?(?!\d)")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _LINE_WORD = re.compile(r"line \d+")
 _GUTTER = re.compile(r"\s*>?\s*\d+\s*\|")
@@ -367,6 +369,8 @@ def _clean_line(line: str) -> str:
         line = _HEX.sub("#", line)
     if "-" in line:
         line = _TIMESTAMP.sub("#", line)
+    if ":" in line:
+        line = _TIME_OF_DAY.sub("#", line)
     if "line " in line:
         line = _LINE_WORD.sub("line #", line)
     # Durations before line numbers: `(0.02s)` is one duration, not a line 0 and a `.02s`.
