@@ -3,38 +3,23 @@
 Each session is a list of steps (tool calls, and blocked Stops) fed to the core; a label says
 which steps form a loop and by which step it must have been nudged (its 4th repetition at the
 latest, unless the label says why not), with the reason. They are scored by the same judge as
-the real sessions (`benchmarks/judge.py`): a nudge or alert outside every episode is false.
+the real sessions (`loop_breaker.judge`): a nudge or alert outside every episode is false.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 from loop_breaker.core import LoopBreakerCore, Observation
 
+from loop_breaker import judge
+
 HERE = Path(__file__).resolve().parent
 
-
-def _judge() -> ModuleType:
-    name = "loop_breaker_judge"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, HERE.parent / "benchmarks" / "judge.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-judge = _judge()
 
 Step = tuple[Any, ...]
 """("call", tool, input, outcome, text) or ("stop", feedback)."""
@@ -377,7 +362,7 @@ HEALTHY = [
 ]
 
 
-def _run(labelled: Labelled) -> list[Any]:
+def _run(labelled: Labelled) -> list[judge.Said]:
     core = LoopBreakerCore()
     said = []
     for index, step in enumerate(labelled.steps):
@@ -398,7 +383,7 @@ def _run(labelled: Labelled) -> list[Any]:
     return said
 
 
-def _labels(labelled: Labelled) -> Mapping[str, list[Any]]:
+def _labels(labelled: Labelled) -> Mapping[str, list[judge.Episode]]:
     episodes = [
         judge.Episode("", "loop", lo, hi, by, labelled.reason) for lo, hi, by in labelled.loops
     ]

@@ -1,6 +1,6 @@
 """Judged on real sessions: every labelled loop nudged, no nudge or alert anywhere else.
 
-Two labelled sets are replayed through the host with the judge of `benchmarks/judge.py`:
+Two labelled sets are replayed through the host by `loop_breaker.judge`:
 
 * `../shared/corpus/real-labelled/` with its own `LABELS.json` (five real sessions whose loop
   episodes, or healthiness, were labelled by reading them; see its SOURCES.md);
@@ -13,13 +13,11 @@ before its `nudge_by` index (its 4th repetition; the end of the episode when not
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 import pytest
+
+from loop_breaker import judge
 
 HERE = Path(__file__).resolve().parent
 REPO_ROOT = HERE.parents[2]
@@ -29,26 +27,13 @@ TRANSCRIPTS = CORPUS / "transcripts"
 TRANSCRIPT_LABELS = HERE / "labels" / "transcripts.json"
 
 
-def _judge() -> ModuleType:
-    path = HERE.parent / "benchmarks" / "judge.py"
-    spec = importlib.util.spec_from_file_location("loop_breaker_judge", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-judge = _judge()
-
-
 def _need(path: Path) -> Path:
     if not path.exists():
         pytest.fail(f"the shared corpus is missing: expected {path} beside the repository")
     return path
 
 
-def _explain(score: Any) -> str:
+def _explain(score: judge.Score) -> str:
     lines = []
     for name, scored in sorted(score.files.items()):
         for said in scored.false:
@@ -59,34 +44,36 @@ def _explain(score: Any) -> str:
 
 
 @pytest.fixture(scope="module")
-def real_labelled() -> Any:
+def real_labelled() -> judge.Score:
     return judge.judge(_need(REAL_LABELLED))
 
 
 @pytest.fixture(scope="module")
-def transcripts() -> Any:
+def transcripts() -> judge.Score:
     return judge.judge(TRANSCRIPT_LABELS, _need(TRANSCRIPTS))
 
 
 def test_no_nudge_or_alert_outside_a_labelled_episode_of_the_real_labelled_set(
-    real_labelled: Any,
+    real_labelled: judge.Score,
 ) -> None:
     assert real_labelled.false_nudges == [], _explain(real_labelled)
 
 
-def test_every_labelled_loop_of_the_real_labelled_set_is_nudged(real_labelled: Any) -> None:
+def test_every_labelled_loop_of_the_real_labelled_set_is_nudged(real_labelled: judge.Score) -> None:
     assert real_labelled.caught == real_labelled.loops, _explain(real_labelled)
 
 
-def test_every_real_labelled_session_is_judged(real_labelled: Any) -> None:
+def test_every_real_labelled_session_is_judged(real_labelled: judge.Score) -> None:
     assert len(real_labelled.files) == 5
 
 
-def test_no_nudge_or_alert_outside_a_labelled_episode_of_the_transcripts(transcripts: Any) -> None:
+def test_no_nudge_or_alert_outside_a_labelled_episode_of_the_transcripts(
+    transcripts: judge.Score,
+) -> None:
     assert transcripts.false_nudges == [], _explain(transcripts)
 
 
-def test_every_labelled_loop_of_the_transcripts_is_nudged(transcripts: Any) -> None:
+def test_every_labelled_loop_of_the_transcripts_is_nudged(transcripts: judge.Score) -> None:
     # The broken Stop hook of 21 is the one loop there: it must be caught, nudge and alert.
     assert transcripts.loops == 1
     assert transcripts.caught == transcripts.loops, _explain(transcripts)
