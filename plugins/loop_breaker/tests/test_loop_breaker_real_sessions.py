@@ -102,3 +102,22 @@ def test_the_judge_counts_a_nudge_outside_an_episode_and_a_missed_loop() -> None
     stray = judge.Said("g.jsonl", 1, "alert", "cycle", "an unlabelled file")
     score = judge.score({"f.jsonl": [episode, tolerated]}, [on_time, alert, stray], ["f.jsonl"])
     assert score.line() == "caught=1/1 false_nudges=1 files=2"
+
+
+def test_the_judge_command_prints_the_score_and_fails_strictly_on_a_miss(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert judge.main([str(_need(REAL_LABELLED)), "--strict"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "caught=0/0 false_nudges=0 files=5"
+    # A loop nobody could see (the first two calls of a healthy session) is a miss.
+    labels = tmp_path / "LABELS.json"
+    labels.write_text(
+        '{"r15_attio_bbf59cab_v1.0.69.jsonl": {"episodes": '
+        '[{"kind": "cycle", "expect": "loop", "lo": 0, "hi": 1}]}}'
+    )
+    corpus = str(REAL_LABELLED.parent)
+    assert judge.main([str(labels), "--corpus", corpus]) == 0
+    assert judge.main([str(labels), "--corpus", corpus, "--strict"]) == 1
+    out = capsys.readouterr().out
+    assert "r15_attio_bbf59cab_v1.0.69.jsonl: MISSED cycle 0..1" in out
+    assert out.splitlines()[-1] == "caught=0/1 false_nudges=0 files=5"
