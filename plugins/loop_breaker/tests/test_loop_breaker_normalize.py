@@ -312,3 +312,31 @@ def test_log_timestamps_do_not_count() -> None:
     assert failure_of("[10:04:05.804] Error: no GPS fix").signature == (
         failure_of("[11:05:06.000] Error: no GPS fix").signature
     )
+
+
+def test_a_tracebacks_frames_tell_where_the_same_exception_came_from() -> None:
+    frame = 'Traceback (most recent call last):\n  File "/w/app/{}.py", line {}, in run\n'
+    text = frame + "    check()\nValueError: bad value\n"
+    first = failure_of(text.format("orders", 12))
+    assert first.signature != failure_of(text.format("users", 12)).signature
+    assert first.signature == failure_of(text.format("orders", 40)).signature
+    assert first.snippet == "ValueError: bad value"
+
+
+def test_an_assertions_expected_and_received_values_count() -> None:
+    report = (
+        "● Cycle › velocity\n\n    expect(received).toBe(expected)\n\n"
+        "    Expected: 2.5\n    Received: {}\n\nTests: 1 failed, 32 passed, 33 total\n"
+    )
+    assert failure_of(report.format("2.69")).signature != failure_of(report.format("2.6")).signature
+
+
+def test_a_bare_location_alone_does_not_hide_what_differs() -> None:
+    # shellcheck: the location line has no error word and its message is on the next lines, so
+    # the whole tail is read, and two different findings at one place stay different.
+    one = (
+        "In deploy.sh line 3:\nrm -rf $DIR\n^--^ SC2086 (info): Double quote to prevent globbing.\n"
+    )
+    two = "In deploy.sh line 9:\ncd $X\n^-^ SC2164 (warning): Use 'cd ... || exit'.\n"
+    assert failure_of(one).signature != failure_of(two).signature
+    assert error_lines(one) == []

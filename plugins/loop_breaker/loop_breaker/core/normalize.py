@@ -74,6 +74,8 @@ _ERROR_WORDS = (
     "not permitted",
     "not recognized",
     "exit code",
+    "expected:",
+    "received:",
     "✕",
     "●",
 )
@@ -384,7 +386,12 @@ def _clean_line(line: str) -> str:
 # `path/to/file.ext:12` (or `file.ext(12,5)`) at a line's start: compilers, linters and test
 # runners name each failure so, often with no error word on the line (golangci-lint, tsc -p).
 _LOCATION_LINE = re.compile(
-    r"^[ \t]*[\w.\\/@+\-]*\w\.[A-Za-z]\w{0,7}(?::\d+|\(\d+|[ \t]*$)", re.MULTILINE
+    r"^[ \t]*(?:"
+    r"[\w.\\/@+\-]*\w\.[A-Za-z]\w{0,7}(?::\d+|\(\d+|[ \t]*$)"  # a.go:3, a.ts(3,1), a.ts
+    r'|File "[^"\n]+", line \d+'  # a Python traceback's frame
+    r"|In [\w.\\/@+\-]+ line \d+"  # shellcheck
+    r")",
+    re.MULTILINE,
 )
 # A line that reports a pass: words of an error may be in a test's name ("error page renders:
 # OK, passed 100 tests"), and such a line says nothing of the failure.
@@ -415,15 +422,13 @@ def _worth_reading(line: str) -> bool:
 
 def error_lines(text: str) -> list[str]:
     """The last error-looking lines of `text`: lines with an error word (found by substring
-    search, not a regex scan) or starting with a `path:line` location, never a pass line or a
-    blob of data."""
+    search, not a regex scan) and, when one of them says more than an exit code, the lines that
+    locate it (`path:line`, a file header, a traceback's frames); never a pass line or a blob."""
     lowered = text.lower()
     if "\n" not in text:
         # One line: it is the only candidate, and the first word found decides.
         line = text.strip()
-        if not line or not _worth_reading(line):
-            return []
-        if any(word in lowered for word in _ERROR_WORDS) or _LOCATION_LINE.match(line):
+        if line and _worth_reading(line) and any(word in lowered for word in _ERROR_WORDS):
             return [line]
         return []
     starts: set[int] = set()
@@ -435,8 +440,18 @@ def error_lines(text: str) -> list[str]:
             starts.add(line_start)
             found += 1
             position = lowered.rfind(word, 0, line_start)
-    if ":" in text or "(" in text:
+    lines = _lines_at(text, starts)
+    # Locations alone (`In a.sh line 3:`, a bare path) may be all that differs between two
+    # reports, or all that is alike: they join lines that say what failed, and without such a
+    # line the whole tail is read instead (`failure_of`).
+    if (":" in text or "(" in text) and any(not _EXIT_ONLY.fullmatch(line) for line in lines):
         starts.update(found.start() for found in _LOCATION_LINE.finditer(text))
+        lines = _lines_at(text, starts)
+    return lines
+
+
+def _lines_at(text: str, starts: set[int]) -> list[str]:
+    """The last `MAX_ERROR_LINES` lines worth reading that start at `starts`, in text order."""
     lines = []
     for line_start in sorted(starts, reverse=True):
         line_end = text.find("\n", line_start)
@@ -476,19 +491,25 @@ _SNIPPET_WORDS = (
 """What the quoted line of a failure says, best first."""
 
 
-def _quote(cleaned: list[str]) -> str:
-    """The failing line to quote: the first naming an error, else one naming a failure, else the
-    last line (error lines hold no pass line and no blob)."""
-    telling = [line for line in cleaned if not _EXIT_ONLY.fullmatch(line)]
+def _quote(lines: list[str], cleaned: list[str]) -> str:
+    """The failing line to quote (cleaned, of `lines`): the first naming an error, else one
+    naming a failure, else one locating it, else the last line (error lines hold no pass line
+    and no blob); an exit code only when nothing else is said."""
+    telling = [
+        (raw, line)
+        for raw, line in zip(lines, cleaned, strict=True)
+        if not _EXIT_ONLY.fullmatch(line)
+    ]
     if not telling:
         return cleaned[-1] if cleaned else ""
-    cleaned = telling
-    lowered = [line.lower() for line in cleaned]
     for words in _SNIPPET_WORDS:
-        for line, low in zip(cleaned, lowered, strict=True):
+        for _, line in telling:
+            low = line.lower()
             if any(word in low for word in words):
                 return line
-    return cleaned[-1] if cleaned else ""
+    # No line names a failure: a linter's `path:line: message` is the failing line, not the
+    # summary under it.
+    return next((line for raw, line in telling if _LOCATION_LINE.match(raw)), telling[-1][1])
 
 
 def failure_of(text: str) -> Failure:
@@ -504,7 +525,7 @@ def failure_of(text: str) -> Failure:
         # line alone would make them one).
         lines = [line for line in plain.splitlines() if line.strip() and _worth_reading(line)]
     cleaned = [_clean_line(line) for line in lines]
-    snippet = _quote(cleaned)
+    snippet = _quote(lines, cleaned)
     error_class, token = error_class_of(lines)
     return Failure(
         signature=digest("\n".join(cleaned)),
