@@ -456,3 +456,20 @@ def test_a_precondition_nudge_names_the_call_not_the_harness_text(session: Facto
         )
     assert s.kinds() == ["same-error"]
     assert "`Write server/security_test.go`" in s.decisions[-1].text
+
+
+def test_env_blocker_variations_of_a_command_against_one_unreachable_host(
+    session: Factory,
+) -> None:
+    s = session()
+    s.bash(
+        "curl -sS https://api.example.com/v1/a",
+        "error",
+        "curl: (6) Could not resolve host: api.example.com",
+    )
+    s.bash(
+        "curl -sS https://api.example.com/v1/b",
+        "error",
+        "curl: (6) Could not resolve host: api.example.com",
+    )
+    assert s.kinds() == ["env-blocker"]

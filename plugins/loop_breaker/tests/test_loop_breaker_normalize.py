@@ -59,8 +59,8 @@ def test_error_signature_keeps_counts_that_show_progress() -> None:
         ("bash: pnpm: command not found", "command-not-found", "pnpm"),
         ("zsh: command not found: rg", "command-not-found", "rg"),
         ("ModuleNotFoundError: No module named 'yaml'", "missing-module", "yaml"),
-        ("open /etc/x: permission denied", "permission", ""),
-        ("curl: (6) Could not resolve host: example.org", "network", ""),
+        ("open /etc/x: permission denied", "permission", "/etc/x"),
+        ("curl: (6) Could not resolve host: example.org", "network", "example.org"),
         ("HTTP 429 Too Many Requests", "rate-limit", ""),
         ("error: 401 Unauthorized", "auth", ""),
         ("write failed: No space left on device", "disk", ""),
@@ -340,3 +340,30 @@ def test_a_bare_location_alone_does_not_hide_what_differs() -> None:
     two = "In deploy.sh line 9:\ncd $X\n^-^ SC2164 (warning): Use 'cd ... || exit'.\n"
     assert failure_of(one).signature != failure_of(two).signature
     assert error_lines(one) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "error_class", "token"),
+    [
+        ('cannot find package "github.com/x/y" in any of:', "missing-module", "github.com/x/y"),
+        (
+            "Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'zod' imported from /w/a.js",
+            "missing-module",
+            "zod",
+        ),
+        ("bash: ./deploy.sh: Permission denied", "permission", "./deploy.sh"),
+        ("curl: (6) Could not resolve host: api.example.com", "network", "api.example.com"),
+        ("Error: connect ECONNREFUSED 127.0.0.1:5432", "network", "127.0.0.1:5432"),
+        (
+            "curl: (7) Failed to connect to localhost port 3000 after 0 ms: Connection refused",
+            "network",
+            "localhost",
+        ),
+    ],
+)
+def test_an_environment_error_names_what_it_is_about(
+    text: str, error_class: str, token: str
+) -> None:
+    # A named token lets variations of a command hit "the same environment problem".
+    failure = failure_of(text)
+    assert (failure.error_class, failure.token) == (error_class, token)

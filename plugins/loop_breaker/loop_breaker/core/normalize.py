@@ -147,6 +147,11 @@ _COMMAND_TOKENS = tuple(
         r"cannot find module '([^']{1,60})'",
         r"failed to spawn:? `([\w.\-/]{1,60})`",
         r"exec: \"([\w.\-/]{1,60})\": executable file not found",
+        r"cannot find package [\"']([^\"']{1,60})[\"']",
+        r"(?:^|\s)([\w.\-/]{1,60}): permission denied",
+        r"could not resolve host:?\s*([\w.\-]{1,60})",
+        r"(?:econnrefused|enotfound|econnreset)\s+([\w.:\-]{1,60})",
+        r"failed to connect to ([\w.\-]{1,60}) port",
     )
 )
 
