@@ -200,6 +200,20 @@ LOOPS = [
         frozenset({"idle-repeat"}),
     ),
     Labelled(
+        "idle-repeat-between-reads",
+        "the same listing asked again and again between commands that only read",
+        [
+            step
+            for n in range(4)
+            for step in (
+                bash("ls src", "ok", "a.ts\nb.ts"),
+                bash(f"grep -n todo{n} src/a.ts", "ok", f"{n}: // todo"),
+            )
+        ],
+        [(0, 6, 6)],
+        frozenset({"idle-repeat"}),
+    ),
+    Labelled(
         "precondition-on-one-file",
         "three different guesses at text to replace in the same file, none read first: the same "
         "target keeps failing the same way",
@@ -345,6 +359,20 @@ HEALTHY = [
             bash("timeout 5 npm run dev", "error", TIMEOUT),
             read("/w/package.json"),
             bash("curl -sS https://example.org/big.tar.gz -o /w/big.tar.gz", "error", TIMEOUT),
+        ],
+    ),
+    Labelled(
+        "rerun-after-a-shell-edit",
+        "the same passing tests rerun after each change made through the shell (a heredoc, "
+        "sed -i), which the edit tools never see",
+        [
+            bash("npm test", "ok", "Tests: 12 passed, 12 total"),
+            bash("cat >> src/routes.ts << 'EOF'\nexport const a = 1\nEOF"),
+            bash("npm test", "ok", "Tests: 12 passed, 12 total"),
+            bash("sed -i 's/a = 1/a = 2/' src/routes.ts"),
+            bash("npm test", "ok", "Tests: 12 passed, 12 total"),
+            bash("echo 'export const b = 3' > src/extra.ts"),
+            bash("npm test", "ok", "Tests: 12 passed, 12 total"),
         ],
     ),
     Labelled(

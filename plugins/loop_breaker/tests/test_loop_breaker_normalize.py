@@ -19,6 +19,7 @@ from loop_breaker.core.normalize import (
     is_counted,
     is_poll,
     label_of,
+    may_change_files,
     output_text,
     redact,
     short_path,
@@ -367,3 +368,23 @@ def test_an_environment_error_names_what_it_is_about(
     # A named token lets variations of a command hit "the same environment problem".
     failure = failure_of(text)
     assert (failure.error_class, failure.token) == (error_class, token)
+
+
+@pytest.mark.parametrize(
+    ("command", "changes"),
+    [
+        ("cat >> README.md << 'EOF'\nmore\nEOF", True),
+        ("echo hi > out.txt", True),
+        ("sed -i 's/a/b/' src/a.py", True),
+        ("git checkout main", True),
+        ("npm install", True),
+        ("ruff check --fix .", True),
+        ("npm test 2>&1", False),
+        ("ls -la > /dev/null", False),
+        ("git status", False),
+        ("pytest -q 2>&1 | tail -5", False),
+        ("grep -rn foo src", False),
+    ],
+)
+def test_a_shell_command_that_may_change_files(command: str, changes: bool) -> None:
+    assert may_change_files(command) is changes

@@ -22,6 +22,7 @@ from .normalize import (
     is_counted,
     is_poll,
     label_of,
+    may_change_files,
     redact,
     tail,
     target_of,
@@ -189,6 +190,11 @@ class LoopBreakerCore:
                     changed, reverted = window.apply_edit(file, edit_transition(tool, tool_input))
             else:
                 fingerprint = self._output_fingerprint(observation, key, window)
+                command = tool_input.get("command") if tool == "Bash" else None
+                if isinstance(command, str) and may_change_files(command):
+                    # Files changed outside the edit tools (a heredoc, `sed -i`, `git
+                    # checkout`): a repeat after this may see something new.
+                    window.epoch += 1
         else:
             failure = self._failure(text)
             error_sig = failure.signature
