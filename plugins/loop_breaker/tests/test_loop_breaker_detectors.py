@@ -473,3 +473,15 @@ def test_env_blocker_variations_of_a_command_against_one_unreachable_host(
         "curl: (6) Could not resolve host: api.example.com",
     )
     assert s.kinds() == ["env-blocker"]
+
+
+def test_same_error_guessed_addresses_that_answer_404_are_exploration(session: Factory) -> None:
+    s = session()
+    for path in ("gis/nfhl", "gis/nfhl/MapServer", "gis/nfhl/layers", "gis", "gis/rest"):
+        s.call(
+            "WebFetch",
+            {"url": f"https://hazards.example.gov/{path}", "prompt": "list the layers"},
+            "error",
+            "Request failed with status code 404",
+        )
+    assert s.kinds() == []

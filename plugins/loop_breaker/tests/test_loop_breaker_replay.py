@@ -43,8 +43,10 @@ EXPECTED: Mapping[str, tuple[set[str], set[str]]] = {
     "22": (set(), set()),
     # One prompt-hook denial, never retried.
     "23": (set(), set()),
-    # WebFetch of guessed documentation URLs: five different URLs all answer 404.
-    "24": ({"same-error"}, {"same-error"}),
+    # WebFetch of guessed documentation URLs: five different URLs all answer 404 until a
+    # search finds the real one. Each address is its own failure, as each guessed file path is
+    # (issue 18: failures of different targets are exploration, not the same error).
+    "24": (set(), set()),
     # Six refusals by the person, each of a different command.
     "25": (set(), set()),
 }

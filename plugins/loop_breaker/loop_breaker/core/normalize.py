@@ -43,9 +43,9 @@ POLL_TOOLS = frozenset(
     {"BashOutput", "TaskOutput", "Monitor", "TaskGet", "TaskList", "GetTask", "Poll"}
 )
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
-FILE_TOOLS = EDIT_TOOLS | {"Read", "NotebookRead", "LS"}
-"""Tools whose failures are about the one file or folder they name (`target_of`), whether or
-not the error text names it ("File does not exist.")."""
+TARGETED_TOOLS = EDIT_TOOLS | {"Read", "NotebookRead", "LS", "WebFetch"}
+"""Tools whose failures are about the one file, folder or address they name (`target_of`),
+whether or not the error text names it ("File does not exist.", "status code 404")."""
 
 _POLL_COMMAND = re.compile(r"^\s*(sleep\s+\d|watch\s|tail\s+-f|gh\s+run\s+watch)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -278,8 +278,8 @@ def short_path(path: str) -> str:
 
 
 def target_of(tool_input: Mapping[str, Any]) -> str:
-    """The file or folder a call names, or ""."""
-    for name in ("file_path", "notebook_path", "path"):
+    """The file, folder or address a call names, or ""."""
+    for name in ("file_path", "notebook_path", "path", "url"):
         value = tool_input.get(name)
         if isinstance(value, str):
             return value

@@ -10,9 +10,9 @@ from .detectors import detect
 from .fingerprint import Fingerprint, output_fp
 from .normalize import (
     EDIT_TOOLS,
-    FILE_TOOLS,
     POLL_TOOLS,
     PRECONDITION,
+    TARGETED_TOOLS,
     Failure,
     action_key,
     digest,
@@ -203,11 +203,12 @@ class LoopBreakerCore:
                 failure.token,
                 redact(failure.snippet),
             )
-            if tool in FILE_TOOLS:
-                # A file tool's failure is about the file it names, and the harness's text
-                # often does not say which ("File does not exist."): the same failure of
-                # another file is another one. A failed edit precondition is known by its kind
-                # and its file alone, whatever text it quotes back.
+            if tool in TARGETED_TOOLS:
+                # A file tool's failure is about the file it names (a fetch's about its
+                # address), and the text often does not say which ("File does not exist.",
+                # "status code 404"): the same failure of another one is another failure, as
+                # guessing paths or addresses is exploring. A failed edit precondition is known
+                # by its kind and its file alone, whatever text it quotes back.
                 same = failure.precondition or error_sig
                 error_sig = digest(f"{same}\x00{target_of(tool_input)}")
                 if failure.precondition:
