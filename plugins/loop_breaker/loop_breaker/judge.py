@@ -7,7 +7,8 @@ The sessions are replayed through the host (`framework.replay_paths`, what `hook
 --json` prints), with loop-breaker as the only plugin. Each nudge (a note on a tool result, or a
 message appended after a blocked Stop) and each alert for the person (a toast) is placed at a
 tool-call index: the position of its call among the file's `tool_use` blocks, in file order,
-subagent calls included; a nudge after a blocked Stop is placed at the last call before it.
+subagent calls included; a nudge after a blocked Stop is placed at the last call before it
+(at -1 when there is none).
 
 A LABELS file maps each session file (relative to `--corpus`, by default the LABELS file's folder)
 to `{"episodes": [{"kind", "expect": "loop" | "unclear", "lo", "hi", "note", "nudge_by"?}], ...}`.
@@ -175,13 +176,15 @@ def said_in(paths: Sequence[Path]) -> list[Said]:
             where.setdefault(tool_use_id, (file.name, index))
     report = anyio.run(lambda: replay_paths(files, only=[PLUGIN]))
     last_call = _last_calls(files)
+    # A nudge before the session's first call (a Stop blocked at once) is at index -1 of its file.
+    first = {session.session_id: (Path(session.path).name, -1) for session in report.sessions}
     said: list[Said] = []
     for action in report.actions:
         kind = NUDGE_KINDS.get(action.kind)
         if action.by != PLUGIN or kind is None:
             continue
         tool_use_id = action.tool_use_id or last_call.get((action.session_id, action.index), "")
-        name, index = where.get(tool_use_id, ("?", -1))
+        name, index = where.get(tool_use_id) or first.get(action.session_id, ("?", -1))
         said.append(Said(name, index, kind, _detector(kind, action.text), action.text))
     return said
 

@@ -1,13 +1,15 @@
 """Labelled synthetic sessions: one per kind of loop and one per kind of healthy work.
 
-Each session is a list of steps (tool calls, and blocked Stops) fed to the core; a label says
-which steps form a loop and by which step it must have been nudged (its 4th repetition at the
-latest, unless the label says why not), with the reason. They are scored by the same judge as
+Each session is a list of steps (tool calls, and blocked Stops), fed to the core and also written
+as a Claude Code transcript that is replayed through the host. A label says which steps form a
+loop and by which step it must have been nudged (its 4th repetition at the latest, unless the
+label says why not), with the reason. They are scored by the same judge as
 the real sessions (`loop_breaker.judge`): a nudge or alert outside every episode is false.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -430,3 +432,79 @@ def test_a_labelled_loop_is_nudged_in_time_and_nothing_else(labelled: Labelled) 
 def test_healthy_work_gets_no_nudge(labelled: Labelled) -> None:
     said = _run(labelled)
     assert said == [], labelled.reason
+
+
+# -- the same sessions as Claude Code transcripts, replayed through the host ------------------
+
+
+def _transcript(labelled: Labelled, folder: Path) -> Path:
+    """`labelled` as a Claude Code transcript: a prompt, then each call's tool_use and
+    tool_result, and each blocked Stop as the harness records its hook's feedback."""
+    session = f"5e55{abs(hash(labelled.name)) % 10**8:08d}-0000-4000-8000-000000000000"
+    records: list[dict[str, Any]] = []
+    parent: str | None = None
+
+    def add(kind: str, content: Any, **extra: Any) -> None:
+        nonlocal parent
+        uuid = f"00000000-0000-4000-8000-{len(records):012d}"
+        records.append(
+            {
+                "parentUuid": parent,
+                "isSidechain": False,
+                "userType": "external",
+                "cwd": "/w",
+                "sessionId": session,
+                "version": "2.1.41",
+                "type": kind,
+                "message": {"role": kind, "content": content},
+                "uuid": uuid,
+                "timestamp": f"2026-01-01T10:{len(records) // 60:02d}:{len(records) % 60:02d}.000Z",
+                **extra,
+            }
+        )
+        parent = uuid
+
+    add("user", "please fix it")
+    for index, step in enumerate(labelled.steps):
+        if step[0] == "stop":
+            add("assistant", [{"type": "text", "text": "Done."}])
+            add("user", f"Stop hook feedback:\n{step[1]}", isMeta=True)
+            continue
+        _, tool, tool_input, outcome, text = step
+        call_id = f"toolu_{index:04d}"
+        add("assistant", [{"type": "tool_use", "id": call_id, "name": tool, "input": tool_input}])
+        result = {"type": "tool_result", "tool_use_id": call_id, "content": text}
+        if outcome != "ok":
+            result["is_error"] = True
+        add("user", [result])
+    add("assistant", [{"type": "text", "text": "Finished."}])
+    path = folder / f"{labelled.name}.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    return path
+
+
+def _in_calls(labelled: Labelled) -> Mapping[str, list[judge.Episode]]:
+    """The labels in tool-call indexes (a blocked Stop sits at the last call before it)."""
+    calls_before = []
+    count = 0
+    for step in labelled.steps:
+        count += step[0] == "call"
+        calls_before.append(count - 1)
+    return {
+        f"{labelled.name}.jsonl": [
+            judge.Episode("", "loop", calls_before[lo], calls_before[hi], calls_before[by])
+            for lo, hi, by in labelled.loops
+        ]
+    }
+
+
+@pytest.mark.parametrize("labelled", LOOPS + HEALTHY, ids=lambda labelled: labelled.name)
+def test_each_labelled_session_scores_the_same_replayed_as_a_transcript(
+    labelled: Labelled, tmp_path: Path
+) -> None:
+    path = _transcript(labelled, tmp_path)
+    said = judge.said_in([path])
+    score = judge.score(_in_calls(labelled), said, [path.name])
+    loops = len(labelled.loops)
+    assert score.line() == f"caught={loops}/{loops} false_nudges=0 files=1", (labelled.reason, said)
+    assert {one.detector for one in said} == labelled.detectors
