@@ -21,6 +21,9 @@ DENIAL_HEAD_CHARS = 300
 LABEL_CAP = 60
 SNIPPET_CAP = 160
 MAX_ERROR_LINES = 12
+WHOLE_TAIL_LINES = 24
+"""Lines of an output read as its identity when none says what failed: a linter's last issues
+and its summary, not a whole log."""
 
 # Fields that describe a call for people without changing what it does.
 COSMETIC_FIELDS = frozenset({"description", "explanation", "brief", "reason", "thought", "timeout"})
@@ -465,24 +468,27 @@ def error_lines(text: str) -> list[str]:
             starts.add(line_start)
             found += 1
             position = lowered.rfind(word, 0, line_start)
-    lines = _lines_at(text, starts)
+    found = _lines_at(text, starts)
     # Locations alone (`In a.sh line 3:`, a bare path) may be all that differs between two
     # reports, or all that is alike: they join lines that say what failed, and without such a
     # line the whole tail is read instead (`failure_of`).
-    if (":" in text or "(" in text) and any(not _EXIT_ONLY.fullmatch(line) for line in lines):
-        starts.update(found.start() for found in _LOCATION_LINE.finditer(text))
-        lines = _lines_at(text, starts)
-    return lines
+    if (":" in text or "(" in text) and any(not _EXIT_ONLY.fullmatch(line) for _, line in found):
+        # Only the last lines are kept: a location before the earliest one kept cannot be.
+        since = found[0][0] if len(found) == MAX_ERROR_LINES else 0
+        starts.update(match.start() for match in _LOCATION_LINE.finditer(text, since))
+        found = _lines_at(text, starts)
+    return [line for _, line in found]
 
 
-def _lines_at(text: str, starts: set[int]) -> list[str]:
-    """The last `MAX_ERROR_LINES` lines worth reading that start at `starts`, in text order."""
+def _lines_at(text: str, starts: set[int]) -> list[tuple[int, str]]:
+    """The last `MAX_ERROR_LINES` lines worth reading that start at `starts`, in text order,
+    with where each starts."""
     lines = []
     for line_start in sorted(starts, reverse=True):
         line_end = text.find("\n", line_start)
         line = text[line_start : line_end if line_end >= 0 else len(text)].strip()
         if line and _worth_reading(line):
-            lines.append(line)
+            lines.append((line_start, line))
             if len(lines) == MAX_ERROR_LINES:
                 break
     lines.reverse()
@@ -548,7 +554,11 @@ def failure_of(text: str) -> Failure:
         # No line says what failed (an exit code says only that something did): the whole tail
         # is the identity, so two failures that differ anywhere differ here (a constant summary
         # line alone would make them one).
-        lines = [line for line in plain.splitlines() if line.strip() and _worth_reading(line)]
+        lines = [
+            line
+            for line in plain.splitlines()[-WHOLE_TAIL_LINES:]
+            if line.strip() and _worth_reading(line)
+        ]
     cleaned = [_clean_line(line) for line in lines]
     snippet = _quote(lines, cleaned)
     error_class, token = error_class_of(lines)
