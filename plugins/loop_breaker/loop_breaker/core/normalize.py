@@ -468,16 +468,16 @@ def error_lines(text: str) -> list[str]:
             starts.add(line_start)
             found += 1
             position = lowered.rfind(word, 0, line_start)
-    found = _lines_at(text, starts)
+    kept = _lines_at(text, starts)
     # Locations alone (`In a.sh line 3:`, a bare path) may be all that differs between two
     # reports, or all that is alike: they join lines that say what failed, and without such a
     # line the whole tail is read instead (`failure_of`).
-    if (":" in text or "(" in text) and any(not _EXIT_ONLY.fullmatch(line) for _, line in found):
+    if (":" in text or "(" in text) and any(not _EXIT_ONLY.fullmatch(line) for _, line in kept):
         # Only the last lines are kept: a location before the earliest one kept cannot be.
-        since = found[0][0] if len(found) == MAX_ERROR_LINES else 0
+        since = kept[0][0] if len(kept) == MAX_ERROR_LINES else 0
         starts.update(match.start() for match in _LOCATION_LINE.finditer(text, since))
-        found = _lines_at(text, starts)
-    return [line for _, line in found]
+        kept = _lines_at(text, starts)
+    return [line for _, line in kept]
 
 
 def _lines_at(text: str, starts: set[int]) -> list[tuple[int, str]]:
