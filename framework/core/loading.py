@@ -17,6 +17,7 @@ from pydantic_settings import BaseSettings
 
 from framework.core.contract import CONTRACT_VERSION, FailMode
 from framework.core.hookspecs import PROJECT, HookSpecs
+from framework.core.ports import Handler, On
 from framework.core.registration import Registration, make_registration
 from framework.core.settings import explain
 
@@ -216,7 +217,7 @@ def _load_one(
 
     def on(
         event: str,
-        handler: Any,
+        handler: Handler,
         *,
         match: Mapping[str, Any] | None = None,
         order: int = 0,
@@ -237,10 +238,11 @@ def _load_one(
         registrations.append(registration)
         return registration
 
+    bound: On = on
     try:
         for impl in pm.hook.register.get_hookimpls():
             if impl.plugin is obj:
-                impl.function(on=on, options=record.options)
+                impl.function(on=bound, options=record.options)
     except Exception as error:
         pm.unregister(obj)
         raise PluginLoadError(

@@ -7,11 +7,14 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from framework import Store, open_backend
+
+if TYPE_CHECKING:
+    from framework import EnginePort
 
 __all__ = ["FakeEngine", "MemoryStore", "StalledClock", "StalledStore", "TickingClock"]
 
@@ -240,3 +243,9 @@ class FakeEngine:
         while self._spawned:
             fn, args = self._spawned.pop(0)
             await fn(*args)
+
+
+if TYPE_CHECKING:
+    # mypy holds the fake to the same port as the host's `Engine`, so the two cannot drift.
+    def _fake_is_a_port(engine: FakeEngine) -> EnginePort:
+        return engine

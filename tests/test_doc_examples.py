@@ -1,0 +1,54 @@
+"""The plugin examples of README.md and docs/contract.md pass `mypy --strict` as written."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def plugin_example(markdown: Path) -> str:
+    """The first python block of the page that declares a `register` hook."""
+    blocks = re.findall(r"```python\n(.*?)```", markdown.read_text(encoding="utf-8"), re.DOTALL)
+    examples = [block for block in blocks if "@hookimpl" in block and "def register(" in block]
+    assert examples, f"{markdown.name} has no plugin example"
+    return examples[0]
+
+
+def test_the_plugin_examples_pass_mypy_strict(tmp_path: Path) -> None:
+    files = []
+    for page in (ROOT / "README.md", ROOT / "docs" / "contract.md"):
+        target = tmp_path / f"example_{page.stem.lower()}.py"
+        target.write_text(plugin_example(page), encoding="utf-8")
+        files.append(str(target))
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "mypy", "--strict", "--no-incremental",
+            "--cache-dir", str(tmp_path / "cache"), *files,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,  # not the repo's own mypy settings: a plugin author's bare `mypy --strict`
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_on_rejects_a_handler_that_does_not_take_the_engine_port(tmp_path: Path) -> None:
+    # `On` and `Handler` check what a plugin attaches: a handler typed for something else fails.
+    source = plugin_example(ROOT / "README.md").replace("engine: EnginePort", "engine: str")
+    assert "engine: str" in source
+    target = tmp_path / "wrong_engine.py"
+    target.write_text(source, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "c"), str(target)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1, done.stdout
+    assert '"on"' in done.stdout or "Handler" in done.stdout, done.stdout
