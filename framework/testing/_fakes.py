@@ -11,29 +11,13 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from framework import Store, open_backend
+from framework import FakeClock, Store, open_backend
+from framework.core.engine import plugin_data_dir
 
 if TYPE_CHECKING:
     from framework import EnginePort
 
-__all__ = ["FakeEngine", "MemoryStore", "StalledClock", "StalledStore", "TickingClock"]
-
-
-class TickingClock:
-    """A clock that only moves when told; `sleep` moves it at once so handlers never wait."""
-
-    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
-        self.ms = start_ms
-
-    async def now(self) -> int:
-        return self.ms
-
-    async def sleep(self, ms: float) -> None:
-        self.ms += int(ms)
-        await anyio.lowlevel.checkpoint()
-
-    def advance(self, ms: float) -> None:
-        self.ms += int(ms)
+__all__ = ["FakeEngine", "MemoryStore", "StalledClock", "StalledStore"]
 
 
 class StalledClock:
@@ -187,7 +171,8 @@ class FakeEngine:
         self.plugin = plugin
         self.sandbox = sandbox
         self.recorder = _Recorder()
-        self.clock = clock if clock is not None else TickingClock()
+        # Time moves only when told, and a handler's sleep passes at once.
+        self.clock = clock if clock is not None else FakeClock(instant_sleep=True)
         self.store = store if store is not None else MemoryStore()
         self.state = state if state is not None else MemoryStore()
         self.ui = _Ui(self.recorder)
@@ -219,13 +204,9 @@ class FakeEngine:
 
     def data_dir(self, configured: str | os.PathLike[str] | None = None) -> Path:
         """The plugin's own folder, by the host's rule: `<sandbox>/<plugin>` when sandboxed."""
-        if self.sandbox is not None:
-            return self.sandbox / self.plugin
-        workspace = Path(self.session.cwd or os.getcwd())
-        if configured is None:
-            return workspace / ".hookchain" / self.plugin
-        chosen = Path(configured).expanduser()
-        return chosen if chosen.is_absolute() else workspace / chosen
+        return plugin_data_dir(
+            self.plugin, sandbox=self.sandbox, cwd=self.session.cwd, configured=configured
+        )
 
     async def dispatch(self, event: Any, terminal: Any = None) -> Any:
         from framework import neutral_result
