@@ -55,6 +55,7 @@ from framework.core.host import Host
 from framework.core.loading import ENTRY_POINT_GROUP, LoadedPlugin, PluginInfo
 from framework.core.ports import EnginePort, Handler, On
 from framework.core.registration import BudgetExceeded, Registration
+from framework.core.session_cache import SessionCache
 from framework.core.settings import HostSettings, SettingsError, data_dir, load_settings
 from framework.core.tap import tap
 from framework.stores.base import Store, StoreBackend, StoreError
@@ -129,6 +130,7 @@ __all__ = [
     "PromptSubmit",
     "Registration",
     "ReplayReport",
+    "SessionCache",
     "SessionEnd",
     "SessionStart",
     "SettingsError",

@@ -21,7 +21,7 @@ PINNED = {
     "HostSettings", "On",
     "KNOWN_CONTRACT_VERSIONS", "LoadedPlugin", "Note", "Outcome", "PERSON_ORIGIN_KINDS",
     "PluginInfo", "PromptContext", "PromptResult", "PromptSubmit", "Registration", "ReplayReport",
-    "SessionEnd", "Transcripts", "read_transcripts", "replay_paths",
+    "SessionCache", "SessionEnd", "Transcripts", "read_transcripts", "replay_paths",
     "SessionStart", "SettingsError", "StepStream", "Store", "StoreBackend", "StoreError",
     "StreamChunk", "SystemClock", "ToolCall", "ToolResult", "TurnComplete", "TurnResult",
     "TurnStart", "TurnStep", "build_event", "data_dir", "hookimpl", "is_valid_result",
