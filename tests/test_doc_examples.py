@@ -52,3 +52,20 @@ def test_on_rejects_a_handler_that_does_not_take_the_engine_port(tmp_path: Path)
     )
     assert done.returncode == 1, done.stdout
     assert '"on"' in done.stdout or "Handler" in done.stdout, done.stdout
+
+
+def test_a_scaffolded_plugin_passes_mypy_strict(tmp_path: Path) -> None:
+    from framework._scaffold import scaffold
+
+    root = scaffold("tool-reminder", tmp_path)
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "mypy", "--strict",
+            "--cache-dir", str(tmp_path / "cache"), "-p", "tool_reminder",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=root,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
