@@ -69,3 +69,18 @@ def test_a_scaffolded_plugin_passes_mypy_strict(tmp_path: Path) -> None:
         cwd=root,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_architecture_page_maps_every_module_of_the_parts() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    parts = ("core", "stores", "claude_code", "replay", "cli")
+    modules = [
+        f"{part}/{path.name}"
+        for part in parts
+        for path in sorted((ROOT / "framework" / part).glob("*.py"))
+        if path.name != "__init__.py"
+    ]
+    missing = [
+        m for m in modules if not re.search(rf"^\s+{re.escape(m.split('/')[1])}\s", text, re.M)
+    ]
+    assert missing == [], "docs/architecture.md does not list these modules"
