@@ -84,3 +84,43 @@ def test_the_architecture_page_maps_every_module_of_the_parts() -> None:
         m for m in modules if not re.search(rf"^\s+{re.escape(m.split('/')[1])}\s", text, re.M)
     ]
     assert missing == [], "docs/architecture.md does not list these modules"
+
+
+PORT_CHECK = """
+from framework import EnginePort, Host
+from framework.testing import FakeEngine
+
+
+def host_engine(host: Host) -> EnginePort:
+    return host.engine("p", "s")
+
+
+fake: EnginePort = FakeEngine("p")
+
+
+class Drifted(FakeEngine):
+    @property
+    def host_files(self) -> list[str]:  # type: ignore[override]
+        return []
+
+
+drifted: EnginePort = Drifted("p")
+"""
+
+
+def test_mypy_holds_the_engine_and_the_fake_to_the_port(tmp_path: Path) -> None:
+    target = tmp_path / "port_check.py"
+    target.write_text(PORT_CHECK, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "c"), str(target)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+    )
+    errors = [line for line in done.stdout.splitlines() if ": error:" in line]
+    # Only the drifted fake is refused: the host's engine and the kit's fake are ports.
+    assert len(errors) == 1, done.stdout
+    assert "drifted: EnginePort" in PORT_CHECK.splitlines()[18]
+    assert "port_check.py:19:" in errors[0]
+    assert '"Drifted"' in errors[0] and '"EnginePort"' in errors[0]

@@ -134,3 +134,16 @@ def test_a_file_open_to_others_is_not_read(tmp_path: Path) -> None:
     target.chmod(0o644)
     with pytest.raises(PrivateFileError, match="chmod 600"):
         read_private(target)
+
+
+def test_once_says_each_site_the_first_time_only() -> None:
+    from framework.core.logging import Once
+
+    once = Once()
+    assert [once.first(k) for k in ("a", ("p", "tool.call"), "a", ("p", "tool.call"), "b")] == [
+        True,
+        True,
+        False,
+        False,
+        True,
+    ]

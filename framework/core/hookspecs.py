@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
+    import typer
+
     from framework.core.ports import On
 
 PROJECT = "hookchain"
@@ -28,7 +30,7 @@ class HookSpecs:
         """
 
     @hookspec
-    def register_cli(self, app: Any) -> None:
+    def register_cli(self, app: typer.Typer) -> None:
         """Add commands to the `hookchain` command line.
 
         :param app: the `typer.Typer` application of `hookchain`.

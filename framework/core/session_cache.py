@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from framework.core.logging import Once
 from framework.core.ports import EnginePort
 from framework.stores.base import Store
 
@@ -68,7 +69,7 @@ class SessionCache(Generic[T]):
         self._load = load
         self._dump = dump
         self._entries: OrderedDict[str, _Entry[T]] = OrderedDict()
-        self._unreadable_said = False
+        self._said = Once()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -138,8 +139,7 @@ class SessionCache(Generic[T]):
         try:
             value = self._load(stored)
         except ValueError as error:
-            if not self._unreadable_said:
-                self._unreadable_said = True
+            if self._said.first("unreadable"):
                 engine.ui.log(
                     f"{engine.plugin}: stored session state {self.key!r} was unreadable "
                     f"({type(error).__name__}); the session starts over",

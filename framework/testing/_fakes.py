@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from framework import FakeClock, Store, open_backend
+from framework import Clock, Event, FakeClock, Store, open_backend
 from framework.core.engine import plugin_data_dir
 
 if TYPE_CHECKING:
@@ -160,9 +160,9 @@ class FakeEngine:
         plugin: str,
         *,
         session_id: str = "default",
-        clock: Any = None,
-        store: Any = None,
-        state: Any = None,
+        clock: Clock | None = None,
+        store: Store | None = None,
+        state: Store | None = None,
         env: Mapping[str, str] | None = None,
         dispatched: Callable[[Any], Awaitable[Any]] | None = None,
         cwd: str = "/project",
@@ -172,9 +172,9 @@ class FakeEngine:
         self.sandbox = sandbox
         self.recorder = _Recorder()
         # Time moves only when told, and a handler's sleep passes at once.
-        self.clock = clock if clock is not None else FakeClock(instant_sleep=True)
-        self.store = store if store is not None else MemoryStore()
-        self.state = state if state is not None else MemoryStore()
+        self.clock: Clock = clock if clock is not None else FakeClock(instant_sleep=True)
+        self.store: Store = store if store is not None else MemoryStore()
+        self.state: Store = state if state is not None else MemoryStore()
         self.ui = _Ui(self.recorder)
         self.transcript = _Transcript(self.recorder)
         self.env = _Env(env if env is not None else {})
@@ -208,7 +208,9 @@ class FakeEngine:
             self.plugin, sandbox=self.sandbox, cwd=self.session.cwd, configured=configured
         )
 
-    async def dispatch(self, event: Any, terminal: Any = None) -> Any:
+    async def dispatch(
+        self, event: Event, terminal: Callable[[Any], Awaitable[Any]] | None = None
+    ) -> Any:
         from framework import neutral_result
 
         self.dispatched_events.append(event)
