@@ -10,6 +10,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def mypy_strict(cwd: Path, *targets: str) -> subprocess.CompletedProcess[str]:
+    """A plugin author's bare `mypy --strict` (run in `cwd`, not under the repo's settings)."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--cache-dir",
+            str(cwd / ".mypy-cache"),
+            *targets,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=cwd,
+    )
+
+
 def plugin_example(markdown: Path) -> str:
     """The first python block of the page that declares a `register` hook."""
     blocks = re.findall(r"```python\n(.*?)```", markdown.read_text(encoding="utf-8"), re.DOTALL)
@@ -24,16 +43,7 @@ def test_the_plugin_examples_pass_mypy_strict(tmp_path: Path) -> None:
         target = tmp_path / f"example_{page.stem.lower()}.py"
         target.write_text(plugin_example(page), encoding="utf-8")
         files.append(str(target))
-    done = subprocess.run(
-        [
-            sys.executable, "-m", "mypy", "--strict", "--no-incremental",
-            "--cache-dir", str(tmp_path / "cache"), *files,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,  # not the repo's own mypy settings: a plugin author's bare `mypy --strict`
-    )  # fmt: skip
+    done = mypy_strict(tmp_path, *files)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -43,13 +53,7 @@ def test_on_rejects_a_handler_that_does_not_take_the_engine_port(tmp_path: Path)
     assert "engine: str" in source
     target = tmp_path / "wrong_engine.py"
     target.write_text(source, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "c"), str(target)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
+    done = mypy_strict(tmp_path, str(target))
     assert done.returncode == 1, done.stdout
     assert '"on"' in done.stdout or "Handler" in done.stdout, done.stdout
 
@@ -58,16 +62,7 @@ def test_a_scaffolded_plugin_passes_mypy_strict(tmp_path: Path) -> None:
     from framework._scaffold import scaffold
 
     root = scaffold("tool-reminder", tmp_path)
-    done = subprocess.run(
-        [
-            sys.executable, "-m", "mypy", "--strict",
-            "--cache-dir", str(tmp_path / "cache"), "-p", "tool_reminder",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=root,
-    )  # fmt: skip
+    done = mypy_strict(root, "-p", "tool_reminder")
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -111,13 +106,7 @@ drifted: EnginePort = Drifted("p")
 def test_mypy_holds_the_engine_and_the_fake_to_the_port(tmp_path: Path) -> None:
     target = tmp_path / "port_check.py"
     target.write_text(PORT_CHECK, encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "c"), str(target)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=tmp_path,
-    )
+    done = mypy_strict(tmp_path, str(target))
     errors = [line for line in done.stdout.splitlines() if ": error:" in line]
     # Only the drifted fake is refused: the host's engine and the kit's fake are ports.
     assert len(errors) == 1, done.stdout
