@@ -20,15 +20,12 @@ if TYPE_CHECKING:
 __all__ = ["FakeEngine", "MemoryStore", "StalledClock", "StalledStore"]
 
 
-class StalledClock:
+class StalledClock(FakeClock):
     """A clock that never answers: a handler that waits on it must give up on its own."""
 
-    async def now(self) -> int:
-        await anyio.sleep_forever()
-        raise AssertionError("unreachable")
-
-    async def sleep(self, ms: float) -> None:
-        await anyio.sleep_forever()
+    def __init__(self) -> None:
+        super().__init__()
+        self.stall()
 
 
 _HOST_SESSION_DROP = re.compile(r"session:[^:]+:")
