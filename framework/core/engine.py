@@ -60,7 +60,9 @@ class FakeClock:
         self.ms = start_ms
         self.instant_sleep = instant_sleep
         self._stalled = False
-        self._moved = anyio.Event()
+        # Made by the first sleeper that must wait, so moving a clock nobody waits on (a replay
+        # follows every record's time) costs no event.
+        self._moved: anyio.Event | None = None
 
     async def now(self) -> int:
         if self._stalled:
@@ -74,16 +76,19 @@ class FakeClock:
             return
         until = self.ms + ms
         while self.ms < until or self._stalled:
-            moved = self._moved
-            await moved.wait()
+            if self._moved is None:
+                self._moved = anyio.Event()
+            await self._moved.wait()
 
     def advance(self, ms: float) -> None:
         self.set(int(self.ms + ms))
 
     def set(self, ms: int) -> None:
         self.ms = ms
-        moved, self._moved = self._moved, anyio.Event()
-        moved.set()
+        moved = self._moved
+        if moved is not None:
+            self._moved = None
+            moved.set()
 
     def follow(self, at_ms: int) -> None:
         """Move to `at_ms` (a record's time) unless the clock is past it already: never backwards,
