@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from framework import SessionCache, Store, ToolCall, open_backend
+from framework import EnginePort, SessionCache, Store, ToolCall, open_backend
 from framework.testing import FakeEngine, MemoryStore, tool_call
 
 pytestmark = pytest.mark.anyio
@@ -174,3 +174,40 @@ async def test_a_failed_eviction_keeps_the_session_in_memory() -> None:
 def test_max_sessions_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_sessions"):
         cache(max_sessions=0)
+
+
+async def test_leaving_gets_the_evicted_sessions_own_engine_before_its_write() -> None:
+    seen: list[tuple[str, Any]] = []
+
+    async def leaving(engine: EnginePort, value: dict[str, int]) -> None:
+        # What loop-breaker does with its counts: add them to the plugin-wide store.
+        seen.append((engine.session.id, await engine.state.get(KEY)))
+        await engine.store.update("total", lambda total: total + value["calls"], default=0)
+
+    sessions = SessionCache(KEY, load=load, dump=dump, max_sessions=1, leaving=leaving)
+    plugin_store = MemoryStore()
+    first = FakeEngine("p", session_id="s1", state=local_memory(), store=plugin_store)
+    second = FakeEngine("p", session_id="s2", state=local_memory(), store=plugin_store)
+    await sessions.use(first, call(1), count)
+    await sessions.use(first, call(2), count)
+    assert [engine.session.id for engine, _ in sessions.items()] == ["s1"]
+    await sessions.use(second, call(3), count)
+    assert seen == [("s1", None)]  # before the state write
+    assert await first.state.get(KEY) == {"calls": 2}
+    assert await plugin_store.get("total") == 2
+    assert [(engine.session.id, value) for engine, value in sessions.items()] == [
+        ("s2", {"calls": 1})
+    ]
+
+
+async def test_a_failing_leaving_keeps_the_session_in_memory_unwritten() -> None:
+    async def leaving(engine: EnginePort, value: dict[str, int]) -> None:
+        raise OSError("store down")
+
+    sessions = SessionCache(KEY, load=load, dump=dump, max_sessions=1, leaving=leaving)
+    first = FakeEngine("p", session_id="s1", state=local_memory())
+    await sessions.use(first, call(1), count)
+    with pytest.raises(OSError, match="store down"):
+        await sessions.use(FakeEngine("p", session_id="s2", state=local_memory()), call(2), count)
+    assert "s1" in sessions
+    assert await first.state.get(KEY) is None

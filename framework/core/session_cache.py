@@ -7,13 +7,12 @@ is loaded from `engine.state` once, changed in memory, and written back only whe
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from framework.core.logging import Once
 from framework.core.ports import EnginePort
-from framework.stores.base import Store
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -27,8 +26,9 @@ class _Entry(Generic[T]):
     loaded_for: object | None
     """The event it was loaded for, until the session's next event: while set, the host may live
     for this one call only (a hook process), so every change is written back at once."""
-    state: Store
-    """The session's `engine.state`, for writing the value when it leaves memory."""
+    engine: EnginePort
+    """The engine of the session that loaded it: its `state` takes the value when it leaves
+    memory, and `leaving` gets it."""
     stored: Any
     """What `engine.state` holds under the key, as last read or written here."""
 
@@ -51,6 +51,11 @@ class SessionCache(Generic[T]):
     `max_sessions`) and `flush()` writes all. `forget(engine)` drops a session without a write
     (at `session.end`, when the host drops its state anyway).
 
+    `leaving(engine, value)`, if given, runs when a session is about to leave memory, with that
+    session's own engine, before its object is written: for what a plugin kept beside it (counts
+    for its `engine.store`, a second key). `items()` lists the sessions in memory with their
+    engines, for such work across all of them.
+
     One cache per host: create it in `register(on, options)`, never at module level.
     """
 
@@ -61,6 +66,7 @@ class SessionCache(Generic[T]):
         load: Callable[[Any], T],
         dump: Callable[[T], Any],
         max_sessions: int = 256,
+        leaving: Callable[[EnginePort, T], Awaitable[None]] | None = None,
     ) -> None:
         if max_sessions < 1:
             raise ValueError(f"SessionCache({key!r}): max_sessions must be at least 1")
@@ -68,6 +74,7 @@ class SessionCache(Generic[T]):
         self.max_sessions = max_sessions
         self._load = load
         self._dump = dump
+        self._leaving = leaving
         self._entries: OrderedDict[str, _Entry[T]] = OrderedDict()
         self._said = Once()
 
@@ -76,6 +83,10 @@ class SessionCache(Generic[T]):
 
     def __contains__(self, session_id: object) -> bool:
         return session_id in self._entries
+
+    def items(self) -> list[tuple[EnginePort, T]]:
+        """Every session in memory, least recently used first, with the engine that loaded it."""
+        return [(entry.engine, entry.value) for entry in self._entries.values()]
 
     def warm(self, engine: EnginePort, event: object) -> T | None:
         """The session's object when it is in memory and needs no write after `event`; found
@@ -107,7 +118,7 @@ class SessionCache(Generic[T]):
             return change(value)
         entry = await self._entry(engine, event)
         outcome = change(entry.value)
-        if not entry.state.process_local:
+        if not entry.engine.state.process_local:
             await self._store(entry)
         return outcome
 
@@ -115,7 +126,7 @@ class SessionCache(Generic[T]):
         """The write-behind point: store the session's object if it changed since last stored
         (skipped on a process-local store). True when it wrote."""
         entry = self._entries.get(engine.session.id)
-        if entry is None or entry.state.process_local:
+        if entry is None or entry.engine.state.process_local:
             return False
         return await self._store(entry)
 
@@ -134,8 +145,7 @@ class SessionCache(Generic[T]):
         entry = self._entries.get(session_id)
         if entry is not None:
             return entry
-        state = engine.state
-        stored = await state.get(self.key)
+        stored = await engine.state.get(self.key)
         try:
             value = self._load(stored)
         except ValueError as error:
@@ -147,7 +157,7 @@ class SessionCache(Generic[T]):
                 )
             value, stored = self._load(None), None
         # A concurrent handler of the same session may have loaded it meanwhile: keep the first.
-        entry = self._entries.setdefault(session_id, _Entry(value, event, state, stored))
+        entry = self._entries.setdefault(session_id, _Entry(value, event, engine, stored))
         self._entries.move_to_end(session_id)
         while len(self._entries) > self.max_sessions:
             await self._evict()
@@ -157,6 +167,8 @@ class SessionCache(Generic[T]):
         """The least recently used session leaves memory, with its last changes written."""
         session_id, entry = self._entries.popitem(last=False)
         try:
+            if self._leaving is not None:
+                await self._leaving(entry.engine, entry.value)
             await self._store(entry)
         except BaseException:
             # Still in memory: the session's next event finds it, and a later eviction retries.
@@ -168,6 +180,6 @@ class SessionCache(Generic[T]):
         dumped = self._dump(entry.value)
         if dumped == entry.stored:
             return False
-        await entry.state.set(self.key, dumped)
+        await entry.engine.state.set(self.key, dumped)
         entry.stored = dumped
         return True
