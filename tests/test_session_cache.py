@@ -211,3 +211,19 @@ async def test_a_failing_leaving_keeps_the_session_in_memory_unwritten() -> None
         await sessions.use(FakeEngine("p", session_id="s2", state=local_memory()), call(2), count)
     assert "s1" in sessions
     assert await first.state.get(KEY) is None
+
+
+async def test_loaded_prepares_each_loaded_object_once_before_its_use() -> None:
+    prepared: list[str] = []
+
+    async def loaded(engine: EnginePort, value: dict[str, int]) -> None:
+        # What loop-breaker does with its ignore list: read beside the session's own key.
+        value["calls"] += int(await engine.store.get("bonus", 0))
+        prepared.append(engine.session.id)
+
+    sessions = SessionCache(KEY, load=load, dump=dump, loaded=loaded)
+    engine = FakeEngine("p", session_id="s1", state=shared_memory())
+    await engine.store.set("bonus", 10)
+    assert await sessions.use(engine, call(1), count) == 11
+    assert await sessions.use(engine, call(2), count) == 12
+    assert prepared == ["s1"]

@@ -51,6 +51,8 @@ class SessionCache(Generic[T]):
     `max_sessions`) and `flush()` writes all. `forget(engine)` drops a session without a write
     (at `session.end`, when the host drops its state anyway).
 
+    `loaded(engine, value)`, if given, runs after each load, before the object is used: for what
+    the object needs beside its own key (e.g. a plugin-wide list from `engine.store`).
     `leaving(engine, value)`, if given, runs when a session is about to leave memory, with that
     session's own engine, before its object is written: for what a plugin kept beside it (counts
     for its `engine.store`, a second key). `items()` lists the sessions in memory with their
@@ -66,6 +68,7 @@ class SessionCache(Generic[T]):
         load: Callable[[Any], T],
         dump: Callable[[T], Any],
         max_sessions: int = 256,
+        loaded: Callable[[EnginePort, T], Awaitable[None]] | None = None,
         leaving: Callable[[EnginePort, T], Awaitable[None]] | None = None,
     ) -> None:
         if max_sessions < 1:
@@ -74,6 +77,7 @@ class SessionCache(Generic[T]):
         self.max_sessions = max_sessions
         self._load = load
         self._dump = dump
+        self._loaded = loaded
         self._leaving = leaving
         self._entries: OrderedDict[str, _Entry[T]] = OrderedDict()
         self._said = Once()
@@ -156,6 +160,8 @@ class SessionCache(Generic[T]):
                     level="warning",
                 )
             value, stored = self._load(None), None
+        if self._loaded is not None:
+            await self._loaded(engine, value)
         # A concurrent handler of the same session may have loaded it meanwhile: keep the first.
         entry = self._entries.setdefault(session_id, _Entry(value, event, engine, stored))
         self._entries.move_to_end(session_id)
