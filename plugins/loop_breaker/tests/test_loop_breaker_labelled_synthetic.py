@@ -70,6 +70,25 @@ NOT_FOUND = "<tool_use_error>String to replace not found in file.\nString: {}</t
 TIMEOUT = "Command timed out after 2m 0.0s"
 
 
+PERSON_REFUSED = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it "
+    "was a file edit, the new_string was NOT written to the file). STOP what you are doing and "
+    "wait for the user to tell you how to proceed."
+)
+FORCE_PUSH_BLOCKED = (
+    "PreToolUse:Bash hook error: [uv run ~/.claude/hooks/git_guard.py]: BLOCKED: force push to "
+    "protected branch main\n"
+)
+STARTING = '{"status":"starting","checks":{"db":"pending"}}'
+
+
+def _bash_output(minute: int) -> str:
+    return (
+        "<status>running</status>\n\n<stdout>\n> app@1.0.0 dev\n> tsx watch src/index.ts\n"
+        f"</stdout>\n\n<timestamp>2025-08-24T21:0{minute}:1{minute}.402Z</timestamp>"
+    )
+
+
 def _lint(file: str, count: int) -> str:
     # golangci-lint prints no error word: its issues are `path:line:col: text (linter)` lines,
     # and it stops at 3 per linter, so its summary stays the same while the files change.
@@ -235,11 +254,96 @@ LOOPS = [
     ),
     Labelled(
         "unchanged-polling",
-        "a background build polled with the same output again and again; polling is waiting, "
-        "so its nudge comes at the 6th unchanged check (see the README), not the 4th",
+        "a background build polled with the same output again and again: by the 4th unchanged "
+        "check (OpenHands' 4 identical pairs) waiting longer or looking elsewhere is due",
         [("call", "BashOutput", {"bash_id": "b1"}, "ok", "building… 40%")] * 7,
-        [(0, 6, 5)],
+        [(0, 6, 3)],
         frozenset({"poll"}),
+    ),
+    Labelled(
+        "polling-with-a-longer-wait-each-time",
+        "a health check polled behind a growing `sleep N &&`, byte-identical answer every time "
+        "and the logs never read: the wait before a command does not make it another check",
+        [
+            bash(f"sleep {wait} && curl -s localhost:8080/healthz", "ok", STARTING)
+            for wait in (10, 10, 15, 15, 20, 30)
+        ],
+        [(0, 5, 3)],
+        frozenset({"poll"}),
+    ),
+    Labelled(
+        "polling-whose-answer-changes-only-its-timestamp",
+        "BashOutput of a dev server that never says it listens: the only thing that changes is "
+        "the <timestamp> of each check",
+        [
+            ("call", "BashOutput", {"bash_id": "bash_2"}, "ok", _bash_output(minute))
+            for minute in range(7)
+        ],
+        [(0, 6, 3)],
+        frozenset({"poll"}),
+    ),
+    Labelled(
+        "refused-then-retried-in-other-words",
+        "the person refused deleting the build output and the agent asks for it again and "
+        "again, each time worded differently (rm -rf, rm -r, find -delete, rimraf)",
+        [
+            bash(command, "denied", PERSON_REFUSED)
+            for command in (
+                "rm -rf node_modules dist .cache",
+                "rm -rf dist .cache",
+                "rm -r dist",
+                "find . -maxdepth 1 -name dist -exec rm -rf {} +",
+                "npx rimraf dist",
+            )
+        ],
+        [(0, 4, 3)],
+        frozenset({"denied-retry"}),
+    ),
+    Labelled(
+        "hook-refusal-retried-in-other-words",
+        "a PreToolUse hook refuses force-pushing main with the same reason; the agent tries the "
+        "force push four more ways",
+        [
+            bash(command, "denied", FORCE_PUSH_BLOCKED)
+            for command in (
+                "git push --force origin HEAD:main",
+                "git push -f origin HEAD:main",
+                "git push --force-with-lease origin HEAD:main",
+                "git push origin +HEAD:main",
+            )
+        ],
+        [(0, 3, 3)],
+        frozenset({"denied-retry"}),
+    ),
+    Labelled(
+        "refused-edits-of-one-file",
+        "the person rejected an edit of README.md and the agent proposes other edits and a "
+        "rewrite of the same file (Edit, Edit, Write): the same refusal of the same file",
+        [
+            (
+                "call",
+                "Edit",
+                {"file_path": "/w/README.md", "old_string": "a", "new_string": "b"},
+                "denied",
+                PERSON_REFUSED,
+            ),
+            (
+                "call",
+                "Edit",
+                {"file_path": "/w/README.md", "old_string": "a", "new_string": "c"},
+                "denied",
+                PERSON_REFUSED,
+            ),
+            (
+                "call",
+                "Write",
+                {"file_path": "/w/README.md", "content": "c"},
+                "denied",
+                PERSON_REFUSED,
+            ),
+        ],
+        [(0, 2, 2)],
+        frozenset({"denied-retry"}),
     ),
 ]
 
@@ -376,6 +480,36 @@ HEALTHY = [
             bash("echo 'export const b = 3' > src/extra.ts"),
             bash("npm test", "ok", "Tests: 12 passed, 12 total"),
         ],
+    ),
+    Labelled(
+        "two-refusals-of-different-things",
+        "the person refuses a push and, later, an unrelated edit: two decisions about two "
+        "different things, neither retried",
+        [
+            bash("git push origin develop", "denied", PERSON_REFUSED),
+            bash("git status --short", "ok", " M src/app.ts"),
+            (
+                "call",
+                "Edit",
+                {"file_path": "/w/src/app.ts", "old_string": "a", "new_string": "b"},
+                "denied",
+                PERSON_REFUSED,
+            ),
+            read("/w/src/app.ts"),
+        ],
+    ),
+    Labelled(
+        "polling-ci-whose-status-moves-on",
+        "a CI run polled every 30 s: the same timestamp field, but the step changes each time",
+        [
+            bash(
+                "sleep 30 && gh run view --json status,jobs",
+                "ok",
+                f'{{"status":"in_progress","step":"{step}","at":"2026-01-01T10:00:00Z"}}',
+            )
+            for step in ("checkout", "lint", "test (3.11)", "test (3.12)", "build", "publish")
+        ]
+        + [bash("sleep 30 && gh run view --json status,jobs", "ok", '{"status":"completed"}')],
     ),
     Labelled(
         "rerun-after-a-real-edit",

@@ -236,6 +236,10 @@ def action_key(tool: str, tool_input: Mapping[str, Any]) -> str:
             continue
         value = tool_input[name]
         if isinstance(value, str):
+            if name == "command" and value.startswith("sleep"):
+                # The wait before a command does not change what it does: `sleep 10 && curl …`
+                # and `sleep 30 && curl …` ask the same thing, a little later.
+                value = without_wait(value)
             parts.append(f"{name}={collapse_whitespace(value)}")
         elif value is None or isinstance(value, (bool, int, float)):
             parts.append(f"{name}={value!r}")
@@ -247,6 +251,25 @@ def action_key(tool: str, tool_input: Mapping[str, Any]) -> str:
         except (TypeError, ValueError):
             parts.append(repr(nested))
     return digest("\x00".join(parts))
+
+
+_WAIT_PREFIX = re.compile(r"sleep\s+\d+(?:\.\d+)?[smh]?\s*(?:&&|;)\s*")
+
+
+def without_wait(command: str) -> str:
+    """`command` without a leading `sleep N &&` (or `sleep N;`)."""
+    wait = _WAIT_PREFIX.match(command)
+    return command[wait.end() :] if wait is not None else command
+
+
+def steady_text(text: str) -> str:
+    """`text` without the parts that change while nothing happens (timestamps, times of day,
+    durations): what a poll's answer is compared by."""
+    if "-" in text:
+        text = _TIMESTAMP.sub("#", text)
+    if ":" in text:
+        text = _TIME_OF_DAY.sub("#", text)
+    return _DURATION.sub("#", text)
 
 
 def collapse_whitespace(text: str) -> str:
