@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from loop_breaker.core import LoopBreakerCore, Observation
+from loop_breaker.core.result_text import text_and_source
 
 from loop_breaker import judge
 
@@ -24,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 
 
 Step = tuple[Any, ...]
-"""("call", tool, input, outcome, text) or ("stop", feedback)."""
+"""("call", tool, input, outcome, text[, structured output]) or ("stop", feedback)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,7 @@ FORCE_PUSH_BLOCKED = (
     "protected branch main\n"
 )
 STARTING = '{"status":"starting","checks":{"db":"pending"}}'
+TASK_REPORT = "TestClusterJoin fails: nothing listens on 127.0.0.1:7946 (fixture not started)."
 
 
 def _bash_output(minute: int) -> str:
@@ -281,6 +283,49 @@ LOOPS = [
         ],
         [(0, 6, 3)],
         frozenset({"poll"}),
+    ),
+    Labelled(
+        "polling-a-status-table-whose-age-grows",
+        "a pod polled every 30 s, always `0/1 Pending`; only its AGE column (12s, 43s, 2m5s, "
+        "…) grows, which says when it was asked, not that anything moved",
+        [
+            bash(
+                "sleep 30 && kubectl get pods -l app=api",
+                "ok",
+                f"NAME                   READY   STATUS    RESTARTS   AGE\n"
+                f"api-7d9f8c6b5d-x2k4q   0/1     Pending   0          {age}",
+            )
+            for age in ("12s", "43s", "74s", "2m5s", "2m36s", "3m7s")
+        ],
+        [(0, 5, 3)],
+        frozenset({"poll"}),
+    ),
+    Labelled(
+        "the-same-subagent-task-relaunched",
+        "the same Task launched four times with the same prompt, each coming back with the same "
+        "report; only the subagent's id, duration and token counts differ between the results",
+        [
+            (
+                "call",
+                "Task",
+                {"description": "Fix integration tests", "prompt": "Make go test pass."},
+                "ok",
+                TASK_REPORT,
+                {
+                    "status": "completed",
+                    "prompt": "Make go test pass.",
+                    "agentId": f"a{run}f3c9e1",
+                    "content": [{"type": "text", "text": TASK_REPORT}],
+                    "totalDurationMs": 81_000 + run * 977,
+                    "totalTokens": 40_000 + run * 313,
+                    "totalToolUseCount": 6 + run,
+                    "usage": {"input_tokens": 12 + run, "output_tokens": 900 + run},
+                },
+            )
+            for run in range(4)
+        ],
+        [(0, 3, 3)],
+        frozenset({"idle-repeat"}),
     ),
     Labelled(
         "refused-then-retried-in-other-words",
@@ -512,6 +557,28 @@ HEALTHY = [
         + [bash("sleep 30 && gh run view --json status,jobs", "ok", '{"status":"completed"}')],
     ),
     Labelled(
+        "subagents-with-different-reports",
+        "three Tasks for three modules, each reporting its own result: the same tool and "
+        "bookkeeping fields, different work",
+        [
+            (
+                "call",
+                "Task",
+                {"description": f"Tests for {mod}", "prompt": f"Add tests for app/{mod}.py."},
+                "ok",
+                f"Added tests/test_{mod}.py; the suite passes.",
+                {
+                    "status": "completed",
+                    "agentId": f"a{mod}01",
+                    "content": [{"type": "text", "text": f"Added tests/test_{mod}.py."}],
+                    "totalDurationMs": 60_000,
+                },
+            )
+            for mod in ("api", "worker", "queue")
+        ]
+        + [bash("pytest -q", "ok", "17 passed")],
+    ),
+    Labelled(
         "rerun-after-a-real-edit",
         "the same passing command rerun after each edit that changed a file",
         [
@@ -533,9 +600,13 @@ def _run(labelled: Labelled) -> list[judge.Said]:
         if step[0] == "stop":
             decisions = core.turn_complete("main", "t1", True, step[1], 1000 + index)
         else:
-            _, tool, tool_input, outcome, text = step
+            _, tool, tool_input, outcome, text, *structured = step
+            source, chars = None, 0
+            if structured:
+                # As the plugin reads a structured result: its fingerprint's source, no text.
+                text, source, chars = text_and_source(tool, structured[0], is_error=False)
             observation = Observation(
-                f"c{index}", "main", tool, tool_input, outcome, text, 1000 + index
+                f"c{index}", "main", tool, tool_input, outcome, text, 1000 + index, source, chars
             )
             decisions = core.observe(observation)
         for decision in decisions:
@@ -604,13 +675,14 @@ def _transcript(labelled: Labelled, folder: Path) -> Path:
             add("assistant", [{"type": "text", "text": "Done."}])
             add("user", f"Stop hook feedback:\n{step[1]}", isMeta=True)
             continue
-        _, tool, tool_input, outcome, text = step
+        _, tool, tool_input, outcome, text, *structured = step
         call_id = f"toolu_{index:04d}"
         add("assistant", [{"type": "tool_use", "id": call_id, "name": tool, "input": tool_input}])
         result = {"type": "tool_result", "tool_use_id": call_id, "content": text}
         if outcome != "ok":
             result["is_error"] = True
-        add("user", [result])
+        # Claude Code records a tool's structured result beside the text the model read.
+        add("user", [result], **({"toolUseResult": structured[0]} if structured else {}))
     add("assistant", [{"type": "text", "text": "Finished."}])
     path = folder / f"{labelled.name}.jsonl"
     path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")

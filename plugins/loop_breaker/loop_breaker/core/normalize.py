@@ -28,6 +28,12 @@ and its summary, not a whole log."""
 # Fields that describe a call for people without changing what it does.
 COSMETIC_FIELDS = frozenset({"description", "explanation", "brief", "reason", "thought", "timeout"})
 
+# Fields of a structured result that say how a call ran (its duration, its tokens, a subagent's
+# id), not what it returned: two runs that found the same thing differ in them every time.
+RUN_FIELDS = frozenset(
+    {"durationMs", "totalDurationMs", "totalTokens", "totalToolUseCount", "usage", "agentId"}
+)
+
 NEVER_COUNTED_TOOLS = frozenset(
     {
         "TodoWrite",
@@ -262,14 +268,18 @@ def without_wait(command: str) -> str:
     return command[wait.end() :] if wait is not None else command
 
 
+# A duration or age as status tables print it: `12s`, `2m5s`, `3h`, `250ms`, `1.5s`.
+_AGE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:ms|[dhms])(?:\d+(?:ms|[hms]))*(?!\w)")
+
+
 def steady_text(text: str) -> str:
     """`text` without the parts that change while nothing happens (timestamps, times of day,
-    durations): what a poll's answer is compared by."""
+    durations and ages): what a poll's answer is compared by."""
     if "-" in text:
         text = _TIMESTAMP.sub("#", text)
     if ":" in text:
         text = _TIME_OF_DAY.sub("#", text)
-    return _DURATION.sub("#", text)
+    return _DURATION.sub("#", _AGE.sub("#", text))
 
 
 def collapse_whitespace(text: str) -> str:
