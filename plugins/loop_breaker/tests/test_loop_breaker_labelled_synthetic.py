@@ -579,6 +579,19 @@ HEALTHY = [
         + [bash("pytest -q", "ok", "17 passed")],
     ),
     Labelled(
+        "a-check-after-each-edit-while-the-server-reloads",
+        "after each CSS edit the dev server reloads and the same `sleep 2 && curl` of the API "
+        "answers the same, rightly: a check after a change, like a test rerun after an edit",
+        [
+            step
+            for part in ("border", "shadow", "radius", "hover", "title")
+            for step in (
+                edit("/w/src/AlbumCard.css", f"/* {part} */", f"/* {part} v2 */"),
+                bash("sleep 2 && curl -s localhost:5173/api/albums", "ok", '[{"id":1}]'),
+            )
+        ],
+    ),
+    Labelled(
         "rerun-after-a-real-edit",
         "the same passing command rerun after each edit that changed a file",
         [

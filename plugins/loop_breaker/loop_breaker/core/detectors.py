@@ -350,7 +350,9 @@ def idle_repeat(records: Sequence[CallRecord], loop_id: str, config: CoreConfig)
 
 
 def poll(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
-    """Polling whose output does not change (polling with new output is never flagged)."""
+    """Polling whose output does not change while nothing else does (polling with new output is
+    never flagged, nor a check made again after a file changed: a dev server reloading after an
+    edit may answer the same, rightly)."""
     last = records[-1]
     if (
         last.outcome != "ok"
@@ -362,9 +364,14 @@ def poll(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Sig
         "poll",
         last.action_key,
         loop_id,
-        _same_output_streak(records, last, same_epoch=False),
+        _same_output_streak(records, last, same_epoch=True),
         config,
-        ResolveWhen("output-changes", value=last.action_key, keys=frozenset({last.outcome_fp})),
+        ResolveWhen(
+            "output-changes",
+            value=last.action_key,
+            keys=frozenset({last.outcome_fp}),
+            epoch=last.epoch,
+        ),
         last.label,
     )
 
