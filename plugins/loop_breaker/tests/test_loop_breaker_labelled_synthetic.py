@@ -328,6 +328,23 @@ LOOPS = [
         frozenset({"idle-repeat"}),
     ),
     Labelled(
+        "the-same-cloud-error-with-a-new-request-id-each-run",
+        "terraform apply fails five times with the same 403 AccessDenied on CreateBucket; only "
+        "the RequestID and HostID AWS gives each request differ",
+        [
+            bash(
+                "terraform apply -auto-approve",
+                "error",
+                "│ Error: creating S3 Bucket (assets): operation error S3: CreateBucket, https "
+                f"response error StatusCode: 403, RequestID: {run:04X}A1B2C3D4E5F6, HostID: "
+                f"{run}aGVsbG8gd29ybGQgaGVsbG8gd29ybGQ=, api error AccessDenied: Access Denied\n",
+            )
+            for run in range(5)
+        ],
+        [(0, 4, 3)],
+        frozenset({"repeat-failure"}),
+    ),
+    Labelled(
         "refused-then-retried-in-other-words",
         "the person refused deleting the build output and the agent asks for it again and "
         "again, each time worded differently (rm -rf, rm -r, find -delete, rimraf)",

@@ -101,6 +101,15 @@ _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _LINE_WORD = re.compile(r"line \d+")
 _GUTTER = re.compile(r"\s*>?\s*\d+\s*\|")
 _TMP_PATH = re.compile(r"(?:/private)?(?:/var/folders/|/tmp/)[\w.\-/]+")
+# What names one request or run, new every time: a cloud API's request, host or correlation id
+# (`RequestID: 1A2B…, HostID: base64…`), and any UUID.
+_RUN_ID = re.compile(
+    r"(?i)\b((?:request|correlation|trace|span|host|amz-request|activity)[ _-]?id)\b"
+    r"[\"']?\s*[:=]?\s*[\"']?[\w+/=.\-]{6,}"
+)
+_UUID = re.compile(
+    r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+)
 
 _ERROR_CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
@@ -423,6 +432,8 @@ def _has_digit(line: str) -> bool:
 def _clean_line(line: str) -> str:
     if "/tmp/" in line or "/var/folders/" in line:
         line = _TMP_PATH.sub("#", line)
+    if "id" in line or "ID" in line or "Id" in line:
+        line = _RUN_ID.sub(r"\1 #", line)
     if not _has_digit(line):
         return " ".join(line.split())
     gutter = _GUTTER.match(line)
@@ -431,7 +442,7 @@ def _clean_line(line: str) -> str:
     if "0x" in line:
         line = _HEX.sub("#", line)
     if "-" in line:
-        line = _TIMESTAMP.sub("#", line)
+        line = _UUID.sub("#", _TIMESTAMP.sub("#", line))
     if ":" in line:
         line = _TIME_OF_DAY.sub("#", line)
     if "line " in line:
