@@ -13,7 +13,12 @@ from pathlib import Path
 import pytest
 from transcript_digest import digests
 
-from framework.replay.reader import read_transcripts
+from framework.replay.reader import (
+    group_transcripts,
+    read_group,
+    read_transcripts,
+    transcript_files,
+)
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "transcripts"
 GOLDEN = json.loads((Path(__file__).parent / "fixtures" / "transcript_events.json").read_text())
@@ -32,3 +37,9 @@ def test_the_whole_folder_rebuilds_the_pinned_events() -> None:
 @pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name[:2])
 def test_each_file_alone_rebuilds_the_pinned_events(path: Path) -> None:
     assert digests(read_transcripts([path]).sessions) == GOLDEN["per_file"][path.name]
+
+
+def test_reading_group_by_group_rebuilds_the_pinned_events() -> None:
+    groups = group_transcripts(transcript_files([CORPUS]))
+    assert len(groups) < len(corpus_files()), "subagent files join their session's group"
+    assert digests(s for group in groups for s in read_group(group).sessions) == GOLDEN["folder"]

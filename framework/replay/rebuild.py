@@ -195,7 +195,7 @@ def build_session(corpus: Corpus, stream: Stream) -> Session:
         harness_version=first.get("version"),
         model=next((m for r in stream.records if (m := _model(r))), None),
     )
-    builder.emit(start, _ms(first.get("timestamp")))
+    builder.emit(start, stamp_ms(first.get("timestamp")))
     builder.run(stream.records)
     builder.emit(SessionEnd(session_id=session_id, reason="other"), builder.clock)
     return builder.session(stream.path, tuple(m for m in merged if m != session_id))
@@ -212,7 +212,7 @@ def build_orphan_agent(corpus: Corpus, stream: Stream) -> Session:
         harness_version=first.get("version"),
         model=next((m for r in stream.records if (m := _model(r))), None),
     )
-    builder.emit(start, _ms(first.get("timestamp")))
+    builder.emit(start, stamp_ms(first.get("timestamp")))
     builder.run(stream.records)
     builder.emit(SessionEnd(session_id=session_id, reason="other"), builder.clock)
     return builder.session(stream.path, ())
@@ -251,7 +251,7 @@ class _Builder:
 
     def run(self, records: list[dict[str, Any]]) -> None:
         for record in records:
-            at_ms = _ms(record.get("timestamp")) or self.clock
+            at_ms = stamp_ms(record.get("timestamp")) or self.clock
             kind = record.get("type")
             if kind == "assistant":
                 self.assistant(record, at_ms)
@@ -380,7 +380,7 @@ class _Builder:
         self.step_index += 1
         self.emit(step, self.pending_at, chunks=tuple(chunks))
         for block in uses:
-            self.tool_call(block, _ms(records[-1].get("timestamp")) or self.clock)
+            self.tool_call(block, stamp_ms(records[-1].get("timestamp")) or self.clock)
 
     def tool_call(self, block: dict[str, Any], at_ms: int) -> None:
         tool_use_id = str(block.get("id"))
@@ -493,7 +493,8 @@ def turn_reason(stop_reason: str | None) -> str:
     return stop_reason
 
 
-def _ms(stamp: object) -> int:
+def stamp_ms(stamp: object) -> int:
+    """A record's ISO timestamp as milliseconds since the epoch; 0 when missing or unreadable."""
     if not isinstance(stamp, str):
         return 0
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
@@ -30,8 +30,11 @@ from framework.replay.reader import (
     RECORDED_BY_PREFIX,
     Session,
     Step,
+    TranscriptGroup,
     Transcripts,
-    read_transcripts,
+    group_transcripts,
+    read_group,
+    transcript_files,
 )
 
 REPORT_KINDS: Mapping[str, str] = {
@@ -159,6 +162,10 @@ class ReplayReport:
     duplicate_records: int
     failures: Mapping[str, int] = field(default_factory=dict)
     logged: Mapping[str, int] = field(default_factory=dict)
+    into: str | None = None
+    """Where the plugins' files were kept (`--into`); None when they went to a throwaway folder."""
+    sessions_read: int = 0
+    """Sessions read from the input, before `--since`/`--until` chose among them."""
 
     @property
     def events(self) -> int:
@@ -182,6 +189,7 @@ class ReplayReport:
             "plugins": per_plugin,
             "handler_failures": dict(self.failures),
             "logged_records": dict(self.logged),
+            "into": self.into,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -208,6 +216,65 @@ def one_line(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The sessions a replay keeps: active on or after `since_ms` and started by `until_ms`."""
+
+    since_ms: int | None = None
+    until_ms: int | None = None
+
+    def keeps(self, first_ms: int, last_ms: int) -> bool:
+        if self.since_ms is not None and last_ms < self.since_ms:
+            return False
+        return self.until_ms is None or first_ms <= self.until_ms
+
+    def may_keep(self, group: TranscriptGroup) -> bool:
+        """False only when no session of the group can be kept: its files were last written
+        before `since`, or its first record comes after `until` (0 times are unknown)."""
+        if self.since_ms is not None and group.modified_ms and group.modified_ms < self.since_ms:
+            return False
+        return not (self.until_ms is not None and group.first_ms > self.until_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionReport:
+    """One replayed session: its counts and what the plugins did, in order."""
+
+    summary: SessionSummary
+    actions: tuple[ReplayAction, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.summary.to_json(), "actions": [a.to_json() for a in self.actions]}
+
+
+@dataclass(frozen=True, slots=True)
+class GroupReport:
+    """The sessions of one group of files, replayed, and what reading the files counted."""
+
+    sessions: tuple[SessionReport, ...]
+    files: int
+    size: int
+    skipped_lines: int
+    duplicate_records: int
+    sessions_read: int
+
+    @property
+    def events(self) -> int:
+        return sum(s.summary.events for s in self.sessions)
+
+
+async def replay_session(host: Host, clock: ReplayClock, session: Session) -> SessionReport:
+    """Replay one session through an open host whose clock is `clock`.
+
+    The clock starts at the session's first record, so a session replays the same alone, after
+    others, or in another process (`--jobs`).
+    """
+    clock.ms = session.first_ms
+    run = _SessionRun(host, clock, session)
+    await run.run()
+    return SessionReport(run.summary(), tuple(run.actions))
+
+
 async def replay_sessions(
     host: Host,
     clock: ReplayClock,
@@ -217,35 +284,111 @@ async def replay_sessions(
     progress: Progress | None = None,
 ) -> ReplayReport:
     """Replay every session (oldest first) through an open host whose clock is `clock`."""
-    chosen = [s for s in transcripts.sessions if since_ms is None or s.last_ms >= since_ms]
+    window = Window(since_ms=since_ms)
+    chosen = [s for s in transcripts.sessions if window.keeps(s.first_ms, s.last_ms)]
     chosen.sort(key=lambda s: (s.first_ms, s.session_id))
     total = 0 if progress is None else sum(1 for s in chosen for _ in s.walk())
     done = 0
-    summaries: list[SessionSummary] = []
-    actions: list[ReplayAction] = []
+    reports: list[SessionReport] = []
     # The transcripts, the host and its plugins live as long as the replay: freeze them so the
     # collector does not walk them again and again while events come and go.
     gc.freeze()
     try:
         for session in chosen:
-            run = _SessionRun(host, clock, session)
-            await run.run()
-            actions.extend(run.actions)
-            summaries.append(run.summary())
-            done += run.index
+            report = await replay_session(host, clock, session)
+            reports.append(report)
+            done += report.summary.events
             if progress is not None:
                 progress(done, total)
     finally:
         gc.unfreeze()
-    return ReplayReport(
-        sessions=tuple(summaries),
-        actions=tuple(actions),
-        plugins=tuple(PluginStatus(p.name, p.status, p.error) for p in host.plugins),
+    group = GroupReport(
+        tuple(reports),
+        transcripts.files,
+        0,
+        transcripts.skipped_lines,
+        transcripts.duplicate_records,
+        len(transcripts.sessions),
+    )
+    return ReplayCollector(host_status(host)).add(group).report(host_failures(host))
+
+
+async def replay_group(
+    host: Host, clock: ReplayClock, group: TranscriptGroup, window: Window
+) -> GroupReport:
+    """Read one group of files, replay its sessions in the window (oldest first), and forget it."""
+    transcripts = read_group(group)
+    chosen = [s for s in transcripts.sessions if window.keeps(s.first_ms, s.last_ms)]
+    chosen.sort(key=lambda s: (s.first_ms, s.session_id))
+    reports: list[SessionReport] = []
+    # The group's sessions, the host and its plugins live through the group's replay: frozen,
+    # the collector does not walk them again and again while events come and go.
+    gc.freeze()
+    try:
+        for session in chosen:
+            reports.append(await replay_session(host, clock, session))
+    finally:
+        gc.unfreeze()
+    return GroupReport(
+        sessions=tuple(reports),
         files=transcripts.files,
+        size=group.size,
         skipped_lines=transcripts.skipped_lines,
         duplicate_records=transcripts.duplicate_records,
-        failures={f"{plugin}/{event}": n for (plugin, event), n in host.failures.items()},
+        sessions_read=len(transcripts.sessions),
     )
+
+
+def host_status(host: Host) -> tuple[PluginStatus, ...]:
+    return tuple(PluginStatus(p.name, p.status, p.error) for p in host.plugins)
+
+
+def host_failures(host: Host) -> dict[str, int]:
+    return {f"{plugin}/{event}": n for (plugin, event), n in host.failures.items()}
+
+
+class ReplayCollector:
+    """Adds group reports up into the whole replay's report, in the order they are added."""
+
+    def __init__(self, plugins: tuple[PluginStatus, ...], *, keep: bool = True) -> None:
+        self.plugins = plugins
+        self.keep = keep
+        self.sessions: list[SessionSummary] = []
+        self.actions: list[ReplayAction] = []
+        self.files = self.size = self.skipped = self.duplicates = self.events = 0
+        self.sessions_read = 0
+
+    def add(self, group: GroupReport) -> ReplayCollector:
+        self.files += group.files
+        self.size += group.size
+        self.skipped += group.skipped_lines
+        self.duplicates += group.duplicate_records
+        self.sessions_read += group.sessions_read
+        self.events += group.events
+        for session in group.sessions:
+            self.sessions.append(session.summary)
+            if self.keep:
+                self.actions.extend(session.actions)
+        return self
+
+    def report(
+        self,
+        failures: Mapping[str, int],
+        logged: Mapping[str, int] | None = None,
+        into: Path | None = None,
+    ) -> ReplayReport:
+        return ReplayReport(
+            sessions=tuple(self.sessions),
+            actions=tuple(self.actions),
+            plugins=self.plugins,
+            files=self.files,
+            skipped_lines=self.skipped,
+            duplicate_records=self.duplicates,
+            failures=dict(failures),
+            logged=dict(logged or {}),
+            into=None if into is None else str(into),
+            sessions_read=self.sessions_read,
+        )
 
 
 async def replay_paths(
@@ -257,20 +400,28 @@ async def replay_paths(
     store: str = "memory://",
     settings: HostSettings | None = None,
     since_ms: int | None = None,
+    until_ms: int | None = None,
     progress: Progress | None = None,
     sandbox: Path | None = None,
+    into: Path | None = None,
+    on_session: Callable[[SessionReport], None] | None = None,
 ) -> ReplayReport:
-    """Read the transcripts under `paths` and replay them through a fresh host.
+    """Read the transcripts under `paths` and replay them through a fresh host, one session
+    group at a time (memory follows the largest session, not the input).
 
-    Plugins' own files go to `sandbox` (kept, for tests to read) or to a throwaway folder.
+    Plugins' own files go to `into` (or `sandbox`, the same: kept, the report says where) or to
+    a throwaway folder. `progress(done, total)` counts bytes read; `on_session` sees each
+    session's report as soon as it is replayed.
     """
-    transcripts = read_transcripts(paths)
+    groups = group_transcripts(transcript_files(paths))
+    window = Window(since_ms, until_ms)
+    chosen = [g for g in groups if window.may_keep(g)]
+    total = sum(g.size for g in chosen)
     clock = ReplayClock()
-    if only:
-        base = settings if settings is not None else HostSettings()
-        settings = base.model_copy(update={"plugins": list(only)})
+    kept = into if into is not None else sandbox
+    settings = with_only(settings, only)
     with TemporaryDirectory(prefix="hookchain-replay-") as folder:
-        scratch = sandbox if sandbox is not None else Path(folder)
+        scratch = kept if kept is not None else Path(folder)
         host = Host(
             plugins=plugins,
             entry_points=entry_points,
@@ -280,10 +431,28 @@ async def replay_paths(
             sandbox=scratch,
         )
         async with host:
-            report = await replay_sessions(
-                host, clock, transcripts, since_ms=since_ms, progress=progress
-            )
-        return replace(report, logged=scratch_records(scratch))
+            collector = ReplayCollector(host_status(host))
+            done = 0
+            for group in chosen:
+                report = await replay_group(host, clock, group, window)
+                collector.add(report)
+                if on_session is not None:
+                    for session in report.sessions:
+                        on_session(session)
+                done += group.size
+                if progress is not None:
+                    progress(done, total)
+            failures = host_failures(host)
+        return collector.report(failures, scratch_records(scratch), kept)
+
+
+def with_only(settings: HostSettings | None, only: Iterable[str] | None) -> HostSettings | None:
+    """`settings` narrowed to the plugins named in `only` (all of them when empty)."""
+    names = list(only or ())
+    if not names:
+        return settings
+    base = settings if settings is not None else HostSettings()
+    return base.model_copy(update={"plugins": names})
 
 
 _HOME = re.compile(r"^(/Users/[^/]+|/home/[^/]+|/root)(?:/|$)")
