@@ -53,6 +53,8 @@ _LABEL_FIELDS = ("command", "file_path", "notebook_path", "path", "pattern", "ur
 _LABEL_WIDTH = 60
 
 Progress = Callable[[int, int], None]
+GroupProgress = Callable[["GroupReport", int], None]
+"""Called with each group replayed and the total bytes of the input."""
 
 
 def scratch_records(scratch: Path) -> dict[str, int]:
@@ -391,6 +393,11 @@ class ReplayCollector:
         )
 
 
+def chosen_groups(paths: Sequence[Path], window: Window) -> list[TranscriptGroup]:
+    """The session groups under `paths` that may hold a session in `window`, oldest first."""
+    return [g for g in group_transcripts(transcript_files(paths)) if window.may_keep(g)]
+
+
 async def replay_paths(
     paths: Sequence[Path],
     *,
@@ -401,47 +408,51 @@ async def replay_paths(
     settings: HostSettings | None = None,
     since_ms: int | None = None,
     until_ms: int | None = None,
-    progress: Progress | None = None,
+    window: Window | None = None,
     sandbox: Path | None = None,
     into: Path | None = None,
+    keep_actions: bool = True,
+    on_start: Callable[[tuple[PluginStatus, ...]], None] | None = None,
     on_session: Callable[[SessionReport], None] | None = None,
+    progress: GroupProgress | None = None,
+    groups: Sequence[TranscriptGroup] | None = None,
 ) -> ReplayReport:
     """Read the transcripts under `paths` and replay them through a fresh host, one session
     group at a time (memory follows the largest session, not the input).
 
     Plugins' own files go to `into` (or `sandbox`, the same: kept, the report says where) or to
-    a throwaway folder. `progress(done, total)` counts bytes read; `on_session` sees each
-    session's report as soon as it is replayed.
+    a throwaway folder. `on_start` sees the plugins once the host is open, `on_session` each
+    session's report as soon as it is replayed, `progress(group, total_bytes)` each group done;
+    `keep_actions=False` leaves the actions out of the returned report (they went to
+    `on_session`), so a long replay keeps only counts.
     """
-    groups = group_transcripts(transcript_files(paths))
-    window = Window(since_ms, until_ms)
-    chosen = [g for g in groups if window.may_keep(g)]
+    window = window or Window(since_ms, until_ms)
+    chosen = list(groups) if groups is not None else chosen_groups(paths, window)
     total = sum(g.size for g in chosen)
     clock = ReplayClock()
     kept = into if into is not None else sandbox
-    settings = with_only(settings, only)
     with TemporaryDirectory(prefix="hookchain-replay-") as folder:
         scratch = kept if kept is not None else Path(folder)
         host = Host(
             plugins=plugins,
             entry_points=entry_points,
-            settings=settings,
+            settings=with_only(settings, only),
             store=store,
             clock=clock,
             sandbox=scratch,
         )
         async with host:
-            collector = ReplayCollector(host_status(host))
-            done = 0
+            collector = ReplayCollector(host_status(host), keep=keep_actions)
+            if on_start is not None:
+                on_start(collector.plugins)
             for group in chosen:
                 report = await replay_group(host, clock, group, window)
                 collector.add(report)
                 if on_session is not None:
                     for session in report.sessions:
                         on_session(session)
-                done += group.size
                 if progress is not None:
-                    progress(done, total)
+                    progress(report, total)
             failures = host_failures(host)
         return collector.report(failures, scratch_records(scratch), kept)
 
