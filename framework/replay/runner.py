@@ -24,6 +24,7 @@ from framework.core.contract import (
     neutral_result,
 )
 from framework.core.dispatch import Action, current_dispatch
+from framework.core.engine import AgentInfo
 from framework.core.host import Host
 from framework.core.settings import HostSettings
 from framework.replay.reader import (
@@ -168,6 +169,8 @@ class ReplayReport:
     """Where the plugins' files were kept (`--into`); None when they went to a throwaway folder."""
     sessions_read: int = 0
     """Sessions read from the input, before `--since`/`--until` chose among them."""
+    counts: Mapping[str, Mapping[str, int]] | None = None
+    """Actions per plugin and kind, when `actions` was not kept; None: counted from `actions`."""
 
     @property
     def events(self) -> int:
@@ -177,9 +180,10 @@ class ReplayReport:
         per_plugin: dict[str, dict[str, int]] = {
             p.name: {} for p in self.plugins if p.status == "loaded"
         }
-        for action in self.actions:
-            counts = per_plugin.setdefault(action.by, {})
-            counts[action.kind] = counts.get(action.kind, 0) + 1
+        for name, kinds in (
+            self.counts if self.counts is not None else _count(self.actions)
+        ).items():
+            per_plugin[name] = dict(kinds)
         return {
             "sessions": len(self.sessions),
             "events": self.events,
@@ -200,6 +204,17 @@ class ReplayReport:
             "actions": [a.to_json() for a in self.actions],
             "summary": self.summary(),
         }
+
+
+def _count(
+    actions: Iterable[ReplayAction], counts: dict[str, dict[str, int]] | None = None
+) -> dict[str, dict[str, int]]:
+    """Actions per plugin and kind, added to `counts` when given."""
+    counts = {} if counts is None else counts
+    for action in actions:
+        kinds = counts.setdefault(action.by, {})
+        kinds[action.kind] = kinds.get(action.kind, 0) + 1
+    return counts
 
 
 def tool_label(tool: str, tool_input: Mapping[str, Any]) -> str:
@@ -359,6 +374,7 @@ class ReplayCollector:
         self.actions: list[ReplayAction] = []
         self.files = self.size = self.skipped = self.duplicates = self.events = 0
         self.sessions_read = 0
+        self.counts: dict[str, dict[str, int]] = {}
 
     def add(self, group: GroupReport) -> ReplayCollector:
         self.files += group.files
@@ -371,6 +387,7 @@ class ReplayCollector:
             self.sessions.append(session.summary)
             if self.keep:
                 self.actions.extend(session.actions)
+            _count(session.actions, self.counts)
         return self
 
     def report(
@@ -390,6 +407,7 @@ class ReplayCollector:
             logged=dict(logged or {}),
             into=None if into is None else str(into),
             sessions_read=self.sessions_read,
+            counts=None if self.keep else self.counts,
         )
 
 
@@ -526,6 +544,7 @@ class _SessionRun:
 
             async def run_tool(_: Event) -> Any:
                 if step.subagent:
+                    self.note_agent(step)
                     await self.subagent(step.subagent)
                 return step.recorded.to_tool_result()
 
@@ -546,6 +565,25 @@ class _SessionRun:
 
             return blocked
         return _neutral
+
+    def note_agent(self, step: Step) -> None:
+        """The subagent's type from the Task/Agent call that started it, before its first event,
+        as the live host learns it: plugins keyed on agent types (write-guard's
+        `agent_presets`) then treat the replayed subagent as they would the live one."""
+        call = step.event
+        agent_id = next((a for s in step.subagent if (a := _agent_of(s.event))), None)
+        if not isinstance(call, ToolCall) or agent_id is None:
+            return
+        kind = call.input.get("subagent_type")
+        name = call.input.get("name") or call.input.get("description")
+        self.host.note_agent(
+            call.session_id,
+            AgentInfo(
+                id=agent_id,
+                name=name if isinstance(name, str) else None,
+                type=kind if isinstance(kind, str) and kind else None,
+            ),
+        )
 
     async def subagent(self, steps: tuple[Step, ...]) -> None:
         # The subagent's events come from the harness, not from inside the Task's dispatch.
@@ -592,6 +630,11 @@ class _SessionRun:
             tool_calls_main=self.tool_calls_main,
             actions=len(self.actions),
         )
+
+
+def _agent_of(event: Event) -> str | None:
+    agent_id = getattr(event, "agent_id", None)
+    return agent_id if isinstance(agent_id, str) else None
 
 
 async def _neutral(seen: Event) -> Any:
