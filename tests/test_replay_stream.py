@@ -269,3 +269,13 @@ async def test_subagents_carry_the_type_their_task_call_named() -> None:
     main, agent = (next(corpus().glob(f"{n}_*.jsonl")) for n in ("12", "13"))
     await replay_paths([main, agent], plugins=[module], entry_points=False)
     assert seen == [("a2018e5", "general-purpose")]
+
+
+def test_copies_of_a_history_in_two_folders_are_separate_groups(tmp_path: Path) -> None:
+    for copy in ("one", "two"):
+        (tmp_path / copy).mkdir()
+        for n in ("12", "13"):
+            shutil.copy(next(corpus().glob(f"{n}_*.jsonl")), tmp_path / copy)
+    groups = group_transcripts(transcript_files([tmp_path]))
+    assert sorted({p.parent.name for p in g.files} for g in groups) == [{"one"}, {"two"}]
+    assert all(len(g.files) == 2 for g in groups)
