@@ -37,6 +37,7 @@ from framework.replay.runner import (
     replay_group,
     replay_paths,
     scratch_records,
+    settled,
     with_only,
 )
 from framework.stores.base import StoreError
@@ -240,11 +241,18 @@ async def _serve(tasks: Any, results: Any, args: _HostArgs, window: Window) -> N
     )
     async with host:
         results.put(("hello", 0, host_status(host)))
-        while True:
-            task = await anyio.to_thread.run_sync(tasks.get)
-            if task is None:
-                break
-            index, group = task
-            results.put(("group", index, await replay_group(host, clock, group, window)))
+        with settled():
+            await _serve_groups(tasks, results, host, clock, window)
         failures = host_failures(host)
     results.put(("bye", 0, failures))
+
+
+async def _serve_groups(
+    tasks: Any, results: Any, host: Host, clock: ReplayClock, window: Window
+) -> None:
+    while True:
+        task = await anyio.to_thread.run_sync(tasks.get)
+        if task is None:
+            return
+        index, group = task
+        results.put(("group", index, await replay_group(host, clock, group, window)))

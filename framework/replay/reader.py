@@ -207,12 +207,7 @@ class _Peek(msgspec.Struct):
 
 _PEEK = msgspec.json.Decoder(_Peek)
 _REPLAYED_KINDS = frozenset({"user", "assistant", "system"})
-_SKIPPED_MARKS = (
-    b'"type":"progress"',
-    b'"type":"file-history-snapshot"',
-    b'"type":"queue-operation"',
-    b'"type":"summary"',
-)
+_SKIPPED_MARK = re.compile(rb'"type":"(?:progress|file-history-snapshot|queue-operation|summary)"')
 """Record types the rebuild never reads, often a third of a transcript's bytes: a line that
 holds one of these marks is peeked at (its top-level type only) and, if it is one, never decoded
 into objects. The mark may sit in nested content too, so the peek decides, not the mark."""
@@ -227,7 +222,7 @@ def _records(corpus: Corpus, lines: Iterable[bytes]) -> Iterator[dict[str, Any]]
     for line in lines:
         if line.isspace() or not line:
             continue
-        if any(mark in line for mark in _SKIPPED_MARKS):
+        if _SKIPPED_MARK.search(line) is not None:
             try:
                 if _PEEK.decode(line).type not in _REPLAYED_KINDS:
                     continue

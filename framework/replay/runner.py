@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from tempfile import TemporaryDirectory
@@ -337,15 +338,7 @@ async def replay_group(
     transcripts = read_group(group)
     chosen = [s for s in transcripts.sessions if window.keeps(s.first_ms, s.last_ms)]
     chosen.sort(key=lambda s: (s.first_ms, s.session_id))
-    reports: list[SessionReport] = []
-    # The group's sessions, the host and its plugins live through the group's replay: frozen,
-    # the collector does not walk them again and again while events come and go.
-    gc.freeze()
-    try:
-        for session in chosen:
-            reports.append(await replay_session(host, clock, session))
-    finally:
-        gc.unfreeze()
+    reports = [await replay_session(host, clock, session) for session in chosen]
     return GroupReport(
         sessions=tuple(reports),
         files=transcripts.files,
@@ -460,19 +453,32 @@ async def replay_paths(
             sandbox=scratch,
         )
         async with host:
-            collector = ReplayCollector(host_status(host), keep=keep_actions)
-            if on_start is not None:
-                on_start(collector.plugins)
-            for group in chosen:
-                report = await replay_group(host, clock, group, window)
-                collector.add(report)
-                if on_session is not None:
-                    for session in report.sessions:
-                        on_session(session)
-                if progress is not None:
-                    progress(report, total)
+            with settled():
+                collector = ReplayCollector(host_status(host), keep=keep_actions)
+                if on_start is not None:
+                    on_start(collector.plugins)
+                for group in chosen:
+                    report = await replay_group(host, clock, group, window)
+                    collector.add(report)
+                    if on_session is not None:
+                        for session in report.sessions:
+                            on_session(session)
+                    if progress is not None:
+                        progress(report, total)
             failures = host_failures(host)
         return collector.report(failures, scratch_records(scratch), kept)
+
+
+@contextmanager
+def settled() -> Iterator[None]:
+    """The open host, its plugins and every module live as long as the replay: frozen, the
+    collector does not walk them again and again; what each session group makes is collected
+    as usual (freezing the groups too would keep their garbage until the end)."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 def with_only(settings: HostSettings | None, only: Iterable[str] | None) -> HostSettings | None:
