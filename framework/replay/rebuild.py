@@ -22,6 +22,7 @@ from framework.core.contract import (
     TurnStart,
     TurnStep,
 )
+from framework.core.turns import agent_turn_id, compaction_ends_turn, main_turn_id
 
 Verdict = Literal[
     "ok",
@@ -259,7 +260,11 @@ class _Builder:
                 self.user(record, at_ms)
             elif kind == "system" and record.get("subtype") == "compact_boundary":
                 self.flush()
-                self.complete(at_ms)
+                metadata = record.get("compactMetadata")
+                if compaction_ends_turn(
+                    metadata.get("trigger") if isinstance(metadata, dict) else None
+                ):
+                    self.complete(at_ms)
                 self.emit(SessionStart(session_id=self.session_id, source="compact"), at_ms)
         self.flush()
         self.complete(self.clock)
@@ -314,8 +319,11 @@ class _Builder:
 
     def open_turn(self, at_ms: int) -> None:
         self.turns += 1
-        prefix = self.agent_id or self.session_id[:8]
-        self.turn_id = f"{prefix}-t{self.turns}"
+        self.turn_id = (
+            main_turn_id(self.session_id, self.turns)
+            if self.agent_id is None
+            else agent_turn_id(self.session_id, self.agent_id)
+        )
         self.step_index = 0
         self.stop_hook_active = False
         self.last_text = None
