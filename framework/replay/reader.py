@@ -207,10 +207,13 @@ class _Peek(msgspec.Struct):
 
 _PEEK = msgspec.json.Decoder(_Peek)
 _REPLAYED_KINDS = frozenset({"user", "assistant", "system"})
-_SKIPPED_MARK = re.compile(rb'"type":"(?:progress|file-history-snapshot|queue-operation|summary)"')
-"""Record types the rebuild never reads, often a third of a transcript's bytes: a line that
-holds one of these marks is peeked at (its top-level type only) and, if it is one, never decoded
-into objects. The mark may sit in nested content too, so the peek decides, not the mark."""
+_TYPE_KEY = b'"type":"'
+_SKIPPED_KINDS = (b"progress", b"file-history-snapshot", b"queue-operation", b"summary")
+"""Record types the rebuild never reads, often a third of a transcript's bytes. Claude Code
+writes a record's own `type` before its content, so the first `"type":"` of a line names it:
+when that is one of these, the line is peeked at (its top-level type only, exactly) and, if it
+is one, never decoded into objects. A line whose first type is nested is decoded and its type
+read then: slower, never wrong."""
 
 
 def _records(corpus: Corpus, lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
@@ -222,7 +225,8 @@ def _records(corpus: Corpus, lines: Iterable[bytes]) -> Iterator[dict[str, Any]]
     for line in lines:
         if line.isspace() or not line:
             continue
-        if _SKIPPED_MARK.search(line) is not None:
+        at = line.find(_TYPE_KEY)
+        if at >= 0 and line.startswith(_SKIPPED_KINDS, at + len(_TYPE_KEY)):
             try:
                 if _PEEK.decode(line).type not in _REPLAYED_KINDS:
                     continue
@@ -379,26 +383,33 @@ def _is_duplicate(record: dict[str, Any], seen: set[tuple[Any, ...]]) -> bool:
             else:
                 text = block.get("text") or block.get("thinking") or ""
                 keys.append(("block", message_id, block.get("type"), hash(text)))
-    elif isinstance(content, list) and any(is_result_block(b) for b in content):
-        keys.extend(("result", b.get("tool_use_id")) for b in content if is_result_block(b))
     else:
-        keys.append(("user", record.get("timestamp"), hash(text_of(content))))
-    if keys and all(key in seen for key in keys):
-        return True
-    seen.update(keys)
-    return False
+        results = (
+            [("result", b.get("tool_use_id")) for b in content if is_result_block(b)]
+            if isinstance(content, list)
+            else None
+        )
+        keys = results or [("user", record.get("timestamp"), hash(text_of(content)))]
+    for key in keys:
+        if key not in seen:
+            seen.update(keys)
+            return False
+    return bool(keys)
 
 
 def _collect_result(corpus: Corpus, record: dict[str, Any]) -> None:
+    if record.get("type") != "user":
+        return
     message = record.get("message")
     content = message.get("content") if isinstance(message, dict) else None
-    if record.get("type") != "user" or not isinstance(content, list):
+    if not isinstance(content, list):
         return
+    results = corpus.results
     for block in content:
-        if is_result_block(block) and isinstance(block.get("tool_use_id"), str):
-            corpus.results.setdefault(
-                block["tool_use_id"], classify_result(block, record.get("toolUseResult"))
-            )
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            use_id = block.get("tool_use_id")
+            if isinstance(use_id, str) and use_id not in results:
+                results[use_id] = classify_result(block, record.get("toolUseResult"))
 
 
 def _link_inline_sidechains(corpus: Corpus) -> None:
