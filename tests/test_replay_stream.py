@@ -6,14 +6,13 @@ import json
 import os
 import shutil
 import sqlite3
-import subprocess
-import sys
 import types
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from replay_kit import replay, replay_json
 
 from framework import CallNext, Engine, PluginInfo, ToolCall, ToolResult, hookimpl
 from framework.replay.cli import parse_moment
@@ -21,7 +20,6 @@ from framework.replay.parallel import replay_jobs
 from framework.replay.reader import group_transcripts, transcript_files
 from framework.replay.runner import Window, replay_paths
 
-HOOKCHAIN = [sys.executable, "-c", "from framework.cli.app import main; main()"]
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "transcripts"
 CORPUS = REPO.parent / "shared" / "corpus" / "transcripts"
@@ -36,42 +34,6 @@ def corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.fail(f"shared transcript corpus not found at {CORPUS}; it must sit beside the clone")
     return CORPUS
-
-
-def environment(home: Path, **extra: str) -> dict[str, str]:
-    inherited = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("HOOKCHAIN_") and k != "CLAUDE_CONFIG_DIR"
-    }
-    (home / "hookchain.toml").write_text("[hookchain]\n", encoding="utf-8")
-    return {
-        **inherited,
-        "HOME": str(home),
-        "HOOKCHAIN_DATA_DIR": str(home / "data"),
-        "HOOKCHAIN_CONFIG": str(home / "hookchain.toml"),
-        "COLUMNS": "240",
-        **extra,
-    }
-
-
-def replay(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*HOOKCHAIN, "replay", *args],
-        capture_output=True,
-        text=True,
-        env=environment(home, **env),
-        cwd=home,
-        timeout=120,
-        check=False,
-    )
-
-
-def document(home: Path, *args: str, **env: str) -> dict[str, Any]:
-    done = replay(home, "--json", *args, **env)
-    assert done.returncode == 0, done.stderr
-    data: dict[str, Any] = json.loads(done.stdout)
-    return data
 
 
 # -- groups ---------------------------------------------------------------------------------------
@@ -96,9 +58,9 @@ def test_subagent_files_join_their_session_group_by_name_and_first_record(tmp_pa
 # -- jobs -----------------------------------------------------------------------------------------
 
 
-def test_parallel_and_serial_replays_give_the_same_document(tmp_path: Path) -> None:
-    serial = document(tmp_path, "--jobs", "1", str(corpus()))
-    parallel = document(tmp_path, "--jobs", "2", str(corpus()))
+def test_parallel_and_serial_replays_give_the_same_replay_json(tmp_path: Path) -> None:
+    serial = replay_json(tmp_path, "--jobs", "1", str(corpus()))
+    parallel = replay_json(tmp_path, "--jobs", "2", str(corpus()))
     assert serial["summary"]["sessions"] >= 10 and serial["actions"]
     assert parallel == serial
 
@@ -129,8 +91,8 @@ def test_parallel_runs_in_worker_processes_each_its_own_host(tmp_path: Path) -> 
 def test_workers_share_a_named_store_as_concurrent_hosts(tmp_path: Path) -> None:
     database = tmp_path / "shared.db"
     serial = tmp_path / "serial.db"
-    document(tmp_path, "--jobs", "2", "--store", f"sqlite:///{database}", str(EXAMPLES))
-    document(tmp_path, "--jobs", "1", "--store", f"sqlite:///{serial}", str(EXAMPLES))
+    replay_json(tmp_path, "--jobs", "2", "--store", f"sqlite:///{database}", str(EXAMPLES))
+    replay_json(tmp_path, "--jobs", "1", "--store", f"sqlite:///{serial}", str(EXAMPLES))
 
     def keys(path: Path) -> list[str]:
         # The plugin and the first part of each key: a log key's tail is unique per writer.
@@ -143,7 +105,7 @@ def test_workers_share_a_named_store_as_concurrent_hosts(tmp_path: Path) -> None
 
 
 def test_json_lines_stream_the_document_one_session_a_line(tmp_path: Path) -> None:
-    whole = document(tmp_path, str(EXAMPLES))
+    whole = replay_json(tmp_path, str(EXAMPLES))
     done = replay(tmp_path, "--json-lines", "--jobs", "2", str(EXAMPLES))
     assert done.returncode == 0, done.stderr
     lines = [json.loads(line) for line in done.stdout.splitlines()]
@@ -162,7 +124,7 @@ def test_json_lines_stream_the_document_one_session_a_line(tmp_path: Path) -> No
 
 def test_into_keeps_every_plugins_files_and_says_where(tmp_path: Path) -> None:
     into = tmp_path / "kept"
-    data = document(tmp_path, "--into", str(into), str(EXAMPLES))
+    data = replay_json(tmp_path, "--into", str(into), str(EXAMPLES))
     assert data["summary"]["into"] == str(into)
     episodes = sorted((into / "observer").glob("episodes-*.jsonl"))
     assert episodes
@@ -172,7 +134,7 @@ def test_into_keeps_every_plugins_files_and_says_where(tmp_path: Path) -> None:
     text = replay(tmp_path, "--into", str(tmp_path / "again"), str(EXAMPLES))
     assert f"plugin files kept in {tmp_path / 'again'}" in text.stdout
     assert f"into {tmp_path / 'again'}/observer" in text.stdout
-    default = document(tmp_path, str(EXAMPLES))
+    default = replay_json(tmp_path, str(EXAMPLES))
     assert default["summary"]["into"] is None
     (tmp_path / "a-file").write_text("x")
     refused = replay(tmp_path, "--into", str(tmp_path / "a-file"), str(EXAMPLES))
@@ -186,12 +148,12 @@ def test_no_path_reads_claude_codes_projects_folder(tmp_path: Path) -> None:
     projects = tmp_path / ".claude" / "projects" / "-home-dev-p"
     projects.mkdir(parents=True)
     shutil.copy(EXAMPLES / "2026-03-03_refusal.jsonl", projects)
-    data = document(tmp_path)
+    data = replay_json(tmp_path)
     assert [Path(s["path"]).name for s in data["sessions"]] == ["2026-03-03_refusal.jsonl"]
     config = tmp_path / "config"
     (config / "projects" / "p").mkdir(parents=True)
     shutil.copy(EXAMPLES / "2026-03-02_risky-writes.jsonl", config / "projects" / "p")
-    data = document(tmp_path, CLAUDE_CONFIG_DIR=str(config))
+    data = replay_json(tmp_path, CLAUDE_CONFIG_DIR=str(config))
     assert [Path(s["path"]).name for s in data["sessions"]] == ["2026-03-02_risky-writes.jsonl"]
     missing = replay(tmp_path, CLAUDE_CONFIG_DIR=str(tmp_path / "nowhere"))
     assert missing.returncode == 1 and missing.stdout == ""
@@ -225,12 +187,14 @@ def test_durations_count_back_from_now_and_a_bare_until_date_means_its_end() -> 
 
 
 def test_until_and_since_choose_sessions_by_their_span(tmp_path: Path) -> None:
-    until = document(tmp_path, "--until", "2026-03-02", str(EXAMPLES))
+    until = replay_json(tmp_path, "--until", "2026-03-02", str(EXAMPLES))
     names = {Path(s["path"]).name for s in until["sessions"]}
     assert names == {"2026-03-02_risky-writes.jsonl", "2026-03-02_test-fix-loop.jsonl"}
-    both = document(tmp_path, "--since", "2026-03-02T12:00", "--until", "2026-03-02", str(EXAMPLES))
+    both = replay_json(
+        tmp_path, "--since", "2026-03-02T12:00", "--until", "2026-03-02", str(EXAMPLES)
+    )
     assert {Path(s["path"]).name for s in both["sessions"]} == {"2026-03-02_risky-writes.jsonl"}
-    recent = document(tmp_path, "--since", "30d", str(EXAMPLES))
+    recent = replay_json(tmp_path, "--since", "30d", str(EXAMPLES))
     assert recent["sessions"] == []  # recorded in March 2026, long before "now" minus 30 days
     bad = replay(tmp_path, "--until", "soon", str(EXAMPLES))
     assert bad.returncode == 2 and "soon" in bad.stderr

@@ -117,18 +117,19 @@ def replay_jobs(
 
         def started(plugins_loaded: tuple[PluginStatus, ...]) -> None:
             nonlocal collector
-            collector = ReplayCollector(plugins_loaded, keep=keep_actions)
+            collector = ReplayCollector(
+                plugins_loaded,
+                keep=keep_actions,
+                on_session=on_session,
+                progress=progress,
+                total=total,
+            )
             if on_start is not None:
                 on_start(plugins_loaded)
 
         def handed_on(report: GroupReport) -> None:
             assert collector is not None
             collector.add(report)
-            if on_session is not None:
-                for session in report.sessions:
-                    on_session(session)
-            if progress is not None:
-                progress(report, total)
 
         failures = _run_workers(groups, min(jobs, len(groups)), args, window, started, handed_on)
         assert collector is not None

@@ -384,7 +384,7 @@ def _is_duplicate(record: dict[str, Any], seen: set[tuple[Any, ...]]) -> bool:
                 text = block.get("text") or block.get("thinking") or ""
                 keys.append(("block", message_id, block.get("type"), hash(text)))
     else:
-        results = (
+        results: list[tuple[Any, ...]] | None = (
             [("result", b.get("tool_use_id")) for b in content if is_result_block(b)]
             if isinstance(content, list)
             else None

@@ -358,11 +358,23 @@ def host_failures(host: Host) -> dict[str, int]:
 
 
 class ReplayCollector:
-    """Adds group reports up into the whole replay's report, in the order they are added."""
+    """Adds group reports up into the whole replay's report, in the order they are added, and
+    hands each session on to `on_session` and each group to `progress` as it comes."""
 
-    def __init__(self, plugins: tuple[PluginStatus, ...], *, keep: bool = True) -> None:
+    def __init__(
+        self,
+        plugins: tuple[PluginStatus, ...],
+        *,
+        keep: bool = True,
+        on_session: Callable[[SessionReport], None] | None = None,
+        progress: GroupProgress | None = None,
+        total: int = 0,
+    ) -> None:
         self.plugins = plugins
         self.keep = keep
+        self.on_session = on_session
+        self.progress = progress
+        self.total = total
         self.sessions: list[SessionSummary] = []
         self.actions: list[ReplayAction] = []
         self.files = self.size = self.skipped = self.duplicates = self.events = 0
@@ -381,6 +393,10 @@ class ReplayCollector:
             if self.keep:
                 self.actions.extend(session.actions)
             _count(session.actions, self.counts)
+            if self.on_session is not None:
+                self.on_session(session)
+        if self.progress is not None:
+            self.progress(group, self.total)
         return self
 
     def report(
@@ -454,17 +470,17 @@ async def replay_paths(
         )
         async with host:
             with settled():
-                collector = ReplayCollector(host_status(host), keep=keep_actions)
+                collector = ReplayCollector(
+                    host_status(host),
+                    keep=keep_actions,
+                    on_session=on_session,
+                    progress=progress,
+                    total=total,
+                )
                 if on_start is not None:
                     on_start(collector.plugins)
                 for group in chosen:
-                    report = await replay_group(host, clock, group, window)
-                    collector.add(report)
-                    if on_session is not None:
-                        for session in report.sessions:
-                            on_session(session)
-                    if progress is not None:
-                        progress(report, total)
+                    collector.add(await replay_group(host, clock, group, window))
             failures = host_failures(host)
         return collector.report(failures, scratch_records(scratch), kept)
 
