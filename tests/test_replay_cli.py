@@ -279,6 +279,8 @@ def test_progress_bar_only_on_a_terminal_and_never_in_the_output(tmp_path: Path)
     assert piped.stdout.startswith("plugins:")
     report, terminal = run_with_tty_stderr(tmp_path, str(long))
     assert b"replaying" in terminal
+    assert re.search(rb"1 files, \d+ events", terminal), terminal[-400:]
+    assert re.search(rb"\d+(\.\d+)?/\d+(\.\d+)? [kM]B", terminal), terminal[-400:]
     assert report == piped.stdout
     as_json, quiet = run_with_tty_stderr(tmp_path, "--json", str(long))
     assert quiet == b""

@@ -172,7 +172,7 @@ def replay_command(
             window=window,
             into=into,
             keep_actions=not json_lines,
-            on_start=output.start,
+            on_start=lambda plugins: _started(output, bar, plugins),
             on_session=lambda s: output.session(s, bar),
             progress=None if bar is None else bar.advance,
         )
@@ -186,6 +186,12 @@ def replay_command(
     output.finish(report)
     if not report.sessions:
         typer.echo(f"hookchain replay: {_why_empty(report, window, inputs)}", err=True)
+
+
+def _started(output: _Output, bar: _Bar | None, plugins: tuple[PluginStatus, ...]) -> None:
+    if bar is not None:
+        bar.start()
+    output.start(plugins)
 
 
 def _fail(message: str, code: int = 2) -> None:
@@ -227,7 +233,7 @@ def _prepare_into(into: Path) -> Path:
 
 class _Bar:
     """Files, bytes, events and the time left, on stderr (the terminal that was checked), so a
-    report piped to a file stays clean; started once the host is open, after any fork."""
+    report piped to a file stays clean."""
 
     def __init__(self) -> None:
         from rich.console import Console
@@ -252,6 +258,9 @@ class _Bar:
             redirect_stdout=sys.stdout.isatty(),
         )
         self.task = self.progress.add_task("replaying", total=None, files=0, events=0)
+
+    def start(self) -> None:
+        # Called once the host is open, after any worker was forked: a fork copies no thread.
         self.progress.start()
 
     def advance(self, group: GroupReport, total: int) -> None:

@@ -8,6 +8,7 @@ on in that order, whichever worker finishes first, so the report is the serial r
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import queue
@@ -21,6 +22,7 @@ import anyio
 import anyio.to_thread
 
 from framework.core.host import Host
+from framework.core.loading import entry_point_candidates
 from framework.core.settings import HostSettings
 from framework.replay.reader import TranscriptGroup, TranscriptPathError
 from framework.replay.runner import (
@@ -143,6 +145,21 @@ def _context() -> Any:
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
 
+def _preload(args: _HostArgs) -> None:
+    """Import the installed plugins here, before the fork: each worker then starts with them
+    imported instead of importing them again (most of a host's start). A plugin that fails to
+    import is left to the workers' hosts, which report it as they always do."""
+    if not args.entry_points:
+        return
+    only = set(args.settings.plugins) if args.settings is not None else set()
+    disabled = set(args.settings.disable_plugins) if args.settings is not None else set()
+    for candidate in entry_point_candidates():
+        if (only and candidate.name not in only) or candidate.name in disabled:
+            continue
+        with contextlib.suppress(Exception):
+            candidate.load()
+
+
 def _run_workers(
     groups: Sequence[TranscriptGroup],
     jobs: int,
@@ -151,6 +168,7 @@ def _run_workers(
     started: Callable[[tuple[PluginStatus, ...]], None],
     handed_on: Callable[[GroupReport], None],
 ) -> dict[str, int]:
+    _preload(args)
     context = _context()
     tasks: Any = context.Queue()
     results: Any = context.Queue()
