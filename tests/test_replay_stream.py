@@ -168,6 +168,14 @@ def test_an_empty_selection_says_why(tmp_path: Path) -> None:
     later = replay(tmp_path, "--json", "--since", "2026-03-04", str(EXAMPLES))
     assert later.returncode == 0 and json.loads(later.stdout)["sessions"] == []
     assert "0 sessions since 2026-03-04 00:00 UTC in 3 transcript files" in later.stderr
+    assert "3 sessions read fall outside it, and 0 files were not read" in later.stderr
+    old = tmp_path / "old"
+    old.mkdir()
+    shutil.copy(EXAMPLES / "2026-03-03_refusal.jsonl", old)
+    os.utime(old / "2026-03-03_refusal.jsonl", (1_000_000, 1_000_000))
+    unread = replay(tmp_path, "--since", "2026-03-01", str(old))
+    assert unread.returncode == 0 and "no transcripts" not in unread.stderr
+    assert "0 sessions read fall outside it, and 1 files were not read" in unread.stderr
 
 
 def test_durations_count_back_from_now_and_a_bare_until_date_means_its_end() -> None:

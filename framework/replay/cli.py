@@ -10,7 +10,7 @@ from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any, TextIO
+from typing import Annotated, Any, NoReturn, TextIO
 
 import typer
 
@@ -18,7 +18,7 @@ from framework.core.loading import entry_point_candidates
 from framework.core.logging import configure_logging
 from framework.core.settings import SettingsError, load_settings
 from framework.replay.parallel import ReplayError, default_jobs, replay_jobs
-from framework.replay.reader import TranscriptPathError
+from framework.replay.reader import TranscriptPathError, transcript_files
 from framework.replay.runner import (
     GroupReport,
     PluginStatus,
@@ -152,6 +152,12 @@ def replay_command(
             "folders, or set CLAUDE_CONFIG_DIR to Claude Code's config folder)",
             code=1,
         )
+    try:
+        found = len(transcript_files(inputs))
+    except TranscriptPathError as error:
+        _fail(str(error))
+    if not found:
+        _fail(f"no transcripts (*.jsonl) under {_names(inputs)}", code=1)
     if into is not None:
         into = _prepare_into(into)
     output: _Output
@@ -181,11 +187,9 @@ def replay_command(
     finally:
         if bar is not None:
             bar.close()
-    if report.files == 0:
-        _fail(f"no transcripts (*.jsonl) under {_names(inputs)}", code=1)
     output.finish(report)
     if not report.sessions:
-        typer.echo(f"hookchain replay: {_why_empty(report, window, inputs)}", err=True)
+        typer.echo(f"hookchain replay: {_why_empty(report, window, inputs, found)}", err=True)
 
 
 def _started(output: _Output, bar: _Bar | None, plugins: tuple[PluginStatus, ...]) -> None:
@@ -194,7 +198,7 @@ def _started(output: _Output, bar: _Bar | None, plugins: tuple[PluginStatus, ...
     output.start(plugins)
 
 
-def _fail(message: str, code: int = 2) -> None:
+def _fail(message: str, code: int = 2) -> NoReturn:
     typer.echo(f"hookchain replay: {message}", err=True)
     raise typer.Exit(code)
 
@@ -207,8 +211,8 @@ def _stamp(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _why_empty(report: ReplayReport, window: Window, paths: Sequence[Path]) -> str:
-    where = f"in {report.files} transcript files under {_names(paths)}"
+def _why_empty(report: ReplayReport, window: Window, paths: Sequence[Path], found: int) -> str:
+    where = f"in {found} transcript files under {_names(paths)}"
     if window.since_ms is None and window.until_ms is None:
         return f"0 sessions with anything to replay {where}"
     bounds = []
@@ -216,7 +220,12 @@ def _why_empty(report: ReplayReport, window: Window, paths: Sequence[Path]) -> s
         bounds.append(f"since {_stamp(window.since_ms)}")
     if window.until_ms is not None:
         bounds.append(f"until {_stamp(window.until_ms)}")
-    return f"0 sessions {' and '.join(bounds)} {where} ({report.sessions_read} outside that)"
+    unread = found - report.files
+    return (
+        f"0 sessions {' and '.join(bounds)} {where}: {report.sessions_read} sessions read fall "
+        f"outside it, and {unread} files were not read (last written before --since, or "
+        "begun after --until)"
+    )
 
 
 def _prepare_into(into: Path) -> Path:
