@@ -16,7 +16,7 @@ from replay_kit import replay, replay_json
 
 from framework import CallNext, Engine, PluginInfo, ToolCall, ToolResult, hookimpl
 from framework.replay.cli import parse_moment
-from framework.replay.parallel import replay_jobs
+from framework.replay.parallel import ReplayError, replay_jobs
 from framework.replay.reader import group_transcripts, transcript_files
 from framework.replay.runner import Window, replay_paths
 
@@ -66,7 +66,6 @@ def test_parallel_and_serial_replays_give_the_same_replay_json(tmp_path: Path) -
 
 
 def test_parallel_runs_in_worker_processes_each_its_own_host(tmp_path: Path) -> None:
-    pids: list[int] = []
     module = types.ModuleType("pid_probe")
     module.plugin = PluginInfo(name="pid-probe", contract=">=1,<2")  # type: ignore[attr-defined]
 
@@ -251,3 +250,23 @@ def test_copies_of_a_history_in_two_folders_are_separate_groups(tmp_path: Path) 
     groups = group_transcripts(transcript_files([tmp_path]))
     assert sorted({p.parent.name for p in g.files} for g in groups) == [{"one"}, {"two"}]
     assert all(len(g.files) == 2 for g in groups)
+
+
+def test_a_worker_that_dies_fails_the_replay_naming_it() -> None:
+    parent = os.getpid()
+    module = types.ModuleType("dying_probe")
+    module.plugin = PluginInfo(name="dying-probe", contract=">=1,<2")  # type: ignore[attr-defined]
+
+    async def on_tool(engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
+        if os.getpid() != parent:
+            os._exit(3)  # a worker killed mid-session, as by the OOM killer
+        result: ToolResult = await call_next(event)
+        return result
+
+    @hookimpl
+    def register(on: Any, options: Any) -> None:
+        on("tool.call", on_tool)
+
+    module.register = register  # type: ignore[attr-defined]
+    with pytest.raises(ReplayError, match=r"replay worker replay-\d died \(exit 3\)"):
+        replay_jobs([EXAMPLES], jobs=2, plugins=[module], entry_points=False)

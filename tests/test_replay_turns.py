@@ -120,7 +120,7 @@ def payloads(main: Path, agent: Path, agent_type: str) -> Iterator[dict[str, Any
             if block.get("type") == "tool_use":
                 uses[block["id"]] = block
     base = {"session_id": session, "cwd": main_records[0].get("cwd", "")}
-    done: set[tuple[str, str]] = set()
+    done: set[tuple[str, Any]] = set()
     stopped_once = False
 
     def tool_events(rows: list[dict[str, Any]], agent_id: str | None) -> Iterator[dict[str, Any]]:

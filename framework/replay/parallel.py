@@ -12,6 +12,7 @@ import contextlib
 import multiprocessing
 import os
 import queue
+import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,6 +241,8 @@ def _merge(
 
 
 def _worker(number: int, tasks: Any, results: Any, args: _HostArgs, window: Window) -> None:
+    # Ctrl-C is the parent's to handle: it stops the workers, so none prints its own traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         anyio.run(_serve, tasks, results, args, window)
     except (StoreError, TranscriptPathError, ReplayError) as error:
