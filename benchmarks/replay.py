@@ -24,6 +24,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
@@ -32,7 +33,16 @@ import anyio
 from framework.core.host import Host
 from framework.core.logging import configure_logging
 from framework.replay.parallel import replay_jobs
-from framework.replay.reader import Transcripts, read_transcripts
+from framework.replay.reader import (
+    Transcripts,
+    _read_file,
+    _records,
+    group_transcripts,
+    read_group,
+    read_transcripts,
+    transcript_files,
+)
+from framework.replay.rebuild import Corpus
 from framework.replay.runner import ReplayClock, replay_sessions
 
 ROUNDS = 5
@@ -118,6 +128,54 @@ def end_to_end_sample(folder: Path, jobs: int) -> int:
     print(f"sessions = {len(report.sessions)}")
     print(f"elapsed_s = {elapsed:.4f}")
     print(f"peak_rss_mb = {peak_rss_mb():.1f}")
+    return 0
+
+
+def phases(folder: Path) -> int:
+    """Where the CPU time of reading goes, phase by phase, against the dispatch of the same
+    sessions (`--phases [FOLDER]`, the shared transcripts by default; best of 3 each): grouping
+    the files, decoding the records it keeps, filtering them into streams, rebuilding the events,
+    dispatching them. The phases read FOLDER as one input, so give it one project folder, not
+    copies of one (their subagents would meet)."""
+    configure_logging("error")
+    files = transcript_files([folder])
+
+    def best(work: Callable[[], object]) -> float:
+        times = []
+        for _ in range(3):
+            started = time.process_time()
+            work()
+            times.append(time.process_time() - started)
+        return min(times)
+
+    def decode() -> None:
+        corpus = Corpus()
+        for path in files:
+            with path.open("rb") as handle:
+                for _ in _records(corpus, handle):
+                    pass
+
+    def streams() -> None:
+        corpus = Corpus()
+        for path in files:
+            with path.open("rb") as handle:
+                _read_file(corpus, str(path), _records(corpus, handle))
+
+    group_s = best(lambda: group_transcripts(files))
+    decode_s = best(decode)
+    streams_s = best(streams)
+    read_s = best(lambda: [read_group(g) for g in group_transcripts(files)])
+    transcripts = read_transcripts([folder])
+    events, _, _, dispatch_s = anyio.run(lambda: rounds(transcripts, entry_points=True, count=3))
+    dispatch_s /= 3
+    print(f"folder = {folder}, events = {events // 3}")
+    print(f"group_ms = {group_s * 1000:.1f}")
+    print(f"decode_ms = {decode_s * 1000:.1f} (lines, type peek, orjson)")
+    print(f"filter_streams_ms = {(streams_s - decode_s) * 1000:.1f}")
+    print(f"rebuild_ms = {(read_s - streams_s - group_s) * 1000:.1f}")
+    print(f"read_ms = {read_s * 1000:.1f}")
+    print(f"dispatch_ms = {dispatch_s * 1000:.1f}")
+    print(f"ratio read/dispatch = {read_s / dispatch_s:.3f}")
     return 0
 
 
@@ -211,6 +269,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--phases"]:
+        sys.exit(phases(Path(sys.argv[2]) if sys.argv[2:] else CORPUS))
     if sys.argv[1:2] == ["--sample"]:
         kind, *args = sys.argv[2:]
         if kind == "dispatch":
