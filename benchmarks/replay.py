@@ -1,20 +1,30 @@
-"""Replay speed: the largest shared transcript, 5 rounds, through every installed plugin.
+"""Replay speed and memory: dispatch alone, and what a user waits for end to end.
 
-One sample replays the transcript 5 times, each time through a fresh host, in a process of its
-own (so every sample pays for a cold interpreter, as a `hookchain replay` run does), and times
-the replays alone: not the loading of the host, not the reading of the transcript. A shared
-machine can slow a sample down but never speed it up, so `SAMPLES` samples are taken and the
-fastest is the result, as `timeit` reports its best; every sample and their median are printed.
-The same replay without plugins, measured in each sample, is the baseline of the ratio.
+Dispatch only (`events_per_s`): the largest shared transcript, read once, replayed 5 rounds, each
+through a fresh host; the replays alone are timed, not the loading of the host nor the reading.
+
+End to end (`events_per_s_end_to_end`): `hookchain replay`'s own path, `replay_jobs`, over a
+folder: grouping, reading, rebuilding, dispatch, loading the host and its plugins. The folder is
+the shared transcripts copied 1 and 10 times into a temporary folder (each copy a project folder
+of its own, as a user's history has many), so the 10x run shows whether memory follows the input
+(everything read first) or the largest session (streamed). Its baseline, `dispatch_only`, is the
+dispatch of the same sessions, read beforehand, measured in the same run.
+
+Every sample runs in a process of its own, so each pays for a cold interpreter as a
+`hookchain replay` run does and its peak RSS is its own. A shared machine can slow a sample down
+but never speed it up, so several samples are taken and the fastest is the result, as `timeit`
+reports its best; every sample is printed.
 """
 
 from __future__ import annotations
 
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
@@ -22,20 +32,35 @@ import anyio
 
 from framework.core.host import Host
 from framework.core.logging import configure_logging
-from framework.replay.reader import Transcripts, read_transcripts
+from framework.replay.parallel import replay_jobs
+from framework.replay.reader import (
+    Transcripts,
+    _read_file,
+    _records,
+    group_transcripts,
+    read_group,
+    read_transcripts,
+    transcript_files,
+)
+from framework.replay.rebuild import Corpus
 from framework.replay.runner import ReplayClock, replay_sessions
 
 ROUNDS = 5
 SAMPLES = 5
+END_TO_END_SAMPLES = 3
+COPIES = 10
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "transcripts"
 
 
-async def rounds(transcripts: Transcripts, *, entry_points: bool) -> tuple[int, float, list[str]]:
-    """Replay ROUNDS times, each on a fresh host; the replay alone is timed, not the loading."""
+async def rounds(
+    transcripts: Transcripts, *, entry_points: bool, count: int = ROUNDS
+) -> tuple[int, float, list[str], float]:
+    """Replay `count` times, each on a fresh host; the replay alone is timed, not the loading:
+    the events, the wall and the CPU seconds of the replays, and the plugins."""
     events = 0
-    replay_s = 0.0
+    replay_s = cpu_s = 0.0
     plugins: list[str] = []
-    for _ in range(ROUNDS):
+    for _ in range(count):
         clock = ReplayClock()
         with TemporaryDirectory() as scratch:
             host = Host(
@@ -46,40 +71,143 @@ async def rounds(transcripts: Transcripts, *, entry_points: bool) -> tuple[int, 
             )
             async with host:
                 plugins = [p.name for p in host.loaded()]
+                cpu = time.process_time()
                 started = time.perf_counter()
                 report = await replay_sessions(host, clock, transcripts)
                 replay_s += time.perf_counter() - started
+                cpu_s += time.process_time() - cpu
         events += report.events
-    return events, replay_s, plugins
+    return events, replay_s, plugins, cpu_s
 
 
-async def sample(largest: Path) -> int:
-    """One sample, printed as `name = value` lines for the parent to read."""
+def peak_rss_mb() -> float:
+    """This process's peak RSS, or its workers' when they ran the replay (Linux: KiB)."""
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(own, children) / 1024
+
+
+async def dispatch_sample(path: Path) -> int:
+    """The existing dispatch-only sample, printed as `name = value` lines for the parent."""
     configure_logging("error")
     started = time.perf_counter()
-    transcripts = read_transcripts([largest])
+    transcripts = read_transcripts([path])
     read_s = time.perf_counter() - started
-    bare_events, bare_s, _ = await rounds(transcripts, entry_points=False)
-    events, replay_s, plugins = await rounds(transcripts, entry_points=True)
+    bare_events, bare_s, _, _ = await rounds(transcripts, entry_points=False)
+    events, replay_s, plugins, _ = await rounds(transcripts, entry_points=True)
     print(f"plugins = {', '.join(plugins) or 'none'}")
     print(f"read_ms = {read_s * 1000:.1f}")
     print(f"events = {events}")
-    print(f"peak_rss_mb = {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f}")
+    print(f"peak_rss_mb = {peak_rss_mb():.1f}")
     print(f"events_per_s_without_plugins = {bare_events / bare_s if bare_s else 0.0:.1f}")
     print(f"events_per_s = {events / replay_s if replay_s else 0.0:.1f}")
     return 0
 
 
-def run_sample(largest: Path) -> dict[str, str]:
+async def folder_dispatch_sample(folder: Path) -> int:
+    """Dispatch only, of the sessions of a whole folder read beforehand: the end-to-end baseline."""
+    configure_logging("error")
+    transcripts = read_transcripts([folder])
+    events, replay_s, _, cpu_s = await rounds(transcripts, entry_points=True, count=2)
+    print(f"events_per_s = {events / replay_s if replay_s else 0.0:.1f}")
+    print(f"events_per_cpu_s = {events / cpu_s if cpu_s else 0.0:.1f}")
+    return 0
+
+
+def end_to_end_sample(folder: Path, jobs: int) -> int:
+    """`hookchain replay FOLDER --jobs N`, the whole of it but printing, timed."""
+    configure_logging("error")
+    cpu = time.process_time()
+    started = time.perf_counter()
+    report = replay_jobs([folder], jobs=jobs)
+    elapsed = time.perf_counter() - started
+    workers = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_s = time.process_time() - cpu + workers.ru_utime + workers.ru_stime
+    print(f"events = {report.events}")
+    print(f"cpu_s = {cpu_s:.4f}")
+    print(f"sessions = {len(report.sessions)}")
+    print(f"elapsed_s = {elapsed:.4f}")
+    print(f"peak_rss_mb = {peak_rss_mb():.1f}")
+    return 0
+
+
+def phases(folder: Path) -> int:
+    """Where the CPU time of reading goes, phase by phase, against the dispatch of the same
+    sessions (`--phases [FOLDER]`, the shared transcripts by default; best of 3 each): grouping
+    the files, decoding the records it keeps, filtering them into streams, rebuilding the events,
+    dispatching them. The phases read FOLDER as one input, so give it one project folder, not
+    copies of one (their subagents would meet)."""
+    configure_logging("error")
+    files = transcript_files([folder])
+
+    def best(work: Callable[[], object]) -> float:
+        times = []
+        for _ in range(3):
+            started = time.process_time()
+            work()
+            times.append(time.process_time() - started)
+        return min(times)
+
+    def decode() -> None:
+        corpus = Corpus()
+        for path in files:
+            with path.open("rb") as handle:
+                for _ in _records(corpus, handle):
+                    pass
+
+    def streams() -> None:
+        corpus = Corpus()
+        for path in files:
+            with path.open("rb") as handle:
+                _read_file(corpus, str(path), _records(corpus, handle))
+
+    group_s = best(lambda: group_transcripts(files))
+    decode_s = best(decode)
+    streams_s = best(streams)
+    read_s = best(lambda: [read_group(g) for g in group_transcripts(files)])
+    transcripts = read_transcripts([folder])
+    events, _, _, dispatch_s = anyio.run(lambda: rounds(transcripts, entry_points=True, count=3))
+    dispatch_s /= 3
+    print(f"folder = {folder}, events = {events // 3}")
+    print(f"group_ms = {group_s * 1000:.1f}")
+    print(f"decode_ms = {decode_s * 1000:.1f} (lines, type peek, orjson)")
+    print(f"filter_streams_ms = {(streams_s - decode_s) * 1000:.1f}")
+    print(f"rebuild_ms = {(read_s - streams_s - group_s) * 1000:.1f}")
+    print(f"read_ms = {read_s * 1000:.1f}")
+    print(f"dispatch_ms = {dispatch_s * 1000:.1f}")
+    print(f"ratio read/dispatch = {read_s / dispatch_s:.3f}")
+    return 0
+
+
+def run_sample(*args: str) -> dict[str, str]:
     done = subprocess.run(
-        [sys.executable, __file__, "--sample", str(largest)],
+        [sys.executable, __file__, "--sample", *args],
         capture_output=True,
         text=True,
         check=False,
+        timeout=900,
     )
     if done.returncode != 0:
         raise SystemExit(f"a sample failed (exit {done.returncode}):\n{done.stderr}")
     return dict(line.split(" = ", 1) for line in done.stdout.splitlines() if " = " in line)
+
+
+def copies(into: Path, count: int) -> Path:
+    """`count` copies of the shared transcripts under `into`, one project folder each."""
+    folder = into / f"x{count}"
+    for n in range(count):
+        shutil.copytree(CORPUS, folder / f"project-{n:02d}", ignore=shutil.ignore_patterns("*.md"))
+    return folder
+
+
+def end_to_end(folder: Path, jobs: int) -> tuple[float, dict[str, str], list[float], float]:
+    """The best events per second of END_TO_END_SAMPLES runs, the best run's lines, all the
+    rates, and the best events per CPU second (workers' CPU included)."""
+    runs = [run_sample("end-to-end", str(folder), str(jobs)) for _ in range(END_TO_END_SAMPLES)]
+    rates = [int(r["events"]) / float(r["elapsed_s"]) for r in runs]
+    best = max(range(len(runs)), key=lambda i: rates[i])
+    per_cpu = max(int(r["events"]) / float(r["cpu_s"]) for r in runs)
+    return rates[best], runs[best], rates, per_cpu
 
 
 def main() -> int:
@@ -87,7 +215,7 @@ def main() -> int:
         print(f"shared transcript corpus not found at {CORPUS}", file=sys.stderr)
         return 2
     largest = max(CORPUS.glob("*.jsonl"), key=lambda p: p.stat().st_size)
-    samples = [run_sample(largest) for _ in range(SAMPLES)]
+    samples = [run_sample("dispatch", str(largest)) for _ in range(SAMPLES)]
     rates = [float(s["events_per_s"]) for s in samples]
     bare_rates = [float(s["events_per_s_without_plugins"]) for s in samples]
     best = max(rates)
@@ -102,10 +230,52 @@ def main() -> int:
     # The same replay without plugins, measured alongside: the plugins' share of the time.
     print(f"ratio events_per_s/events_per_s_without_plugins = {best / max(bare_rates):.3f}")
     print(f"events_per_s = {int(best)}")
+
+    with TemporaryDirectory(prefix="hookchain-bench-") as scratch:
+        one, ten = copies(Path(scratch), 1), copies(Path(scratch), COPIES)
+        size = sum(p.stat().st_size for p in one.rglob("*.jsonl"))
+        print(f"\nfolder = the shared transcripts, {size / 1e6:.1f} MB; x{COPIES}: {COPIES} copies")
+        folder_runs = [run_sample("folder-dispatch", str(one)) for _ in range(END_TO_END_SAMPLES)]
+        folder_rates = [float(r["events_per_s"]) for r in folder_runs]
+        dispatch_only = max(folder_rates)
+        dispatch_cpu = max(float(r["events_per_cpu_s"]) for r in folder_runs)
+        rate_1, run_1, all_1, cpu_1 = end_to_end(one, 1)
+        rate_10, run_10, all_10, cpu_10 = end_to_end(ten, 1)
+        rate_10_2, _, all_10_2, cpu_10_2 = end_to_end(ten, 2)
+        shown = ", ".join
+        print(f"dispatch_only samples = {shown(str(int(r)) for r in folder_rates)}")
+        print(f"end_to_end x1 --jobs 1 samples = {shown(str(int(r)) for r in all_1)}")
+        print(f"end_to_end x{COPIES} --jobs 1 samples = {shown(str(int(r)) for r in all_10)}")
+        print(f"end_to_end x{COPIES} --jobs 2 samples = {shown(str(int(r)) for r in all_10_2)}")
+        print(f"events x1 = {run_1['events']}, x{COPIES} = {run_10['events']}")
+        print(f"events_per_s_dispatch_only = {int(dispatch_only)} (the folder's sessions)")
+        print(f"events_per_s_end_to_end_x1 = {int(rate_1)} (host start included)")
+        print(f"events_per_s_end_to_end = {int(rate_10)} (x{COPIES}, --jobs 1)")
+        print(f"ratio end_to_end_x1/dispatch_only = {rate_1 / dispatch_only:.3f}")
+        print(f"ratio end_to_end/dispatch_only = {rate_10 / dispatch_only:.3f}")
+        rss_1, rss_10 = float(run_1["peak_rss_mb"]), float(run_10["peak_rss_mb"])
+        print(f"peak_rss_mb_1x = {rss_1:.1f}")
+        print(f"peak_rss_mb_{COPIES}x = {rss_10:.1f}")
+        print(f"ratio peak_rss_{COPIES}x/1x = {rss_10 / rss_1:.3f}")
+        print(f"events_per_s_end_to_end_jobs_2 = {int(rate_10_2)} (x{COPIES})")
+        print(f"speedup jobs_2/jobs_1 = {rate_10_2 / rate_10:.3f}")
+        # The same in CPU time, which a machine shared with other work does not distort: the
+        # reading's cost against the plugins' own, and what the workers cost beyond one job.
+        print(f"events_per_cpu_s dispatch_only = {int(dispatch_cpu)}, end_to_end = {int(cpu_10)}")
+        print(f"ratio end_to_end/dispatch_only (cpu) = {cpu_10 / dispatch_cpu:.3f}")
+        print(f"ratio cpu_s jobs_2/jobs_1 = {cpu_10 / cpu_10_2:.3f} (1.0: workers cost no more)")
+        print(f"end_to_end x1 events_per_cpu_s = {int(cpu_1)}")
     return 0
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--phases"]:
+        sys.exit(phases(Path(sys.argv[2]) if sys.argv[2:] else CORPUS))
     if sys.argv[1:2] == ["--sample"]:
-        sys.exit(anyio.run(sample, Path(sys.argv[2])))
+        kind, *args = sys.argv[2:]
+        if kind == "dispatch":
+            sys.exit(anyio.run(dispatch_sample, Path(args[0])))
+        if kind == "folder-dispatch":
+            sys.exit(anyio.run(folder_dispatch_sample, Path(args[0])))
+        sys.exit(end_to_end_sample(Path(args[0]), int(args[1])))
     sys.exit(main())

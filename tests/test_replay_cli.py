@@ -9,52 +9,20 @@ import re
 import select
 import sqlite3
 import subprocess
-import sys
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from replay_kit import HOOKCHAIN, environment, replay, replay_json
 
-HOOKCHAIN = [sys.executable, "-c", "from framework.cli.app import main; main()"]
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "transcripts"
 CORPUS = REPO.parent / "shared" / "corpus" / "transcripts"
 REPORT_KINDS = {"note", "deny", "drop", "context", "continue", "toast", "transcript"}
 ACTION_KEYS = {"session_id", "by", "event", "kind", "tool_use_id", "index", "text"}
 FIRST_PARTY = {"loop-breaker", "write-guard", "refusal-watch", "observer"}
-
-
-def environment(home: Path, **extra: str) -> dict[str, str]:
-    inherited = {k: v for k, v in os.environ.items() if not k.startswith("HOOKCHAIN_")}
-    (home / "hookchain.toml").write_text("[hookchain]\n", encoding="utf-8")
-    return {
-        **inherited,
-        "HOOKCHAIN_DATA_DIR": str(home / "data"),
-        "HOOKCHAIN_CONFIG": str(home / "hookchain.toml"),
-        "COLUMNS": "240",
-        **extra,
-    }
-
-
-def replay(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*HOOKCHAIN, "replay", *args],
-        capture_output=True,
-        text=True,
-        env=environment(home, **env),
-        cwd=home,
-        timeout=60,
-        check=False,
-    )
-
-
-def replay_json(home: Path, *args: str, **env: str) -> dict[str, Any]:
-    done = replay(home, "--json", *args, **env)
-    assert done.returncode == 0, done.stderr
-    data: dict[str, Any] = json.loads(done.stdout)
-    return data
 
 
 @pytest.fixture(scope="module")
@@ -311,6 +279,8 @@ def test_progress_bar_only_on_a_terminal_and_never_in_the_output(tmp_path: Path)
     assert piped.stdout.startswith("plugins:")
     report, terminal = run_with_tty_stderr(tmp_path, str(long))
     assert b"replaying" in terminal
+    assert re.search(rb"1 files, \d+ events", terminal), terminal[-400:]
+    assert re.search(rb"\d+(\.\d+)?/\d+(\.\d+)? [kM]B", terminal), terminal[-400:]
     assert report == piped.stdout
     as_json, quiet = run_with_tty_stderr(tmp_path, "--json", str(long))
     assert quiet == b""

@@ -32,6 +32,7 @@ from framework.core.contract import (
 )
 from framework.core.dispatch import current_dispatch
 from framework.core.host import Host
+from framework.core.turns import agent_turn_id, main_turn_id
 
 _log = structlog.get_logger("hookchain.claude")
 
@@ -40,7 +41,9 @@ DEFAULT_SUSPEND_TIMEOUT_S = 3600.0
 STREAM_READ_TIMEOUT_S = 5.0
 FINISHED_MEMORY = 4096
 """How many calls answered in full at PreToolUse are remembered, so their result is not replayed."""
-TURN_EVENTS = frozenset({"UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure"})
+TURN_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+"""Model activity that begins a turn when none is open; a prompt begins one once it is not
+dropped (`framework.core.turns`)."""
 
 
 @dataclass(slots=True)
@@ -179,7 +182,7 @@ class ClaudeBridge:
         if name in ("PostToolUse", "PostToolUseFailure"):
             return await self._post_tool_use(payload)
         if name == "UserPromptSubmit":
-            return await self._prompt(payload)
+            return await self._prompt(payload, session)
         if name == "SessionStart":
             return await self._session_start(payload)
         if name in cmap.STOP_EVENTS:
@@ -207,9 +210,19 @@ class ClaudeBridge:
             TurnStart(session_id=session_id, turn_id=self._turn_id(session_id))
         )
 
+    async def _end_interrupted_turn(self, session_id: str, state: _SessionState) -> None:
+        """A prompt while a turn is open: the person interrupted it, and Claude Code fires no
+        Stop for that (see `framework.core.turns`)."""
+        state.in_turn = False
+        await self.host.dispatch(
+            TurnComplete(
+                session_id=session_id, turn_id=self._turn_id(session_id), reason="cancelled"
+            )
+        )
+
     def _turn_id(self, session_id: str) -> str:
         state = self._sessions.get(session_id)
-        return f"{session_id}:{state.turns if state else 0}"
+        return main_turn_id(session_id, state.turns if state else 0)
 
     # -- tool calls --
 
@@ -347,11 +360,14 @@ class ClaudeBridge:
         result = outcome.result if isinstance(outcome.result, ContextResult) else None
         return result, list(outcome.actions)
 
-    async def _prompt(self, payload: Mapping[str, Any]) -> cmap.HookAnswer:
+    async def _prompt(self, payload: Mapping[str, Any], session: _SessionState) -> cmap.HookAnswer:
         submitted = await self.host.dispatch(cmap.prompt_submit(payload))
         result = submitted.result if isinstance(submitted.result, PromptResult) else None
         if result is not None and result.drop is not None:
             return cmap.prompt_answer(result, None, submitted.actions)
+        if session.in_turn:
+            await self._end_interrupted_turn(payload["session_id"], session)
+        await self._maybe_start_turn(payload["session_id"], session)
         context, actions = await self._context(payload["session_id"])
         return cmap.prompt_answer(result, context, [*submitted.actions, *actions])
 
@@ -366,7 +382,7 @@ class ClaudeBridge:
         is_main = name == "Stop"
         tail = await anyio.to_thread.run_sync(_transcript_tail, payload)
         agent = None if is_main else payload.get("agent_id")
-        turn_id = self._turn_id(session_id) if is_main else f"{session_id}:agent:{agent or '?'}"
+        turn_id = self._turn_id(session_id) if is_main else agent_turn_id(session_id, agent or "?")
         turn = cmap.turn_complete(payload, turn_id, tail)
         actions = await self._step(turn)
         outcome = await self.host.dispatch(turn)

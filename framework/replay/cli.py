@@ -3,59 +3,135 @@
 from __future__ import annotations
 
 import json
+import os
+import re
 import sys
 from collections import Counter
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn, TextIO
 
-import anyio
 import typer
 
 from framework.core.hookspecs import hookimpl
 from framework.core.loading import entry_point_candidates
 from framework.core.logging import configure_logging
-from framework.core.settings import HostSettings, SettingsError, load_settings
-from framework.replay.reader import TranscriptPathError
-from framework.replay.runner import Progress, ReplayAction, ReplayReport, one_line, replay_paths
+from framework.core.settings import SettingsError, load_settings
+from framework.replay.parallel import ReplayError, default_jobs, replay_jobs
+from framework.replay.reader import TranscriptPathError, transcript_files
+from framework.replay.runner import (
+    GroupReport,
+    PluginStatus,
+    ReplayReport,
+    SessionReport,
+    Window,
+    one_line,
+)
 from framework.stores.base import StoreError
 
-FIRST_PARTY_PLUGINS = ("loop-breaker", "write-guard", "refusal-watch", "observer")
-"""The plugins shipped with hookchain; the report names those that are not installed."""
-
-_PROGRESS_FROM_EVENTS = 5_000
 _TEXT_WIDTH = 160
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
+_DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 
-def parse_since(text: str) -> int:
-    """A date (or date and time, UTC unless given) as milliseconds since the epoch."""
+def parse_moment(text: str, *, end_of_day: bool = False, now: datetime | None = None) -> int:
+    """A date, a date and time (UTC unless given) or a duration back from now (`7d`, `12h`,
+    `30m`, `2w`) as milliseconds since the epoch; a bare date under `end_of_day` means its end."""
+    found = _DURATION.match(text)
+    if found:
+        back = timedelta(seconds=float(found.group(1)) * _UNIT_S[found.group(2)])
+        return int(((now or datetime.now(UTC)) - back).timestamp() * 1000)
     try:
         moment = datetime.fromisoformat(text)
     except ValueError:
-        raise typer.BadParameter(f"not an ISO date: {text!r} (try 2026-01-31)") from None
+        raise typer.BadParameter(
+            f"not a date or a duration: {text!r} (try 2026-01-31, 2026-01-31T18:00 or 7d)"
+        ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
+    if end_of_day and _DATE_ONLY.match(text.strip()):
+        return int((moment + timedelta(days=1)).timestamp() * 1000) - 1
     return int(moment.timestamp() * 1000)
+
+
+def parse_since(text: str) -> int:
+    """`--since`: a date, date and time, or duration back from now, as epoch milliseconds."""
+    return parse_moment(text)
+
+
+def default_transcripts() -> Path:
+    """Where Claude Code keeps its transcripts: `$CLAUDE_CONFIG_DIR/projects`, else
+    `~/.claude/projects`."""
+    config = os.environ.get("CLAUDE_CONFIG_DIR")
+    base = Path(config).expanduser() if config else Path.home() / ".claude"
+    return base / "projects"
 
 
 def replay_command(
     paths: Annotated[
-        list[Path], typer.Argument(help="Transcript files or folders (searched recursively).")
-    ],
+        list[Path] | None,
+        typer.Argument(
+            help="Transcript files or folders (searched recursively); by default "
+            "$CLAUDE_CONFIG_DIR/projects, else ~/.claude/projects.",
+            show_default=False,
+        ),
+    ] = None,
     plugins: Annotated[
         list[str] | None,
         typer.Option("--plugins", help="Only these plugins (comma-separated or repeated)."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    json_lines: Annotated[
+        bool,
+        typer.Option(
+            "--json-lines",
+            help="Print one JSON line per session as it is replayed, then a summary line "
+            "(for large inputs: nothing is held back).",
+        ),
+    ] = False,
     since: Annotated[
-        str | None, typer.Option("--since", help="Only sessions active on or after this date.")
+        str | None,
+        typer.Option(
+            "--since", help="Only sessions active on or after this date or duration ago (7d)."
+        ),
+    ] = None,
+    until: Annotated[
+        str | None,
+        typer.Option(
+            "--until",
+            help="Only sessions started by this date (its end, for a bare date) or duration ago.",
+        ),
     ] = None,
     store: Annotated[
         str, typer.Option("--store", help="Store URL; a throwaway memory store by default.")
     ] = "memory://",
+    jobs: Annotated[
+        int | None,
+        typer.Option(
+            "--jobs",
+            "-j",
+            min=1,
+            help="Worker processes, each its own host (default: the number of cores).",
+            show_default=False,
+        ),
+    ] = None,
+    into: Annotated[
+        Path | None,
+        typer.Option(
+            "--into",
+            help="Keep every plugin's files in this folder (DIR/<plugin>, e.g. the observer's "
+            "log for `hookchain observer dashboard --data-dir DIR/observer`) instead of a "
+            "throwaway folder.",
+        ),
+    ] = None,
 ) -> None:
     """Replay recorded Claude Code sessions through the installed plugins: what would they do?"""
-    since_ms = parse_since(since) if since else None
+    window = Window(
+        since_ms=parse_moment(since) if since else None,
+        until_ms=parse_moment(until, end_of_day=True) if until else None,
+    )
     only = [name.strip() for entry in plugins or () for name in entry.split(",") if name.strip()]
     try:
         settings = load_settings()
@@ -66,119 +142,265 @@ def replay_command(
     installed = {candidate.name for candidate in entry_point_candidates()}
     unknown = [name for name in only if name not in installed]
     if unknown:
-        typer.echo(
-            f"hookchain replay: no installed plugin named {', '.join(map(repr, unknown))}; "
-            f"installed: {', '.join(sorted(installed)) or 'none'}",
-            err=True,
+        _fail(
+            f"no installed plugin named {', '.join(map(repr, unknown))}; "
+            f"installed: {', '.join(sorted(installed)) or 'none'}"
         )
-        raise typer.Exit(2)
-    show_progress = not as_json and sys.stderr.isatty()
+    inputs = list(paths or [default_transcripts()])
+    if not paths and not inputs[0].is_dir():
+        _fail(
+            f"no transcripts under {inputs[0]}: no such folder (name transcript files or "
+            "folders, or set CLAUDE_CONFIG_DIR to Claude Code's config folder)",
+            code=1,
+        )
     try:
-        report = _run(paths, only, store, settings, since_ms, show_progress)
-    except (TranscriptPathError, StoreError) as error:
-        typer.echo(f"hookchain replay: {error}", err=True)
-        raise typer.Exit(2) from None
-    if as_json:
-        typer.echo(json.dumps(report.to_json(), indent=2))
+        found = len(transcript_files(inputs))
+    except TranscriptPathError as error:
+        _fail(str(error))
+    if not found:
+        _fail(f"no transcripts (*.jsonl) under {_names(inputs)}", code=1)
+    if into is not None:
+        into = _prepare_into(into)
+    output: _Output
+    if json_lines:
+        output = _JsonLines(sys.stdout)
+    elif as_json:
+        output = _Output()
     else:
-        print_report(report)
+        output = _Text()
+    bar = _Bar() if not (as_json or json_lines) and sys.stderr.isatty() else None
+    try:
+        report = replay_jobs(
+            inputs,
+            jobs=jobs or default_jobs(),
+            only=only,
+            store=store,
+            settings=settings,
+            window=window,
+            into=into,
+            keep_actions=not json_lines,
+            on_start=lambda plugins: _started(output, bar, plugins),
+            on_session=lambda s: output.session(s, bar),
+            progress=None if bar is None else bar.advance,
+        )
+    except (TranscriptPathError, StoreError, ReplayError) as error:
+        _fail(str(error))
+    finally:
+        if bar is not None:
+            bar.close()
+    output.finish(report)
+    if not report.sessions:
+        typer.echo(f"hookchain replay: {_why_empty(report, window, inputs, found)}", err=True)
 
 
-def _run(
-    paths: list[Path],
-    only: list[str],
-    store: str,
-    settings: HostSettings,
-    since_ms: int | None,
-    show_progress: bool,
-) -> ReplayReport:
-    def replay(progress: Progress | None) -> ReplayReport:
-        return anyio.run(
-            lambda: replay_paths(
-                paths,
-                only=only,
-                store=store,
-                settings=settings,
-                since_ms=since_ms,
-                progress=progress,
-            )
+def _started(output: _Output, bar: _Bar | None, plugins: tuple[PluginStatus, ...]) -> None:
+    if bar is not None:
+        bar.start()
+    output.start(plugins)
+
+
+def _fail(message: str, code: int = 2) -> NoReturn:
+    typer.echo(f"hookchain replay: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def _names(paths: Sequence[Path]) -> str:
+    return ", ".join(str(p) for p in paths)
+
+
+def _stamp(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _why_empty(report: ReplayReport, window: Window, paths: Sequence[Path], found: int) -> str:
+    where = f"in {found} transcript files under {_names(paths)}"
+    if window.since_ms is None and window.until_ms is None:
+        return f"0 sessions with anything to replay {where}"
+    bounds = []
+    if window.since_ms is not None:
+        bounds.append(f"since {_stamp(window.since_ms)}")
+    if window.until_ms is not None:
+        bounds.append(f"until {_stamp(window.until_ms)}")
+    unread = found - report.files
+    return (
+        f"0 sessions {' and '.join(bounds)} {where}: {report.sessions_read} sessions read fall "
+        f"outside it, and {unread} files were not read (last written before --since, or "
+        "begun after --until)"
+    )
+
+
+def _prepare_into(into: Path) -> Path:
+    """The `--into` folder, made private to the user when it is new; refused when not a folder."""
+    into = into.expanduser().resolve()
+    if into.exists() and not into.is_dir():
+        _fail(f"--into {into}: not a folder")
+    try:
+        into.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as error:
+        _fail(f"--into {into}: {error.strerror}")
+    return into
+
+
+class _Bar:
+    """Files, bytes, events and the time left, on stderr (the terminal that was checked), so a
+    report piped to a file stays clean."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
         )
 
-    if not show_progress:
-        return replay(None)
-    from rich.console import Console
-    from rich.progress import Progress as ProgressBar
+        self.files = self.events = 0
+        self.progress = Progress(
+            TextColumn("replaying"),
+            BarColumn(),
+            DownloadColumn(),
+            TextColumn("{task.fields[files]} files, {task.fields[events]} events"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            transient=True,
+            # Both on one terminal: the report's lines go above the bar, not through it.
+            redirect_stdout=sys.stdout.isatty(),
+        )
+        self.task = self.progress.add_task("replaying", total=None, files=0, events=0)
 
-    # On stderr, the terminal that was checked, so a report piped to a file stays clean.
-    with ProgressBar(console=Console(stderr=True), transient=True) as bar:
-        task = bar.add_task("replaying", total=None)
+    def start(self) -> None:
+        # Called once the host is open, after any worker was forked: a fork copies no thread.
+        self.progress.start()
 
-        def advance(done: int, total: int) -> None:
-            if total >= _PROGRESS_FROM_EVENTS:
-                bar.update(task, completed=done, total=total)
+    def advance(self, group: GroupReport, total: int) -> None:
+        self.files += group.files
+        self.events += group.events
+        self.progress.update(
+            self.task, advance=group.size, total=total, files=self.files, events=self.events
+        )
 
-        return replay(advance)
+    def close(self) -> None:
+        self.progress.stop()
+
+
+class _Output:
+    """The default `--json` document: everything, printed at the end."""
+
+    def start(self, plugins: tuple[PluginStatus, ...]) -> None:
+        pass
+
+    def session(self, session: SessionReport, bar: _Bar | None) -> None:
+        pass
+
+    def finish(self, report: ReplayReport) -> None:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+
+
+class _JsonLines(_Output):
+    """`--json-lines`: a line per session as soon as it is replayed, then the summary."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def session(self, session: SessionReport, bar: _Bar | None) -> None:
+        self.stream.write(json.dumps({"type": "session", **session.to_json()}) + "\n")
+
+    def finish(self, report: ReplayReport) -> None:
+        self.stream.write(json.dumps({"type": "summary", **report.summary()}) + "\n")
+        self.stream.flush()
+
+
+class _Text(_Output):
+    """The readable report: the plugins, per session what each did as it is replayed, totals."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+
+        self.console = Console()
+
+    def start(self, plugins: tuple[PluginStatus, ...]) -> None:
+        print_plugins(self.console, plugins)
+
+    def session(self, session: SessionReport, bar: _Bar | None) -> None:
+        print_session(self.console, session)
+
+    def finish(self, report: ReplayReport) -> None:
+        print_totals(self.console, report)
 
 
 def print_report(report: ReplayReport) -> None:
-    """The readable report: per session what each plugin did, then the totals."""
+    """The readable report of a finished replay (what `hookchain replay` prints as it goes)."""
     from rich.console import Console
-    from rich.table import Table
 
     console = Console()
-    loaded = [p.name for p in report.plugins if p.status == "loaded"]
-    known = {p.name for p in report.plugins}
-    missing = [name for name in FIRST_PARTY_PLUGINS if name not in known]
+    print_plugins(console, report.plugins)
+    by_session: dict[str, list[Any]] = {}
+    for action in report.actions:
+        by_session.setdefault(action.session_id, []).append(action)
+    for summary in report.sessions:
+        actions = tuple(by_session.get(summary.session_id, ()))
+        print_session(console, SessionReport(summary, actions))
+    print_totals(console, report)
+
+
+def print_plugins(console: Any, plugins: tuple[PluginStatus, ...]) -> None:
+    loaded = [p.name for p in plugins if p.status == "loaded"]
     console.print(f"[bold]plugins[/bold]: {', '.join(loaded) or 'none'}")
-    disabled = [p.name for p in report.plugins if p.status == "disabled"]
-    for plugin in report.plugins:
+    disabled = [p.name for p in plugins if p.status == "disabled"]
+    for plugin in plugins:
         if plugin.status not in ("loaded", "disabled"):
             console.print(f"[red]not loaded[/red]: {plugin.name}: {plugin.error}")
     if disabled:
         console.print(f"[yellow]disabled[/yellow]: {', '.join(disabled)}")
-    if missing:
-        console.print(f"[yellow]not installed[/yellow]: {', '.join(missing)}")
-    by_session: dict[str, list[ReplayAction]] = {}
+
+
+def print_session(console: Any, report: SessionReport) -> None:
+    from rich.table import Table
+
+    session = report.summary
+    started = datetime.fromtimestamp(session.first_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
+    console.print(
+        f"\n[bold]session {session.session_id}[/bold]  {started}  {Path(session.path).name}  "
+        f"{session.prompts} prompts, {session.turns} turns, {session.tool_calls} tool calls"
+    )
+    if not report.actions:
+        console.print("  no plugin acted")
+        return
+    table = Table(show_header=True, box=None, pad_edge=False)
+    for column in ("#", "plugin", "kind", "event", "tool", "text"):
+        table.add_column(column, overflow="fold")
     for action in report.actions:
-        by_session.setdefault(action.session_id, []).append(action)
-    for session in report.sessions:
-        started = datetime.fromtimestamp(session.first_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
-        console.print(
-            f"\n[bold]session {session.session_id}[/bold]  {started}  {Path(session.path).name}  "
-            f"{session.prompts} prompts, {session.turns} turns, {session.tool_calls} tool calls"
+        tool = f"{action.tool} {action.label}".strip() if action.tool else ""
+        table.add_row(
+            str(action.index),
+            action.by,
+            action.kind,
+            action.event,
+            tool,
+            one_line(action.text, _TEXT_WIDTH),
         )
-        actions = by_session.get(session.session_id, [])
-        if not actions:
-            console.print("  no plugin acted")
-            continue
-        table = Table(show_header=True, box=None, pad_edge=False)
-        for column in ("#", "plugin", "kind", "event", "tool", "text"):
-            table.add_column(column, overflow="fold")
-        for action in actions:
-            tool = f"{action.tool} {action.label}".strip() if action.tool else ""
-            table.add_row(
-                str(action.index),
-                action.by,
-                action.kind,
-                action.event,
-                tool,
-                one_line(action.text, _TEXT_WIDTH),
-            )
-        console.print(table)
+    console.print(table)
+
+
+def print_totals(console: Any, report: ReplayReport) -> None:
     summary = report.summary()
     console.print(
         f"\n[bold]total[/bold]: {summary['sessions']} sessions, {summary['events']} events, "
         f"{summary['tool_calls']} tool calls ({summary['tool_calls_main']} in the main loop), "
         f"{summary['skipped_lines']} unreadable lines skipped"
     )
+    where = "to a throwaway folder" if report.into is None else f"into {report.into}/"
     for plugin, counts in summary["plugins"].items():
         shown = ", ".join(f"{n} {kind}" for kind, n in Counter(counts).most_common()) or "nothing"
         logged = summary["logged_records"].get(plugin)
         if logged:
-            shown += f"; {logged} records logged (to a throwaway folder)"
+            shown += f"; {logged} records logged ({where}{plugin if report.into else ''})"
         console.print(f"  {plugin}: {shown}")
     for site, count in summary["handler_failures"].items():
         console.print(f"  [red]handler failures[/red] {site}: {count}")
+    if report.into is not None:
+        console.print(f"plugin files kept in {report.into}")
 
 
 @hookimpl

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
+import orjson
 
 from framework.replay.rebuild import (
     RECORDED_BY_PREFIX,
@@ -27,6 +32,7 @@ from framework.replay.rebuild import (
     is_result_block,
     normalised_text,
     prompt_key,
+    stamp_ms,
     text_of,
 )
 
@@ -38,10 +44,13 @@ __all__ = [
     "RecordedResult",
     "Session",
     "Step",
+    "TranscriptGroup",
     "TranscriptPathError",
     "Transcripts",
     "Verdict",
     "classify_result",
+    "group_transcripts",
+    "read_group",
     "read_transcripts",
     "transcript_files",
 ]
@@ -83,11 +92,89 @@ def transcript_files(paths: Iterable[Path]) -> list[Path]:
 
 def read_transcripts(paths: Iterable[Path]) -> Transcripts:
     """Read every transcript under `paths` and rebuild its sessions, subagents joined in place."""
+    return _read_files(transcript_files(paths))
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptGroup:
+    """The files of one conversation (main file, subagent files, resumed parts), read together.
+
+    Found from file names and first records only, so a whole history can be grouped without
+    reading it; `first_ms` is the earliest first-record time and `modified_ms` the newest
+    modification time of its files (a bound on its last record), 0 when unknown.
+    """
+
+    files: tuple[Path, ...]
+    size: int
+    first_ms: int
+    modified_ms: int
+
+
+def group_transcripts(files: Sequence[Path]) -> list[TranscriptGroup]:
+    """The files grouped by conversation, oldest first.
+
+    Files of one project folder share a group when they name the same session: the `sessionId`
+    of their first record (subagent files carry their parent's), a file stem that is a session
+    id, or the session folder holding a `subagents/` folder. Everything a session's rebuild
+    joins (subagent streams, results by tool-use id) is thus in its group, so reading group by
+    group rebuilds the same sessions as reading a project folder at once.
+    """
+    parent = list(range(len(files)))
+
+    def root(index: int) -> int:
+        while parent[index] != index:
+            parent[index] = parent[parent[index]]
+            index = parent[index]
+        return index
+
+    owner: dict[str, int] = {}
+    heads: list[_Head] = []
+    for index, path in enumerate(files):
+        head = _head(path)
+        heads.append(head)
+        for key in head.keys:
+            other = owner.setdefault(key, index)
+            if other != index:
+                parent[root(index)] = root(other)
+    members: dict[int, list[int]] = {}
+    for index in range(len(files)):
+        members.setdefault(root(index), []).append(index)
+    groups = [
+        TranscriptGroup(
+            files=tuple(files[i] for i in indexes),
+            size=sum(heads[i].size for i in indexes),
+            first_ms=min((heads[i].first_ms for i in indexes if heads[i].first_ms), default=0),
+            modified_ms=max(heads[i].modified_ms for i in indexes),
+        )
+        for indexes in members.values()
+    ]
+    groups.sort(key=lambda g: (g.first_ms, str(g.files[0])))
+    return groups
+
+
+def read_group(group: TranscriptGroup) -> Transcripts:
+    """Read and rebuild the sessions of one group."""
+    return _read_files(group.files)
+
+
+def _read_files(files: Iterable[Path]) -> Transcripts:
+    # Reading makes hundreds of thousands of dicts and no cycles: the collector would walk them
+    # again and again for nothing (a tenth of the reading time).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _read_all(files)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _read_all(files: Iterable[Path]) -> Transcripts:
     corpus = Corpus()
-    for path in transcript_files(paths):
+    for path in files:
         try:
-            with path.open("r", encoding="utf-8", errors="replace") as handle:
-                _read_file(corpus, str(path), handle)
+            with path.open("rb") as handle:
+                _read_file(corpus, str(path), _records(corpus, handle))
         except OSError as error:
             raise TranscriptPathError(f"cannot read {path}: {error.strerror}") from None
         corpus.files += 1
@@ -107,10 +194,105 @@ def read_transcripts(paths: Iterable[Path]) -> Transcripts:
     )
 
 
+# -- phase 0: lines into records ------------------------------------------------------------------
+
+
+class _Peek(msgspec.Struct):
+    """The fields read before a record is decoded in full; msgspec skips the rest unbuilt."""
+
+    type: Any = None
+    sessionId: Any = None
+    timestamp: Any = None
+
+
+_PEEK = msgspec.json.Decoder(_Peek)
+_REPLAYED_KINDS = frozenset({"user", "assistant", "system"})
+_TYPE_KEY = b'"type":"'
+_SKIPPED_KINDS = (b"progress", b"file-history-snapshot", b"queue-operation", b"summary")
+"""Record types the rebuild never reads, often a third of a transcript's bytes. Claude Code
+writes a record's own `type` before its content, so the first `"type":"` of a line names it:
+when that is one of these, the line is peeked at (its top-level type only, exactly) and, if it
+is one, never decoded into objects. A line whose first type is nested is decoded and its type
+read then: slower, never wrong."""
+
+
+def _records(corpus: Corpus, lines: Iterable[bytes]) -> Iterator[dict[str, Any]]:
+    """The replayed records of a file, decoded; unreadable lines counted as skipped.
+
+    orjson decodes what the standard module does except what it refuses (invalid UTF-8, lone
+    surrogates, NaN, integers past 64 bits): those lines go through `json` as before.
+    """
+    for line in lines:
+        if line.isspace() or not line:
+            continue
+        at = line.find(_TYPE_KEY)
+        if at >= 0 and line.startswith(_SKIPPED_KINDS, at + len(_TYPE_KEY)):
+            try:
+                if _PEEK.decode(line).type not in _REPLAYED_KINDS:
+                    continue
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                pass  # not a JSON object, or not UTF-8: the full decode below decides
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            try:
+                record = json.loads(line.decode("utf-8", errors="replace"))
+            except ValueError:
+                corpus.skipped += 1
+                continue
+        if not isinstance(record, dict):
+            corpus.skipped += 1
+            continue
+        yield record
+
+
+@dataclass(frozen=True, slots=True)
+class _Head:
+    keys: tuple[str, ...]
+    size: int
+    first_ms: int
+    modified_ms: int
+
+
+_HEAD_LINES = 64
+_SESSION_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def _head(path: Path) -> _Head:
+    """What grouping needs of a file: the session ids it names and its first time."""
+    # Session ids are scoped to the project folder holding the session: copies of a history
+    # side by side are separate conversations, not one (Claude Code keeps a session's subagents
+    # beside it or in `<session>/subagents/`, both within its project folder).
+    nested = path.parent.name == "subagents"
+    scope = str(path.parent.parent.parent if nested else path.parent) + "\0"
+    keys: list[str] = []
+    if _SESSION_ID.match(path.stem):
+        keys.append(scope + path.stem)
+    if nested:
+        keys.append(scope + path.parent.parent.name)
+    first_ms = 0
+    try:
+        info = path.stat()
+        with path.open("rb") as handle:
+            for _, line in zip(range(_HEAD_LINES), handle, strict=False):
+                try:
+                    peek = _PEEK.decode(line)
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    continue
+                if not first_ms and isinstance(peek.timestamp, str):
+                    first_ms = stamp_ms(peek.timestamp)
+                if isinstance(peek.sessionId, str) and peek.sessionId:
+                    keys.append(scope + peek.sessionId)
+                    break
+    except OSError as error:
+        raise TranscriptPathError(f"cannot read {path}: {error.strerror}") from None
+    return _Head(tuple(keys), info.st_size, first_ms, int(info.st_mtime * 1000))
+
+
 # -- phase 1: records into streams ----------------------------------------------------------------
 
 
-def _read_file(corpus: Corpus, path: str, lines: Iterable[str]) -> None:
+def _read_file(corpus: Corpus, path: str, records: Iterable[dict[str, Any]]) -> None:
     by_session: dict[str, Stream] = {}
     session_of_uuid: dict[str, str] = {}
     alias: dict[str, str] = {}
@@ -118,17 +300,7 @@ def _read_file(corpus: Corpus, path: str, lines: Iterable[str]) -> None:
     inline_streams: dict[str, Stream] = {}
     seen: set[tuple[Any, ...]] = set()
     position = 0
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            corpus.skipped += 1
-            continue
-        if not isinstance(record, dict):
-            corpus.skipped += 1
-            continue
+    for record in records:
         kind = record.get("type")
         if kind not in ("user", "assistant", "system"):
             continue
@@ -211,26 +383,33 @@ def _is_duplicate(record: dict[str, Any], seen: set[tuple[Any, ...]]) -> bool:
             else:
                 text = block.get("text") or block.get("thinking") or ""
                 keys.append(("block", message_id, block.get("type"), hash(text)))
-    elif isinstance(content, list) and any(is_result_block(b) for b in content):
-        keys.extend(("result", b.get("tool_use_id")) for b in content if is_result_block(b))
     else:
-        keys.append(("user", record.get("timestamp"), hash(text_of(content))))
-    if keys and all(key in seen for key in keys):
-        return True
-    seen.update(keys)
-    return False
+        results: list[tuple[Any, ...]] | None = (
+            [("result", b.get("tool_use_id")) for b in content if is_result_block(b)]
+            if isinstance(content, list)
+            else None
+        )
+        keys = results or [("user", record.get("timestamp"), hash(text_of(content)))]
+    for key in keys:
+        if key not in seen:
+            seen.update(keys)
+            return False
+    return bool(keys)
 
 
 def _collect_result(corpus: Corpus, record: dict[str, Any]) -> None:
+    if record.get("type") != "user":
+        return
     message = record.get("message")
     content = message.get("content") if isinstance(message, dict) else None
-    if record.get("type") != "user" or not isinstance(content, list):
+    if not isinstance(content, list):
         return
+    results = corpus.results
     for block in content:
-        if is_result_block(block) and isinstance(block.get("tool_use_id"), str):
-            corpus.results.setdefault(
-                block["tool_use_id"], classify_result(block, record.get("toolUseResult"))
-            )
+        if isinstance(block, dict) and block.get("type") == "tool_result":
+            use_id = block.get("tool_use_id")
+            if isinstance(use_id, str) and use_id not in results:
+                results[use_id] = classify_result(block, record.get("toolUseResult"))
 
 
 def _link_inline_sidechains(corpus: Corpus) -> None:

@@ -22,6 +22,7 @@ from framework.core.contract import (
     TurnStart,
     TurnStep,
 )
+from framework.core.turns import agent_turn_id, compaction_ends_turn, main_turn_id
 
 Verdict = Literal[
     "ok",
@@ -195,7 +196,7 @@ def build_session(corpus: Corpus, stream: Stream) -> Session:
         harness_version=first.get("version"),
         model=next((m for r in stream.records if (m := _model(r))), None),
     )
-    builder.emit(start, _ms(first.get("timestamp")))
+    builder.emit(start, stamp_ms(first.get("timestamp")))
     builder.run(stream.records)
     builder.emit(SessionEnd(session_id=session_id, reason="other"), builder.clock)
     return builder.session(stream.path, tuple(m for m in merged if m != session_id))
@@ -212,7 +213,7 @@ def build_orphan_agent(corpus: Corpus, stream: Stream) -> Session:
         harness_version=first.get("version"),
         model=next((m for r in stream.records if (m := _model(r))), None),
     )
-    builder.emit(start, _ms(first.get("timestamp")))
+    builder.emit(start, stamp_ms(first.get("timestamp")))
     builder.run(stream.records)
     builder.emit(SessionEnd(session_id=session_id, reason="other"), builder.clock)
     return builder.session(stream.path, ())
@@ -251,7 +252,7 @@ class _Builder:
 
     def run(self, records: list[dict[str, Any]]) -> None:
         for record in records:
-            at_ms = _ms(record.get("timestamp")) or self.clock
+            at_ms = stamp_ms(record.get("timestamp")) or self.clock
             kind = record.get("type")
             if kind == "assistant":
                 self.assistant(record, at_ms)
@@ -259,7 +260,11 @@ class _Builder:
                 self.user(record, at_ms)
             elif kind == "system" and record.get("subtype") == "compact_boundary":
                 self.flush()
-                self.complete(at_ms)
+                metadata = record.get("compactMetadata")
+                if compaction_ends_turn(
+                    metadata.get("trigger") if isinstance(metadata, dict) else None
+                ):
+                    self.complete(at_ms)
                 self.emit(SessionStart(session_id=self.session_id, source="compact"), at_ms)
         self.flush()
         self.complete(self.clock)
@@ -314,8 +319,11 @@ class _Builder:
 
     def open_turn(self, at_ms: int) -> None:
         self.turns += 1
-        prefix = self.agent_id or self.session_id[:8]
-        self.turn_id = f"{prefix}-t{self.turns}"
+        self.turn_id = (
+            main_turn_id(self.session_id, self.turns)
+            if self.agent_id is None
+            else agent_turn_id(self.session_id, self.agent_id)
+        )
         self.step_index = 0
         self.stop_hook_active = False
         self.last_text = None
@@ -380,7 +388,7 @@ class _Builder:
         self.step_index += 1
         self.emit(step, self.pending_at, chunks=tuple(chunks))
         for block in uses:
-            self.tool_call(block, _ms(records[-1].get("timestamp")) or self.clock)
+            self.tool_call(block, stamp_ms(records[-1].get("timestamp")) or self.clock)
 
     def tool_call(self, block: dict[str, Any], at_ms: int) -> None:
         tool_use_id = str(block.get("id"))
@@ -493,7 +501,8 @@ def turn_reason(stop_reason: str | None) -> str:
     return stop_reason
 
 
-def _ms(stamp: object) -> int:
+def stamp_ms(stamp: object) -> int:
+    """A record's ISO timestamp as milliseconds since the epoch; 0 when missing or unreadable."""
     if not isinstance(stamp, str):
         return 0
     try:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
@@ -24,14 +25,18 @@ from framework.core.contract import (
     neutral_result,
 )
 from framework.core.dispatch import Action, current_dispatch
+from framework.core.engine import AgentInfo
 from framework.core.host import Host
 from framework.core.settings import HostSettings
 from framework.replay.reader import (
     RECORDED_BY_PREFIX,
     Session,
     Step,
+    TranscriptGroup,
     Transcripts,
-    read_transcripts,
+    group_transcripts,
+    read_group,
+    transcript_files,
 )
 
 REPORT_KINDS: Mapping[str, str] = {
@@ -50,6 +55,8 @@ _LABEL_FIELDS = ("command", "file_path", "notebook_path", "path", "pattern", "ur
 _LABEL_WIDTH = 60
 
 Progress = Callable[[int, int], None]
+GroupProgress = Callable[["GroupReport", int], None]
+"""Called with each group replayed and the total bytes of the input."""
 
 
 def scratch_records(scratch: Path) -> dict[str, int]:
@@ -159,6 +166,12 @@ class ReplayReport:
     duplicate_records: int
     failures: Mapping[str, int] = field(default_factory=dict)
     logged: Mapping[str, int] = field(default_factory=dict)
+    into: str | None = None
+    """Where the plugins' files were kept (`--into`); None when they went to a throwaway folder."""
+    sessions_read: int = 0
+    """Sessions read from the input, before `--since`/`--until` chose among them."""
+    counts: Mapping[str, Mapping[str, int]] | None = None
+    """Actions per plugin and kind, when `actions` was not kept; None: counted from `actions`."""
 
     @property
     def events(self) -> int:
@@ -168,9 +181,10 @@ class ReplayReport:
         per_plugin: dict[str, dict[str, int]] = {
             p.name: {} for p in self.plugins if p.status == "loaded"
         }
-        for action in self.actions:
-            counts = per_plugin.setdefault(action.by, {})
-            counts[action.kind] = counts.get(action.kind, 0) + 1
+        for name, kinds in (
+            self.counts if self.counts is not None else _count(self.actions)
+        ).items():
+            per_plugin[name] = dict(kinds)
         return {
             "sessions": len(self.sessions),
             "events": self.events,
@@ -182,6 +196,7 @@ class ReplayReport:
             "plugins": per_plugin,
             "handler_failures": dict(self.failures),
             "logged_records": dict(self.logged),
+            "into": self.into,
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -190,6 +205,17 @@ class ReplayReport:
             "actions": [a.to_json() for a in self.actions],
             "summary": self.summary(),
         }
+
+
+def _count(
+    actions: Iterable[ReplayAction], counts: dict[str, dict[str, int]] | None = None
+) -> dict[str, dict[str, int]]:
+    """Actions per plugin and kind, added to `counts` when given."""
+    counts = {} if counts is None else counts
+    for action in actions:
+        kinds = counts.setdefault(action.by, {})
+        kinds[action.kind] = kinds.get(action.kind, 0) + 1
+    return counts
 
 
 def tool_label(tool: str, tool_input: Mapping[str, Any]) -> str:
@@ -208,6 +234,65 @@ def one_line(text: str, width: int) -> str:
     return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
+@dataclass(frozen=True, slots=True)
+class Window:
+    """The sessions a replay keeps: active on or after `since_ms` and started by `until_ms`."""
+
+    since_ms: int | None = None
+    until_ms: int | None = None
+
+    def keeps(self, first_ms: int, last_ms: int) -> bool:
+        if self.since_ms is not None and last_ms < self.since_ms:
+            return False
+        return self.until_ms is None or first_ms <= self.until_ms
+
+    def may_keep(self, group: TranscriptGroup) -> bool:
+        """False only when no session of the group can be kept: its files were last written
+        before `since`, or its first record comes after `until` (0 times are unknown)."""
+        if self.since_ms is not None and group.modified_ms and group.modified_ms < self.since_ms:
+            return False
+        return not (self.until_ms is not None and group.first_ms > self.until_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionReport:
+    """One replayed session: its counts and what the plugins did, in order."""
+
+    summary: SessionSummary
+    actions: tuple[ReplayAction, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.summary.to_json(), "actions": [a.to_json() for a in self.actions]}
+
+
+@dataclass(frozen=True, slots=True)
+class GroupReport:
+    """The sessions of one group of files, replayed, and what reading the files counted."""
+
+    sessions: tuple[SessionReport, ...]
+    files: int
+    size: int
+    skipped_lines: int
+    duplicate_records: int
+    sessions_read: int
+
+    @property
+    def events(self) -> int:
+        return sum(s.summary.events for s in self.sessions)
+
+
+async def replay_session(host: Host, clock: ReplayClock, session: Session) -> SessionReport:
+    """Replay one session through an open host whose clock is `clock`.
+
+    The clock starts at the session's first record, so a session replays the same alone, after
+    others, or in another process (`--jobs`).
+    """
+    clock.ms = session.first_ms
+    run = _SessionRun(host, clock, session)
+    await run.run()
+    return SessionReport(run.summary(), tuple(run.actions))
+
+
 async def replay_sessions(
     host: Host,
     clock: ReplayClock,
@@ -217,35 +302,135 @@ async def replay_sessions(
     progress: Progress | None = None,
 ) -> ReplayReport:
     """Replay every session (oldest first) through an open host whose clock is `clock`."""
-    chosen = [s for s in transcripts.sessions if since_ms is None or s.last_ms >= since_ms]
+    window = Window(since_ms=since_ms)
+    chosen = [s for s in transcripts.sessions if window.keeps(s.first_ms, s.last_ms)]
     chosen.sort(key=lambda s: (s.first_ms, s.session_id))
     total = 0 if progress is None else sum(1 for s in chosen for _ in s.walk())
     done = 0
-    summaries: list[SessionSummary] = []
-    actions: list[ReplayAction] = []
+    reports: list[SessionReport] = []
     # The transcripts, the host and its plugins live as long as the replay: freeze them so the
     # collector does not walk them again and again while events come and go.
     gc.freeze()
     try:
         for session in chosen:
-            run = _SessionRun(host, clock, session)
-            await run.run()
-            actions.extend(run.actions)
-            summaries.append(run.summary())
-            done += run.index
+            report = await replay_session(host, clock, session)
+            reports.append(report)
+            done += report.summary.events
             if progress is not None:
                 progress(done, total)
     finally:
         gc.unfreeze()
-    return ReplayReport(
-        sessions=tuple(summaries),
-        actions=tuple(actions),
-        plugins=tuple(PluginStatus(p.name, p.status, p.error) for p in host.plugins),
+    group = GroupReport(
+        tuple(reports),
+        transcripts.files,
+        0,
+        transcripts.skipped_lines,
+        transcripts.duplicate_records,
+        len(transcripts.sessions),
+    )
+    return ReplayCollector(host_status(host)).add(group).report(host_failures(host))
+
+
+async def replay_group(
+    host: Host, clock: ReplayClock, group: TranscriptGroup, window: Window
+) -> GroupReport:
+    """Read one group of files, replay its sessions in the window (oldest first), and forget it."""
+    transcripts = read_group(group)
+    chosen = [s for s in transcripts.sessions if window.keeps(s.first_ms, s.last_ms)]
+    chosen.sort(key=lambda s: (s.first_ms, s.session_id))
+    reports = [await replay_session(host, clock, session) for session in chosen]
+    report = GroupReport(
+        sessions=tuple(reports),
         files=transcripts.files,
+        size=group.size,
         skipped_lines=transcripts.skipped_lines,
         duplicate_records=transcripts.duplicate_records,
-        failures={f"{plugin}/{event}": n for (plugin, event), n in host.failures.items()},
+        sessions_read=len(transcripts.sessions),
     )
+    # A large group's cyclic garbage goes now, not after many more groups: left to the
+    # collector's own pace it piles up and fragments the heap (a 10x history took 1.5x the
+    # memory of 1x). Cheap: the host and plugins are frozen (`settled`), so only what the replay
+    # made since is walked; a small group's garbage is left to the usual young collections.
+    del transcripts, chosen, reports
+    if group.size >= _COLLECT_AFTER_BYTES:
+        gc.collect()
+    return report
+
+
+def host_status(host: Host) -> tuple[PluginStatus, ...]:
+    return tuple(PluginStatus(p.name, p.status, p.error) for p in host.plugins)
+
+
+def host_failures(host: Host) -> dict[str, int]:
+    return {f"{plugin}/{event}": n for (plugin, event), n in host.failures.items()}
+
+
+class ReplayCollector:
+    """Adds group reports up into the whole replay's report, in the order they are added, and
+    hands each session on to `on_session` and each group to `progress` as it comes."""
+
+    def __init__(
+        self,
+        plugins: tuple[PluginStatus, ...],
+        *,
+        keep: bool = True,
+        on_session: Callable[[SessionReport], None] | None = None,
+        progress: GroupProgress | None = None,
+        total: int = 0,
+    ) -> None:
+        self.plugins = plugins
+        self.keep = keep
+        self.on_session = on_session
+        self.progress = progress
+        self.total = total
+        self.sessions: list[SessionSummary] = []
+        self.actions: list[ReplayAction] = []
+        self.files = self.size = self.skipped = self.duplicates = self.events = 0
+        self.sessions_read = 0
+        self.counts: dict[str, dict[str, int]] = {}
+
+    def add(self, group: GroupReport) -> ReplayCollector:
+        self.files += group.files
+        self.size += group.size
+        self.skipped += group.skipped_lines
+        self.duplicates += group.duplicate_records
+        self.sessions_read += group.sessions_read
+        self.events += group.events
+        for session in group.sessions:
+            self.sessions.append(session.summary)
+            if self.keep:
+                self.actions.extend(session.actions)
+            _count(session.actions, self.counts)
+            if self.on_session is not None:
+                self.on_session(session)
+        if self.progress is not None:
+            self.progress(group, self.total)
+        return self
+
+    def report(
+        self,
+        failures: Mapping[str, int],
+        logged: Mapping[str, int] | None = None,
+        into: Path | None = None,
+    ) -> ReplayReport:
+        return ReplayReport(
+            sessions=tuple(self.sessions),
+            actions=tuple(self.actions),
+            plugins=self.plugins,
+            files=self.files,
+            skipped_lines=self.skipped,
+            duplicate_records=self.duplicates,
+            failures=dict(failures),
+            logged=dict(logged or {}),
+            into=None if into is None else str(into),
+            sessions_read=self.sessions_read,
+            counts=None if self.keep else self.counts,
+        )
+
+
+def chosen_groups(paths: Sequence[Path], window: Window) -> list[TranscriptGroup]:
+    """The session groups under `paths` that may hold a session in `window`, oldest first."""
+    return [g for g in group_transcripts(transcript_files(paths)) if window.may_keep(g)]
 
 
 async def replay_paths(
@@ -257,34 +442,79 @@ async def replay_paths(
     store: str = "memory://",
     settings: HostSettings | None = None,
     since_ms: int | None = None,
-    progress: Progress | None = None,
+    until_ms: int | None = None,
+    window: Window | None = None,
     sandbox: Path | None = None,
+    into: Path | None = None,
+    keep_actions: bool = True,
+    on_start: Callable[[tuple[PluginStatus, ...]], None] | None = None,
+    on_session: Callable[[SessionReport], None] | None = None,
+    progress: GroupProgress | None = None,
+    groups: Sequence[TranscriptGroup] | None = None,
 ) -> ReplayReport:
-    """Read the transcripts under `paths` and replay them through a fresh host.
+    """Read the transcripts under `paths` and replay them through a fresh host, one session
+    group at a time (memory follows the largest session, not the input).
 
-    Plugins' own files go to `sandbox` (kept, for tests to read) or to a throwaway folder.
+    Plugins' own files go to `into` (or `sandbox`, the same: kept, the report says where) or to
+    a throwaway folder. `on_start` sees the plugins once the host is open, `on_session` each
+    session's report as soon as it is replayed, `progress(group, total_bytes)` each group done;
+    `keep_actions=False` leaves the actions out of the returned report (they went to
+    `on_session`), so a long replay keeps only counts.
     """
-    transcripts = read_transcripts(paths)
+    window = window or Window(since_ms, until_ms)
+    chosen = list(groups) if groups is not None else chosen_groups(paths, window)
+    total = sum(g.size for g in chosen)
     clock = ReplayClock()
-    if only:
-        base = settings if settings is not None else HostSettings()
-        settings = base.model_copy(update={"plugins": list(only)})
+    kept = into if into is not None else sandbox
     with TemporaryDirectory(prefix="hookchain-replay-") as folder:
-        scratch = sandbox if sandbox is not None else Path(folder)
+        scratch = kept if kept is not None else Path(folder)
         host = Host(
             plugins=plugins,
             entry_points=entry_points,
-            settings=settings,
+            settings=with_only(settings, only),
             store=store,
             clock=clock,
             sandbox=scratch,
         )
         async with host:
-            report = await replay_sessions(
-                host, clock, transcripts, since_ms=since_ms, progress=progress
-            )
-        return replace(report, logged=scratch_records(scratch))
+            with settled():
+                collector = ReplayCollector(
+                    host_status(host),
+                    keep=keep_actions,
+                    on_session=on_session,
+                    progress=progress,
+                    total=total,
+                )
+                if on_start is not None:
+                    on_start(collector.plugins)
+                for group in chosen:
+                    collector.add(await replay_group(host, clock, group, window))
+            failures = host_failures(host)
+        return collector.report(failures, scratch_records(scratch), kept)
 
+
+@contextmanager
+def settled() -> Iterator[None]:
+    """The open host, its plugins and every module live as long as the replay: frozen, the
+    collector does not walk them again and again; what each session group makes is collected
+    as usual (freezing the groups too would keep their garbage until the end)."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def with_only(settings: HostSettings | None, only: Iterable[str] | None) -> HostSettings | None:
+    """`settings` narrowed to the plugins named in `only` (all of them when empty)."""
+    names = list(only or ())
+    if not names:
+        return settings
+    base = settings if settings is not None else HostSettings()
+    return base.model_copy(update={"plugins": names})
+
+
+_COLLECT_AFTER_BYTES = 1 << 20
 
 _HOME = re.compile(r"^(/Users/[^/]+|/home/[^/]+|/root)(?:/|$)")
 
@@ -346,6 +576,7 @@ class _SessionRun:
 
             async def run_tool(_: Event) -> Any:
                 if step.subagent:
+                    self.note_agent(step)
                     await self.subagent(step.subagent)
                 return step.recorded.to_tool_result()
 
@@ -366,6 +597,25 @@ class _SessionRun:
 
             return blocked
         return _neutral
+
+    def note_agent(self, step: Step) -> None:
+        """The subagent's type from the Task/Agent call that started it, before its first event,
+        as the live host learns it: plugins keyed on agent types (write-guard's
+        `agent_presets`) then treat the replayed subagent as they would the live one."""
+        call = step.event
+        agent_id = next((a for s in step.subagent if (a := _agent_of(s.event))), None)
+        if not isinstance(call, ToolCall) or agent_id is None:
+            return
+        kind = call.input.get("subagent_type")
+        name = call.input.get("name") or call.input.get("description")
+        self.host.note_agent(
+            call.session_id,
+            AgentInfo(
+                id=agent_id,
+                name=name if isinstance(name, str) else None,
+                type=kind if isinstance(kind, str) and kind else None,
+            ),
+        )
 
     async def subagent(self, steps: tuple[Step, ...]) -> None:
         # The subagent's events come from the harness, not from inside the Task's dispatch.
@@ -412,6 +662,11 @@ class _SessionRun:
             tool_calls_main=self.tool_calls_main,
             actions=len(self.actions),
         )
+
+
+def _agent_of(event: Event) -> str | None:
+    agent_id = getattr(event, "agent_id", None)
+    return agent_id if isinstance(agent_id, str) else None
 
 
 async def _neutral(seen: Event) -> Any:
