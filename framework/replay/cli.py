@@ -121,9 +121,9 @@ def replay_command(
         Path | None,
         typer.Option(
             "--into",
-            help="Keep every plugin's files in this folder (DIR/<plugin>, e.g. the observer's "
-            "log for `hookchain observer dashboard --data-dir DIR/observer`) instead of a "
-            "throwaway folder.",
+            help="Keep every plugin's files in this folder, one subfolder per plugin "
+            "(DIR/<plugin>), instead of a throwaway folder, so a plugin's own commands can "
+            "read them afterwards.",
         ),
     ] = None,
 ) -> None:

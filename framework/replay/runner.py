@@ -600,8 +600,8 @@ class _SessionRun:
 
     def note_agent(self, step: Step) -> None:
         """The subagent's type from the Task/Agent call that started it, before its first event,
-        as the live host learns it: plugins keyed on agent types (write-guard's
-        `agent_presets`) then treat the replayed subagent as they would the live one."""
+        as the live host learns it: plugins keyed on agent types (a per-agent-type
+        policy) then treat the replayed subagent as they would the live one."""
         call = step.event
         agent_id = next((a for s in step.subagent if (a := _agent_of(s.event))), None)
         if not isinstance(call, ToolCall) or agent_id is None:
