@@ -27,7 +27,7 @@ from framework import (
 from structlog.testing import capture_logs
 
 import refusal_watch
-from refusal_watch import _register
+from refusal_watch import _runtime
 
 pytestmark = pytest.mark.anyio
 
@@ -238,7 +238,7 @@ async def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[
     )
     async with host:
         made = Rig(host, clock, backend)
-        monkeypatch.setattr(_register, "local_clock", lambda: made.local())
+        monkeypatch.setattr(_runtime, "local_clock", lambda: made.local())
         yield made
         if backend.gate is not None:
             backend.gate.set()
