@@ -218,19 +218,21 @@ class Watch:
         book: SessionBook,
         key: TurnKey | None,
     ) -> None:
+        """A refused turn's end: announced, counted and logged unless its step already was.
+
+        A refusal its step reported (same agent and turn) was shown, counted and logged there:
+        the complete only refreshes the status, so the person hears of one refusal once.
+        """
         sighting = Sighting("complete", event.turn_id, event.agent_id, engine.session.model)
+        if self.is_current(session_id, book):
+            armed = book.dedup.disarm(key)
+            if armed is not None:
+                self.show_status(engine, book, armed.model)
+                return
         self.announce(engine, sighting)
         if not self.is_current(session_id, book):
             await self._log.wait_for(
                 engine, lambda: self.log_late(engine, session_id, book, sighting)
-            )
-            return
-        armed = book.dedup.disarm(key)
-        if armed is not None:
-            merged = Sighting("complete", event.turn_id, event.agent_id, armed.model)
-            self.show_status(engine, book, armed.model)
-            await self._log.wait_for(
-                engine, lambda: self.log_late(engine, session_id, book, merged)
             )
             return
         seq = self.count(engine, book)
