@@ -67,6 +67,9 @@ class _SessionState:
     events: int = 0
     turns: int = 0
     in_turn: bool = False
+    held: list[str] = field(default_factory=list)
+    """Lines for the person from an answer Claude Code ignores (StopFailure), shown with the next
+    answer it shows."""
 
 
 def _transcript_tail(payload: Mapping[str, Any]) -> list[bytes]:
@@ -156,7 +159,7 @@ class ClaudeBridge:
         """The answer to an already parsed payload (see `mapping.parse_payload`)."""
         self.served += 1
         try:
-            return await self._answer(payload)
+            return self._with_held(payload, await self._answer(payload))
         except cmap.PayloadError as error:
             self.payload_errors += 1
             return cmap.payload_error_answer(error)
@@ -186,6 +189,8 @@ class ClaudeBridge:
             return await self._stop(payload, session)
         if name == "SessionEnd":
             return await self._session_end(payload)
+        if name == "StopFailure":
+            return await self._stop_failure(payload, session)
         outcome = await self.host.dispatch(cmap.classic(payload))
         return cmap.classic_answer(outcome.result, outcome.actions)
 
@@ -375,6 +380,36 @@ class ClaudeBridge:
         if is_main and not (continued and not turn.stop_hook_active):
             session.in_turn = False
         return cmap.stop_answer(name, turn, result, [*actions, *outcome.actions])
+
+    async def _stop_failure(
+        self, payload: Mapping[str, Any], session: _SessionState
+    ) -> cmap.HookAnswer:
+        """A turn ended by an API error (a refusal among them): its end runs as a Stop's does, so
+        plugins see the same `turn.step` and `turn.complete` as in a replay. Claude Code ignores
+        this hook's output, so what they show the person waits for the next answer it shows."""
+        session_id: str = payload["session_id"]
+        agent = payload.get("agent_id")
+        is_main = not (isinstance(agent, str) and agent)
+        if is_main:
+            await self._maybe_start_turn(session_id, session)
+        turn_id = self._turn_id(session_id) if is_main else f"{session_id}:agent:{agent}"
+        turn = cmap.stop_failure(payload, turn_id)
+        actions = await self._step(turn)
+        outcome = await self.host.dispatch(turn)
+        if is_main:
+            session.in_turn = False
+        session.held += cmap.person_messages([*actions, *outcome.actions])
+        return cmap.NO_ANSWER
+
+    def _with_held(self, payload: Mapping[str, Any], answer: cmap.HookAnswer) -> cmap.HookAnswer:
+        session = self._sessions.get(payload["session_id"])
+        if session is None or not session.held:
+            return answer
+        shown = cmap.with_person_messages(payload["hook_event_name"], answer, session.held)
+        if shown is None:
+            return answer
+        session.held = []
+        return shown
 
     async def _step(self, turn: TurnComplete) -> list[Any]:
         """`turn.step` for the turn's last message, read to its end so stream watchers see it."""

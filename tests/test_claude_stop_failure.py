@@ -1,0 +1,243 @@
+"""Turns that end in an API error, a refusal among them: live (StopFailure) and in replay alike.
+
+The fixtures in `data/claude_code/` were recorded from Claude Code 2.1.197 (see the README there).
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import refusal_watch
+
+from framework import CallNext, Engine, Host, PluginInfo, TurnComplete, TurnResult, hookimpl
+from framework.claude_code import mapping as cmap
+from framework.claude_code.bridge import ClaudeBridge
+from framework.claude_code.install import DEFAULT_EVENTS
+from framework.core.contract import TurnStep
+from framework.replay.reader import read_transcripts
+from framework.replay.rebuild import Session
+
+DATA = Path(__file__).parent / "data" / "claude_code"
+TRANSCRIPT = DATA / "refusal_then_task_stop.jsonl"
+HOOKS = DATA / "refusal_then_task_stop.hooks.jsonl"
+REFUSAL_NOTICE = "Refusal: the model's reply was stopped"
+TASK_STOP_NOTICE = "within 30 minutes of a refusal"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def recorded_hooks() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in HOOKS.read_text(encoding="utf-8").splitlines() if line]
+
+
+def recorded_failure() -> dict[str, Any]:
+    [failure] = [p for p in recorded_hooks() if p["hook_event_name"] == "StopFailure"]
+    return failure
+
+
+# -- the mapping -----------------------------------------------------------------------------------
+
+
+def test_installed_by_default_stop_failure_and_subagent_start() -> None:
+    assert {"StopFailure", "SubagentStart"} <= set(DEFAULT_EVENTS)
+
+
+def test_the_recorded_stop_failure_of_a_refusal_is_a_refused_turn_complete() -> None:
+    failure = recorded_failure()
+    assert failure["error"] == "invalid_request"  # what 2.1.197 sends for a refusal
+    turn = cmap.stop_failure(failure, "s:1")
+    assert turn.reason == "refusal"
+    assert turn.agent_id is None
+    assert turn.turn_id == "s:1"
+    assert turn.last_message == failure["last_assistant_message"]
+
+
+@pytest.mark.parametrize(
+    ("error", "text", "reason"),
+    [
+        ("rate_limit", "API Error: Rate limited", "api_error"),
+        ("overloaded", "API Error: 529 Overloaded", "api_error"),
+        ("server_error", "API Error: 500", "api_error"),
+        ("invalid_request", "API Error: 400 prompt is too long", "api_error"),
+        ("max_output_tokens", "API Error: output limit", "max_tokens"),
+        (None, None, "api_error"),
+    ],
+)
+def test_other_api_errors_end_the_turn_with_their_own_reason(
+    error: str | None, text: str | None, reason: str
+) -> None:
+    payload: dict[str, Any] = {"session_id": "s", "hook_event_name": "StopFailure"}
+    if error is not None:
+        payload["error"] = error
+    if text is not None:
+        payload["last_assistant_message"] = text
+    assert cmap.stop_failure(payload, "s:1").reason == reason
+
+
+def test_a_subagents_stop_failure_ends_the_agents_turn() -> None:
+    payload = {**recorded_failure(), "agent_id": "a1"}
+    assert cmap.stop_failure(payload, "s:agent:a1").agent_id == "a1"
+
+
+# -- replay ----------------------------------------------------------------------------------------
+
+
+def only_session(path: Path) -> Session:
+    [session] = read_transcripts([path]).sessions
+    return session
+
+
+def completes(session: Session) -> list[TurnComplete]:
+    return [step.event for step in session.walk() if isinstance(step.event, TurnComplete)]
+
+
+def test_replay_of_the_recorded_session_ends_the_refused_turn_with_refusal() -> None:
+    session = only_session(TRANSCRIPT)
+    assert [turn.reason for turn in completes(session)] == ["refusal", "end_turn"]
+    first = next(step for step in session.walk() if isinstance(step.event, TurnStep))
+    assert first.chunks[-1].kind == "stop"
+    assert first.chunks[-1].stop_reason == "refusal"
+
+
+def variant(tmp_path: Path, *, system: bool, stop_reason: object, text: str, error: str) -> Path:
+    """The recorded transcript with its refusal records changed."""
+    lines = []
+    for line in TRANSCRIPT.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        if record.get("type") == "system" and not system:
+            continue
+        if record.get("isApiErrorMessage"):
+            record["error"] = error
+            record["message"]["stop_reason"] = stop_reason
+            record["message"]["content"] = [{"type": "text", "text": text}]
+        lines.append(json.dumps(record))
+    path = tmp_path / "variant.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+POLICY = "API Error: Claude Code is unable to respond to this request, which appears to violate"
+
+
+@pytest.mark.parametrize(
+    ("system", "stop_reason", "text", "error", "reason"),
+    [
+        (False, "refusal", POLICY, "invalid_request", "refusal"),  # no system record
+        (False, None, POLICY, "invalid_request", "refusal"),  # only the text says so
+        (True, None, "API Error: something", "invalid_request", "refusal"),  # the system record
+        (False, None, "API Error: Rate limited", "rate_limit", "api_error"),
+        (False, None, "API Error: too long", "max_output_tokens", "max_tokens"),
+    ],
+)
+def test_replay_reads_a_refusal_from_any_of_its_records(
+    tmp_path: Path, system: bool, stop_reason: object, text: str, error: str, reason: str
+) -> None:
+    path = variant(tmp_path, system=system, stop_reason=stop_reason, text=text, error=error)
+    assert [turn.reason for turn in completes(only_session(path))] == [reason, "end_turn"]
+
+
+# -- live, through the bridge ----------------------------------------------------------------------
+
+
+def turn_recorder(seen: list[TurnComplete]) -> types.ModuleType:
+    """A plugin that records every turn.complete it sees (as loop-breaker and observer do)."""
+    module = types.ModuleType("turn_recorder")
+
+    @hookimpl
+    def register(on: Any, options: Any) -> None:
+        async def complete(engine: Engine, event: TurnComplete, call_next: CallNext) -> TurnResult:
+            seen.append(event)
+            result: TurnResult = await call_next(event)
+            return result
+
+        on("turn.complete", complete)
+
+    module.plugin = PluginInfo(name="turn-recorder", contract=">=1,<2")  # type: ignore[attr-defined]
+    module.register = register  # type: ignore[attr-defined]
+    return module
+
+
+@asynccontextmanager
+async def bridged(*plugins: Any) -> AsyncIterator[ClaudeBridge]:
+    async with (
+        Host(plugins=list(plugins), entry_points=False, store="memory://", env={}) as host,
+        anyio.create_task_group() as task_group,
+    ):
+        bridge = ClaudeBridge(host, task_group)
+        try:
+            yield bridge
+        finally:
+            bridge.cancel_all()
+
+
+async def play(bridge: ClaudeBridge, payloads: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Each payload's event name and the `systemMessage` of its answer ("" when none)."""
+    shown = []
+    for payload in payloads:
+        answer = await bridge.answer(json.dumps(payload).encode())
+        assert answer.exit_code == 0, answer.stderr
+        output = json.loads(answer.stdout) if answer.stdout else {}
+        shown.append((payload["hook_event_name"], str(output.get("systemMessage", ""))))
+    return shown
+
+
+@pytest.mark.anyio
+async def test_a_live_refusal_is_counted_shown_once_at_the_next_prompt_and_opens_the_window() -> (
+    None
+):
+    seen: list[TurnComplete] = []
+    async with bridged(refusal_watch, turn_recorder(seen)) as bridge:
+        shown = await play(bridge, recorded_hooks())
+        store = bridge.host.store.namespace("refusal-watch")
+        labels = [(await store.get(key))["label"] for key in await store.keys("log:")]
+    assert [(turn.turn_id.split(":")[-1], turn.reason) for turn in seen] == [
+        ("1", "refusal"),
+        ("2", "end_turn"),
+    ]
+    events = [name for name, _ in shown]
+    failure = events.index("StopFailure")
+    assert shown[failure][1] == ""  # Claude Code ignores this answer
+    after = shown[failure + 1]
+    assert after[0] == "UserPromptSubmit"
+    assert after[1].count(REFUSAL_NOTICE) == 1, after[1]
+    assert sum(text.count(REFUSAL_NOTICE) for _, text in shown) == 1, shown
+    stops = [text for name, text in shown if TASK_STOP_NOTICE in text]
+    assert len(stops) == 1, shown
+    assert sorted(labels) == ["step", "taskstop"]
+
+
+@pytest.mark.anyio
+async def test_held_lines_wait_for_an_answer_claude_code_shows() -> None:
+    async with bridged(refusal_watch) as bridge:
+        hooks = recorded_hooks()
+        start, prompt = hooks[0], hooks[1]
+        notification = {
+            "session_id": start["session_id"],
+            "hook_event_name": "Notification",
+            "message": "Claude is waiting for your input",
+        }
+        shown = await play(bridge, [start, prompt, recorded_failure(), notification])
+        assert all(REFUSAL_NOTICE not in text for _, text in shown)
+        [(_, later)] = await play(bridge, [hooks[4]])  # the next PreToolUse
+    assert later.count(REFUSAL_NOTICE) == 1
+
+
+def test_the_same_line_from_one_plugin_is_shown_once() -> None:
+    answer = cmap.with_person_messages(
+        "UserPromptSubmit", cmap.HookAnswer(stdout='{"systemMessage":"[x] a"}'), ["[x] a", "[y] b"]
+    )
+    assert answer is not None
+    assert json.loads(answer.stdout)["systemMessage"] == "[x] a\n[y] b"
+    assert cmap.with_person_messages("StopFailure", cmap.NO_ANSWER, ["[x] a"]) is None
+    assert cmap.with_person_messages("SessionEnd", cmap.NO_ANSWER, ["[x] a"]) is None
+    assert cmap.with_person_messages("Stop", cmap.HookAnswer(exit_code=2), ["[x] a"]) is None
