@@ -16,7 +16,7 @@ import anyio
 import pytest
 import refusal_watch
 
-from framework import CallNext, Engine, Host, PluginInfo, TurnComplete, TurnResult, hookimpl
+from framework import Action, CallNext, Engine, Host, PluginInfo, TurnComplete, TurnResult, hookimpl
 from framework.claude_code import mapping as cmap
 from framework.claude_code.bridge import ClaudeBridge
 from framework.claude_code.install import DEFAULT_EVENTS
@@ -82,6 +82,35 @@ def test_other_api_errors_end_the_turn_with_their_own_reason(
     if text is not None:
         payload["last_assistant_message"] = text
     assert cmap.stop_failure(payload, "s:1").reason == reason
+
+
+# Seen from 2.1.197 when the refusal carries a category: the text changes, the kind does not.
+CYBER_TEXT = (
+    "API Error: Opus 4.8 (1M context)'s safeguards flagged this message for a cybersecurity "
+    "topic. If your work requires this access, you can apply for an exemption: "
+    "https://claude.com/form/cyber-use-case\n\nTry rephrasing the request in a new session or "
+    "change your model."
+)
+
+
+def first_turn_tail() -> list[bytes]:
+    """The recorded transcript up to the refusal's records: what a StopFailure's tail holds."""
+    lines = TRANSCRIPT.read_bytes().splitlines()
+    end = next(i for i, line in enumerate(lines) if b"model_refusal_no_fallback" in line)
+    return lines[: end + 1]
+
+
+def test_a_refusal_worded_by_its_category_is_still_a_refusal() -> None:
+    payload = {**recorded_failure(), "last_assistant_message": CYBER_TEXT}
+    assert cmap.stop_failure(payload, "s:1").reason == "refusal"
+
+
+def test_the_transcript_tail_decides_when_the_text_is_unknown() -> None:
+    payload = {**recorded_failure(), "last_assistant_message": "API Error: worded anew"}
+    assert cmap.stop_failure(payload, "s:1").reason == "api_error"
+    assert cmap.stop_failure(payload, "s:1", first_turn_tail()).reason == "refusal"
+    without_system = [line for line in first_turn_tail() if b'"type":"system"' not in line]
+    assert cmap.stop_failure(payload, "s:1", without_system).reason == "refusal"
 
 
 def test_a_subagents_stop_failure_ends_the_agents_turn() -> None:
@@ -217,6 +246,23 @@ async def test_a_live_refusal_is_counted_shown_once_at_the_next_prompt_and_opens
 
 
 @pytest.mark.anyio
+async def test_a_live_refusal_of_unknown_wording_is_read_from_the_transcript(
+    tmp_path: Path,
+) -> None:
+    transcript = tmp_path / "session.jsonl"
+    transcript.write_bytes(b"\n".join(first_turn_tail()) + b"\n")
+    hooks = recorded_hooks()
+    failure = {
+        **recorded_failure(),
+        "transcript_path": str(transcript),
+        "last_assistant_message": "API Error: worded anew",
+    }
+    async with bridged(refusal_watch) as bridge:
+        shown = await play(bridge, [hooks[0], hooks[1], failure, hooks[3]])
+    assert shown[-1][1].count(REFUSAL_NOTICE) == 1, shown
+
+
+@pytest.mark.anyio
 async def test_held_lines_wait_for_an_answer_claude_code_shows() -> None:
     async with bridged(refusal_watch) as bridge:
         hooks = recorded_hooks()
@@ -241,3 +287,21 @@ def test_the_same_line_from_one_plugin_is_shown_once() -> None:
     assert cmap.with_person_messages("StopFailure", cmap.NO_ANSWER, ["[x] a"]) is None
     assert cmap.with_person_messages("SessionEnd", cmap.NO_ANSWER, ["[x] a"]) is None
     assert cmap.with_person_messages("Stop", cmap.HookAnswer(exit_code=2), ["[x] a"]) is None
+
+
+def test_one_channel_for_the_person_one_line_per_text_and_the_newest_status() -> None:
+    actions = [
+        Action("rw", "toast", "refused", "turn.step"),
+        Action("rw", "transcript", "refused", "turn.step"),
+        Action("rw", "status", "0 refusals", "turn.step"),
+        Action("other", "toast", "refused", "turn.step"),
+        Action("other", "status", "other status", "turn.step"),
+        Action("rw", "status", "1 refusal", "turn.complete"),
+        Action("rw", "append", "for the model", "turn.complete"),
+    ]
+    assert cmap.person_messages(actions) == [
+        "[rw] refused",
+        "[other] refused",
+        "[other] other status",
+        "[rw] 1 refusal",
+    ]

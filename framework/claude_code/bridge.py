@@ -393,7 +393,10 @@ class ClaudeBridge:
         if is_main:
             await self._maybe_start_turn(session_id, session)
         turn_id = self._turn_id(session_id) if is_main else f"{session_id}:agent:{agent}"
-        turn = cmap.stop_failure(payload, turn_id)
+        # Its `last_assistant_message` is Claude Code's error text: the transcript is read anyway.
+        unread = {**payload, "last_assistant_message": None}
+        tail = await anyio.to_thread.run_sync(_transcript_tail, unread)
+        turn = cmap.stop_failure(payload, turn_id, tail)
         actions = await self._step(turn)
         outcome = await self.host.dispatch(turn)
         if is_main:

@@ -208,20 +208,24 @@ def turn_complete(
     )
 
 
-def stop_failure(payload: Mapping[str, Any], turn_id: str) -> TurnComplete:
+def stop_failure(
+    payload: Mapping[str, Any], turn_id: str, transcript_tail: Sequence[bytes] = ()
+) -> TurnComplete:
     """StopFailure (2.1.78+: a turn ended by an API error, no Stop follows) → `turn.complete`.
 
     `error` names the kind (`rate_limit`, `invalid_request`, …) and `last_assistant_message` is
-    Claude Code's own error text; a refusal arrives as `invalid_request` with the Usage Policy
-    text. The reason is the one a replay of the same transcript gives (`error_reason`).
+    Claude Code's own error text; a refusal arrives as `invalid_request` with a text worded by the
+    refusal's category, while the transcript's `<synthetic>` message says `stop_reason: "refusal"`
+    (when it is written in time). The reason is the one a replay of the same transcript gives.
     """
     message = payload.get("last_assistant_message")
     text = message if isinstance(message, str) else None
+    recorded = stop_reason({}, transcript_tail) if transcript_tail else None
     return TurnComplete(
         session_id=payload["session_id"],
         turn_id=turn_id,
         agent_id=_agent_id(payload),
-        reason=error_reason(payload.get("error"), text=text),
+        reason=error_reason(payload.get("error"), stop_reason=recorded, text=text),
         last_message=text,
     )
 
@@ -320,9 +324,21 @@ def person_messages(actions: Iterable[Any]) -> list[str]:
     """Texts for the person (toasts, transcript lines, status), each with its plugin's name.
 
     Claude Code has one place for all of them, `systemMessage`: a toast and a transcript line of
-    the same text from the same plugin are one line there, not two.
+    the same text from the same plugin are one line there, not two, and a status is a value, so
+    only each plugin's newest one is shown.
     """
-    texts = (text for kind, text in map(_kind_and_text, actions) if kind in PERSON_ACTION_KINDS)
+    shown = [
+        (kind, text, getattr(action, "by", "?"))
+        for action in actions
+        for kind, text in [_kind_and_text(action)]
+        if kind in PERSON_ACTION_KINDS
+    ]
+    newest = {by: index for index, (kind, _, by) in enumerate(shown) if kind == "status"}
+    texts = (
+        text
+        for index, (kind, text, by) in enumerate(shown)
+        if kind != "status" or newest[by] == index
+    )
     return list(dict.fromkeys(texts))
 
 

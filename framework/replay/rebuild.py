@@ -70,8 +70,13 @@ _NOT_PROMPT_PREFIXES = (
 )
 _WRAPPER_BLOCK = re.compile(r"^\s*<(ide_opened_file|ide_selection|system-reminder)>")
 _NOTIFICATION_PREFIX = "<task-notification>"
-REFUSAL_MARKERS = ("violate our Usage Policy", "unable to respond to this request")
-"""Phrases of the text Claude Code shows (and records) when the service refused a request."""
+REFUSAL_MARKERS = (
+    "violate our Usage Policy",
+    "unable to respond to this request",
+    "safeguards flagged this message",
+)
+"""Phrases of the texts Claude Code shows (and records) when the service refused a request; 2.1.197
+words it by the refusal's category (a general one, "… for a cybersecurity topic", …)."""
 
 
 @dataclass(frozen=True, slots=True)
