@@ -263,6 +263,36 @@ async def test_a_live_refusal_of_unknown_wording_is_read_from_the_transcript(
 
 
 @pytest.mark.anyio
+async def test_the_next_prompt_reaching_the_host_first_still_carries_the_notice() -> None:
+    """Claude Code runs StopFailure without waiting for it: under 2.1.197 the next prompt's hook
+    was seen reaching the host first. That prompt waits (briefly) for the turn's end."""
+    hooks = recorded_hooks()
+    answers: list[tuple[str, str]] = []
+    async with bridged(refusal_watch) as bridge:
+        await play(bridge, [hooks[0], hooks[1]])
+
+        async def next_prompt() -> None:
+            answers.extend(await play(bridge, [hooks[3]]))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(next_prompt)
+            await anyio.sleep(0.05)
+            await play(bridge, [recorded_failure()])
+    [(_, text)] = answers
+    assert text.count(REFUSAL_NOTICE) == 1
+
+
+@pytest.mark.anyio
+async def test_a_prompt_after_an_interrupted_turn_waits_only_briefly() -> None:
+    hooks = recorded_hooks()
+    async with bridged(refusal_watch) as bridge:
+        await play(bridge, [hooks[0], hooks[1]])
+        started = anyio.current_time()
+        await play(bridge, [hooks[3]])  # no Stop, no StopFailure came: an interrupt
+        assert anyio.current_time() - started < 1.5
+
+
+@pytest.mark.anyio
 async def test_held_lines_wait_for_an_answer_claude_code_shows() -> None:
     async with bridged(refusal_watch) as bridge:
         hooks = recorded_hooks()

@@ -41,6 +41,9 @@ STREAM_READ_TIMEOUT_S = 5.0
 FINISHED_MEMORY = 4096
 """How many calls answered in full at PreToolUse are remembered, so their result is not replayed."""
 TURN_EVENTS = frozenset({"UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure"})
+STOP_FAILURE_WAIT_S = 0.5
+"""How long a prompt after a turn that never stopped waits for that turn's StopFailure: Claude Code
+runs StopFailure without waiting for it, so the next prompt's hook may reach the host first."""
 
 
 @dataclass(slots=True)
@@ -70,6 +73,7 @@ class _SessionState:
     held: list[str] = field(default_factory=list)
     """Lines for the person from an answer Claude Code ignores (StopFailure), shown with the next
     answer it shows."""
+    failure_done: anyio.Event | None = None
 
 
 def _transcript_tail(payload: Mapping[str, Any]) -> list[bytes]:
@@ -175,6 +179,8 @@ class ClaudeBridge:
         if isinstance(cwd, str):
             # Every payload says where the session works now; plugins read it as session.cwd.
             self.host.update_session(payload["session_id"], cwd=cwd)
+        if name == "UserPromptSubmit" and session.in_turn:
+            await self._await_stop_failure(session)
         if name in TURN_EVENTS or (name == "Stop" and not session.in_turn):
             await self._maybe_start_turn(payload["session_id"], session)
         if name == "PreToolUse":
@@ -402,7 +408,17 @@ class ClaudeBridge:
         if is_main:
             session.in_turn = False
         session.held += cmap.person_messages([*actions, *outcome.actions])
+        if is_main and session.failure_done is not None:
+            session.failure_done.set()
         return cmap.NO_ANSWER
+
+    async def _await_stop_failure(self, session: _SessionState) -> None:
+        """A prompt while the last turn never stopped: it ended in a StopFailure still on its way
+        (then its end and what it shows come first), or was interrupted (then the wait is cut)."""
+        if session.failure_done is None or session.failure_done.is_set():
+            session.failure_done = anyio.Event()
+        with anyio.move_on_after(STOP_FAILURE_WAIT_S):
+            await session.failure_done.wait()
 
     def _with_held(self, payload: Mapping[str, Any], answer: cmap.HookAnswer) -> cmap.HookAnswer:
         session = self._sessions.get(payload["session_id"])

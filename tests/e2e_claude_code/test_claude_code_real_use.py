@@ -280,8 +280,9 @@ def refusal_log(box: Sandbox) -> list[str]:
     return [key for key in keys if key.startswith("refusal-watch:log:")]
 
 
-@issue(22, "a refused turn ends in StopFailure, which hookchain neither installs nor maps")
 def test_a_refusal_is_counted_logged_and_shown_once(box: Sandbox) -> None:
+    """Issue 22: the refused turn ends in StopFailure, whose output Claude Code ignores; the
+    notice comes with the next prompt's answer, once, and the refusal is counted and logged."""
     project = box.project()
     project.install()
     run = project.run(
@@ -290,9 +291,19 @@ def test_a_refusal_is_counted_logged_and_shown_once(box: Sandbox) -> None:
         threads={"NEXT-PROMPT": [say("carried on")]},
     )
     assert run.of_type("system", "model_refusal_no_fallback"), run.explain()
+    assert "StopFailure" in run.debug  # the turn ended there: Claude Code ran the hook
     assert run.result.get("result") == "carried on"  # the second prompt was answered
-    assert shown(run, "Refusal: the model's reply was stopped") == 1, run.system_messages()
-    assert len(refusal_log(box)) == 1
+    notice = "Refusal: the model's reply was stopped"
+    assert shown(run, notice) == 1, run.system_messages()
+    [prompted] = [
+        json.loads(r["stdout"]).get("systemMessage", "")
+        for r in run.hook_responses("UserPromptSubmit")[1:]
+    ]
+    assert notice in prompted, run.system_messages()  # the first answer Claude Code shows
+    assert shown(run, "1 refusal this session") >= 1, run.system_messages()
+    assert shown(run, "2 refusals this session") == 0, run.system_messages()
+    [record] = refusal_log(box)
+    assert record.endswith(":step")
 
 
 def test_hook_cost_per_tool_call_seen_from_claude_code(box: Sandbox) -> None:
@@ -340,8 +351,8 @@ def stop_the_background_task(body: Mapping[str, Any]) -> Turn:
     return tool("TaskStop", {"task_id": found.group(1)})
 
 
-@issue(22, "the refusal is never seen live, so no TaskStop window opens after it")
 def test_a_task_stop_soon_after_a_refusal_gets_its_notice_once(box: Sandbox) -> None:
+    """Issue 22: the live refusal opens the 30-minute window, so the TaskStop gets its notice."""
     project = box.project()
     project.install()
     run = project.run(
