@@ -370,3 +370,19 @@ def test_a_task_stop_soon_after_a_refusal_gets_its_notice_once(box: Sandbox) -> 
     [stopped] = run.tool_results("NEXT-PROMPT")[1:]
     assert "Successfully stopped task" in stopped.text
     assert shown(run, "within 30 minutes of a refusal") == 1, run.system_messages()
+
+
+def test_denied_calls_count_in_the_observers_episode(box: Sandbox) -> None:
+    """Issue 22: two writes write-guard denied are two tool calls the model made."""
+    project = box.project()
+    project.install()
+    run = project.run(
+        "write two files",
+        [write(str(box.outside / "a.txt"), "a"), write(str(box.outside / "b.txt"), "b"), say("ok")],
+    )
+    assert run.code == 0, run.explain()
+    assert all("[write-guard]" in result.text for result in run.tool_results())
+    logs = list((project.path / ".hookchain" / "observer").glob("episodes-*.jsonl"))
+    [episode] = [json.loads(line) for path in logs for line in path.read_text().splitlines()]
+    assert episode["task_size"]["tool_calls"] == 2, episode
+    assert episode["task_size"]["bucket"] == "small"
