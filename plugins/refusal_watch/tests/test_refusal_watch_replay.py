@@ -81,3 +81,39 @@ def test_corpus_refusals_match_step_toasts(tmp_path: Path) -> None:
     assert len(step_toasts) == refusal_messages(folder)
     assert report["summary"]["handler_failures"] == {}
     assert report["summary"]["sessions"] > 0
+
+
+RECORDED = Path(__file__).resolve().parents[3] / "tests" / "data" / "claude_code"
+
+
+def test_a_recorded_refused_session_tells_once_and_opens_the_window(tmp_path: Path) -> None:
+    """Issue 22: a session recorded from Claude Code 2.1.197 (a refused prompt — `<synthetic>`
+    error message, `model_refusal_no_fallback` — then a TaskStop) replays as one notice, one
+    refusal record and the TaskStop's notice."""
+    transcript = RECORDED / "refusal_then_task_stop.jsonl"
+    completed = subprocess.run(
+        [
+            str(hookchain_command()),
+            "replay",
+            "--plugins",
+            "refusal-watch",
+            "--json",
+            str(transcript),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    report = json.loads(completed.stdout)
+    toasts = [
+        action["text"]
+        for action in report["actions"]
+        if action["by"] == "refusal-watch" and action["kind"] == "toast"
+    ]
+    assert len(toasts) == 2, toasts
+    assert toasts[0].startswith("Refusal: ")
+    assert "Task " in toasts[1] and "within 30 minutes of a refusal" in toasts[1]
+    assert report["summary"]["handler_failures"] == {}
