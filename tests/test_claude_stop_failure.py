@@ -20,7 +20,8 @@ from framework import Action, CallNext, Engine, Host, PluginInfo, TurnComplete, 
 from framework.claude_code import mapping as cmap
 from framework.claude_code.bridge import ClaudeBridge
 from framework.claude_code.install import DEFAULT_EVENTS
-from framework.core.contract import TurnStep
+from framework.core.contract import Classic, ClassicResult, TurnStart, TurnStep
+from framework.core.engine import AgentInfo
 from framework.replay.reader import read_transcripts
 from framework.replay.rebuild import Session
 
@@ -334,4 +335,46 @@ def test_one_channel_for_the_person_one_line_per_text_and_the_newest_status() ->
         "[other] refused",
         "[other] other status",
         "[rw] 1 refusal",
+    ]
+
+
+def subagent_watcher(seen: list[Any]) -> types.ModuleType:
+    """A plugin that records subagent turn starts, the agents list then, and the raw hook."""
+    module = types.ModuleType("subagent_watcher")
+
+    @hookimpl
+    def register(on: Any, options: Any) -> None:
+        async def started(engine: Engine, event: TurnStart, call_next: CallNext) -> None:
+            seen.append(("turn.start", event.agent_id, await engine.agents.list()))
+            await call_next(event)
+
+        async def raw(engine: Engine, event: Classic, call_next: CallNext) -> ClassicResult:
+            seen.append(("classic", event.hook_name))
+            result: ClassicResult = await call_next(event)
+            return result
+
+        on("turn.start", started, match={"agent_id": "a96f816"})
+        on("classic.SubagentStart", raw)
+
+    module.plugin = PluginInfo(name="subagent-watcher", contract=">=1,<2")  # type: ignore[attr-defined]
+    module.register = register  # type: ignore[attr-defined]
+    return module
+
+
+@pytest.mark.anyio
+async def test_subagent_start_starts_the_agents_turn_and_names_its_type() -> None:
+    """The shape of a real SubagentStart payload (shared corpus): agent_id and agent_type."""
+    seen: list[Any] = []
+    payload = {
+        "session_id": "s",
+        "cwd": "/w",
+        "hook_event_name": "SubagentStart",
+        "agent_id": "a96f816",
+        "agent_type": "builder",
+    }
+    async with bridged(subagent_watcher(seen)) as bridge:
+        await play(bridge, [payload])
+    assert seen == [
+        ("turn.start", "a96f816", [AgentInfo(id="a96f816", type="builder")]),
+        ("classic", "SubagentStart"),
     ]

@@ -197,6 +197,8 @@ class ClaudeBridge:
             return await self._session_end(payload)
         if name == "StopFailure":
             return await self._stop_failure(payload, session)
+        if name == "SubagentStart":
+            await self._subagent_start(payload)
         outcome = await self.host.dispatch(cmap.classic(payload))
         return cmap.classic_answer(outcome.result, outcome.actions)
 
@@ -419,6 +421,18 @@ class ClaudeBridge:
             session.failure_done = anyio.Event()
         with anyio.move_on_after(STOP_FAILURE_WAIT_S):
             await session.failure_done.wait()
+
+    async def _subagent_start(self, payload: Mapping[str, Any]) -> None:
+        """A subagent starts: the session's agents list knows it, and its turn starts as in a
+        replay; its raw `classic.SubagentStart` (whose context goes into the subagent) follows."""
+        agent = cmap.subagent(payload)
+        if agent is None:
+            return
+        session_id: str = payload["session_id"]
+        self.host.note_agent(session_id, agent)
+        turn_id = f"{session_id}:agent:{agent.id}"
+        start = TurnStart(session_id=session_id, turn_id=turn_id, agent_id=agent.id)
+        await self.host.dispatch(start)
 
     def _with_held(self, payload: Mapping[str, Any], answer: cmap.HookAnswer) -> cmap.HookAnswer:
         session = self._sessions.get(payload["session_id"])

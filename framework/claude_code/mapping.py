@@ -25,6 +25,7 @@ from framework.core.contract import (
     TurnComplete,
     TurnResult,
 )
+from framework.core.engine import AgentInfo
 from framework.replay.rebuild import error_reason, is_refusal_text, text_of, turn_reason
 
 _log = structlog.get_logger("hookchain.claude")
@@ -228,6 +229,15 @@ def stop_failure(
         reason=error_reason(payload.get("error"), stop_reason=recorded, text=text),
         last_message=text,
     )
+
+
+def subagent(payload: Mapping[str, Any]) -> AgentInfo | None:
+    """The agent a SubagentStart names (`agent_id`, `agent_type`), or None without an id."""
+    agent_id = _agent_id(payload)
+    if agent_id is None:
+        return None
+    agent_type = payload.get("agent_type")
+    return AgentInfo(id=agent_id, type=agent_type if isinstance(agent_type, str) else None)
 
 
 def classic(payload: Mapping[str, Any]) -> Classic:
