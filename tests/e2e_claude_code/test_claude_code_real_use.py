@@ -193,8 +193,9 @@ def test_the_loop_breaker_slash_command_is_answered(box: Sandbox) -> None:
     assert "loop-breaker is paused for this session" in stream, run.explain()
 
 
-@issue(17, "Host.note_agent is never called, so agent_presets never match a subagent")
 def test_an_agent_preset_makes_a_subagent_read_only(box: Sandbox) -> None:
+    """Issue 17, fixed by issue 22's SubagentStart: installed by default, it names the agent and
+    its type to the host (`Host.note_agent`), so write-guard's agent preset matches it."""
     project = box.project()
     project.install()
     project.config('[write-guard]\nagent_presets = {"general-purpose" = "read-only"}\n')
