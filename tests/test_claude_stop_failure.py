@@ -378,3 +378,17 @@ async def test_subagent_start_starts_the_agents_turn_and_names_its_type() -> Non
         ("turn.start", "a96f816", [AgentInfo(id="a96f816", type="builder")]),
         ("classic", "SubagentStart"),
     ]
+
+
+def test_an_older_transcripts_error_message_after_a_refused_step_is_no_second_refusal() -> None:
+    """1.x/2.0 transcripts: a model step stopped with `refusal`, then Claude Code's own error
+    message (stop_reason `stop_sequence`); a later turn has only the error message."""
+    example = Path(__file__).resolve().parents[1] / "examples" / "transcripts"
+    session = only_session(example / "2026-03-03_refusal.jsonl")
+    assert [turn.reason for turn in completes(session)] == ["refusal", "refusal"]
+    refused_steps = [
+        step.event.turn_id
+        for step in session.walk()
+        if isinstance(step.event, TurnStep) and step.chunks[-1].stop_reason == "refusal"
+    ]
+    assert len(refused_steps) == 2 and len(set(refused_steps)) == 2  # one per turn

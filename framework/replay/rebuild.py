@@ -385,7 +385,16 @@ class _Builder:
             stop_reason = "tool_use"
         if error is not None:
             texts = [chunk.text for chunk in chunks if chunk.kind == "text"]
-            self.last_stop = error_reason(error, stop_reason=stop_reason, text="\n".join(texts))
+            reason = error_reason(error, stop_reason=stop_reason, text="\n".join(texts))
+            if reason == "refusal" and self.last_stop == "refusal":
+                # Claude Code's own message about the refusal its model step just stopped with
+                # (1.x/2.0 transcripts): no step of the model, and not a second refusal.
+                return
+            self.last_stop = reason
+            if reason == "refusal":
+                # The refusal is known only from this message (2.1.x writes no refused model
+                # step): its step stops as a live StopFailure's does.
+                stop_reason = reason
         else:
             self.last_stop = stop_reason
         data = {"error": error} if error is not None else {}
