@@ -401,17 +401,19 @@ class ClaudeBridge:
         if is_main:
             await self._maybe_start_turn(session_id, session)
         turn_id = self._turn_id(session_id) if is_main else f"{session_id}:agent:{agent}"
-        # Its `last_assistant_message` is Claude Code's error text: the transcript is read anyway.
-        unread = {**payload, "last_assistant_message": None}
-        tail = await anyio.to_thread.run_sync(_transcript_tail, unread)
-        turn = cmap.stop_failure(payload, turn_id, tail)
-        actions = await self._step(turn)
-        outcome = await self.host.dispatch(turn)
-        if is_main:
-            session.in_turn = False
-        session.held += cmap.person_messages([*actions, *outcome.actions])
-        if is_main and session.failure_done is not None:
-            session.failure_done.set()
+        try:
+            # Its `last_assistant_message` is Claude Code's error text: the transcript is read too.
+            unread = {**payload, "last_assistant_message": None}
+            tail = await anyio.to_thread.run_sync(_transcript_tail, unread)
+            turn = cmap.stop_failure(payload, turn_id, tail)
+            actions = await self._step(turn)
+            outcome = await self.host.dispatch(turn)
+            session.held += cmap.person_messages([*actions, *outcome.actions])
+        finally:
+            if is_main:
+                session.in_turn = False
+                if session.failure_done is not None:
+                    session.failure_done.set()
         return cmap.NO_ANSWER
 
     async def _await_stop_failure(self, session: _SessionState) -> None:
