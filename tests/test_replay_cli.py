@@ -94,7 +94,7 @@ def test_demo_shows_every_first_party_plugin_acting(examples: dict[str, Any]) ->
     )
     assert any("git reset --hard" in c["input"].get("command", "") for c in denied)
     toasts = [a for a in examples["actions"] if a["by"] == "refusal-watch" and a["kind"] == "toast"]
-    refused = {s["session_id"] for s in examples["sessions"] if "refusal" in s["path"]}
+    refused = {s["session_id"] for s in examples["sessions"] if "refusal" in Path(s["path"]).name}
     assert {t["session_id"] for t in toasts} == refused
     assert all(t["event"] == "turn.step" for t in toasts)
     assert examples["summary"]["logged_records"]["observer"] >= 1

@@ -44,6 +44,9 @@ FINISHED_MEMORY = 4096
 TURN_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
 """Model activity that begins a turn when none is open; a prompt begins one once it is not
 dropped (`framework.core.turns`)."""
+STOP_FAILURE_WAIT_S = 0.5
+"""How long a prompt after a turn that never stopped waits for that turn's StopFailure: Claude Code
+runs StopFailure without waiting for it, so the next prompt's hook may reach the host first."""
 
 
 @dataclass(slots=True)
@@ -70,6 +73,10 @@ class _SessionState:
     events: int = 0
     turns: int = 0
     in_turn: bool = False
+    held: list[str] = field(default_factory=list)
+    """Lines for the person from an answer Claude Code ignores (StopFailure), shown with the next
+    answer it shows."""
+    failure_done: anyio.Event | None = None
 
 
 def _transcript_tail(payload: Mapping[str, Any]) -> list[bytes]:
@@ -159,7 +166,7 @@ class ClaudeBridge:
         """The answer to an already parsed payload (see `mapping.parse_payload`)."""
         self.served += 1
         try:
-            return await self._answer(payload)
+            return self._with_held(payload, await self._answer(payload))
         except cmap.PayloadError as error:
             self.payload_errors += 1
             return cmap.payload_error_answer(error)
@@ -175,6 +182,8 @@ class ClaudeBridge:
         if isinstance(cwd, str):
             # Every payload says where the session works now; plugins read it as session.cwd.
             self.host.update_session(payload["session_id"], cwd=cwd)
+        if name == "UserPromptSubmit" and session.in_turn:
+            await self._await_stop_failure(session)
         if name in TURN_EVENTS or (name == "Stop" and not session.in_turn):
             await self._maybe_start_turn(payload["session_id"], session)
         if name == "PreToolUse":
@@ -189,6 +198,10 @@ class ClaudeBridge:
             return await self._stop(payload, session)
         if name == "SessionEnd":
             return await self._session_end(payload)
+        if name == "StopFailure":
+            return await self._stop_failure(payload, session)
+        if name == "SubagentStart":
+            await self._subagent_start(payload)
         outcome = await self.host.dispatch(cmap.classic(payload))
         return cmap.classic_answer(outcome.result, outcome.actions)
 
@@ -391,6 +404,63 @@ class ClaudeBridge:
         if is_main and not (continued and not turn.stop_hook_active):
             session.in_turn = False
         return cmap.stop_answer(name, turn, result, [*actions, *outcome.actions])
+
+    async def _stop_failure(
+        self, payload: Mapping[str, Any], session: _SessionState
+    ) -> cmap.HookAnswer:
+        """A turn ended by an API error (a refusal among them): its end runs as a Stop's does, so
+        plugins see the same `turn.step` and `turn.complete` as in a replay. Claude Code ignores
+        this hook's output, so what they show the person waits for the next answer it shows."""
+        session_id: str = payload["session_id"]
+        agent = payload.get("agent_id")
+        is_main = not (isinstance(agent, str) and agent)
+        if is_main:
+            await self._maybe_start_turn(session_id, session)
+        turn_id = self._turn_id(session_id) if is_main else agent_turn_id(session_id, str(agent))
+        try:
+            # Its `last_assistant_message` is Claude Code's error text: the transcript is read too.
+            unread = {**payload, "last_assistant_message": None}
+            tail = await anyio.to_thread.run_sync(_transcript_tail, unread)
+            turn = cmap.stop_failure(payload, turn_id, tail)
+            actions = await self._step(turn)
+            outcome = await self.host.dispatch(turn)
+            session.held += cmap.person_messages([*actions, *outcome.actions])
+        finally:
+            if is_main:
+                session.in_turn = False
+                if session.failure_done is not None:
+                    session.failure_done.set()
+        return cmap.NO_ANSWER
+
+    async def _await_stop_failure(self, session: _SessionState) -> None:
+        """A prompt while the last turn never stopped: it ended in a StopFailure still on its way
+        (then its end and what it shows come first), or was interrupted (then the wait is cut)."""
+        if session.failure_done is None or session.failure_done.is_set():
+            session.failure_done = anyio.Event()
+        with anyio.move_on_after(STOP_FAILURE_WAIT_S):
+            await session.failure_done.wait()
+
+    async def _subagent_start(self, payload: Mapping[str, Any]) -> None:
+        """A subagent starts: the session's agents list knows it, and its turn starts as in a
+        replay; its raw `classic.SubagentStart` (whose context goes into the subagent) follows."""
+        agent = cmap.subagent(payload)
+        if agent is None:
+            return
+        session_id: str = payload["session_id"]
+        self.host.note_agent(session_id, agent)
+        turn_id = agent_turn_id(session_id, agent.id)
+        start = TurnStart(session_id=session_id, turn_id=turn_id, agent_id=agent.id)
+        await self.host.dispatch(start)
+
+    def _with_held(self, payload: Mapping[str, Any], answer: cmap.HookAnswer) -> cmap.HookAnswer:
+        session = self._sessions.get(payload["session_id"])
+        if session is None or not session.held:
+            return answer
+        shown = cmap.with_person_messages(payload["hook_event_name"], answer, session.held)
+        if shown is None:
+            return answer
+        session.held = []
+        return shown
 
     async def _step(self, turn: TurnComplete) -> list[Any]:
         """`turn.step` for the turn's last message, read to its end so stream watchers see it."""

@@ -38,6 +38,8 @@ DEFAULT_EVENTS: tuple[str, ...] = (
     "PostToolUse",
     "PostToolUseFailure",
     "Stop",
+    "StopFailure",
+    "SubagentStart",
     "SubagentStop",
     "SessionEnd",
 )

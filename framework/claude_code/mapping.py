@@ -25,7 +25,8 @@ from framework.core.contract import (
     TurnComplete,
     TurnResult,
 )
-from framework.replay.rebuild import text_of, turn_reason
+from framework.core.engine import AgentInfo
+from framework.replay.rebuild import error_reason, is_refusal_text, text_of, turn_reason
 
 _log = structlog.get_logger("hookchain.claude")
 
@@ -54,8 +55,6 @@ _SESSION_SOURCES = {
     # Before 2.1.214 a fork arrived as `resume`; the contract has no separate value.
     "fork": "resume",
 }
-
-_REFUSAL_MARKERS = ("violate our Usage Policy", "unable to respond to this request")
 
 
 class PayloadError(ValueError):
@@ -210,6 +209,37 @@ def turn_complete(
     )
 
 
+def stop_failure(
+    payload: Mapping[str, Any], turn_id: str, transcript_tail: Sequence[bytes] = ()
+) -> TurnComplete:
+    """StopFailure (2.1.78+: a turn ended by an API error, no Stop follows) → `turn.complete`.
+
+    `error` names the kind (`rate_limit`, `invalid_request`, …) and `last_assistant_message` is
+    Claude Code's own error text; a refusal arrives as `invalid_request` with a text worded by the
+    refusal's category, while the transcript's `<synthetic>` message says `stop_reason: "refusal"`
+    (when it is written in time). The reason is the one a replay of the same transcript gives.
+    """
+    message = payload.get("last_assistant_message")
+    text = message if isinstance(message, str) else None
+    recorded = stop_reason({}, transcript_tail) if transcript_tail else None
+    return TurnComplete(
+        session_id=payload["session_id"],
+        turn_id=turn_id,
+        agent_id=_agent_id(payload),
+        reason=error_reason(payload.get("error"), stop_reason=recorded, text=text),
+        last_message=text,
+    )
+
+
+def subagent(payload: Mapping[str, Any]) -> AgentInfo | None:
+    """The agent a SubagentStart names (`agent_id`, `agent_type`), or None without an id."""
+    agent_id = _agent_id(payload)
+    if agent_id is None:
+        return None
+    agent_type = payload.get("agent_type")
+    return AgentInfo(id=agent_id, type=agent_type if isinstance(agent_type, str) else None)
+
+
 def classic(payload: Mapping[str, Any]) -> Classic:
     return Classic(
         session_id=payload["session_id"], hook_name=payload["hook_event_name"], payload=payload
@@ -227,10 +257,6 @@ def _records_backwards(lines: Sequence[bytes]) -> Iterable[dict[str, Any]]:
             continue  # a partly written or sanitised line is normal in transcripts
         if isinstance(record, dict):
             yield record
-
-
-def _is_refusal_text(text: str | None) -> bool:
-    return bool(text) and any(marker in str(text) for marker in _REFUSAL_MARKERS)
 
 
 def _assistant_text(record: Mapping[str, Any]) -> str | None:
@@ -262,7 +288,7 @@ def stop_reason(payload: Mapping[str, Any], transcript_tail: Sequence[bytes] = (
     Transcripts write one record per content block, so a null `stop_reason` says nothing; only an
     explicit value, a `model_refusal*` system record or the policy text counts.
     """
-    if _is_refusal_text(_text(payload, "last_assistant_message")):
+    if is_refusal_text(_text(payload, "last_assistant_message")):
         return "refusal"
     for record in _records_backwards(transcript_tail):
         kind = record.get("type")
@@ -271,7 +297,7 @@ def stop_reason(payload: Mapping[str, Any], transcript_tail: Sequence[bytes] = (
         if kind == "assistant" and not record.get("isSidechain"):
             message = record.get("message")
             reason = message.get("stop_reason") if isinstance(message, dict) else None
-            if reason == "refusal" or _is_refusal_text(_assistant_text(record)):
+            if reason == "refusal" or is_refusal_text(_assistant_text(record)):
                 return "refusal"
             if isinstance(reason, str):
                 return reason
@@ -305,8 +331,54 @@ def _kind_and_text(action: Any) -> tuple[str, str]:
 
 
 def person_messages(actions: Iterable[Any]) -> list[str]:
-    """Texts for the person (toasts, transcript lines, status), each with its plugin's name."""
-    return [text for kind, text in map(_kind_and_text, actions) if kind in PERSON_ACTION_KINDS]
+    """Texts for the person (toasts, transcript lines, status), each with its plugin's name.
+
+    Claude Code has one place for all of them, `systemMessage`: a toast and a transcript line of
+    the same text from the same plugin are one line there, not two, and a status is a value, so
+    only each plugin's newest one is shown.
+    """
+    shown = [
+        (kind, text, getattr(action, "by", "?"))
+        for action in actions
+        for kind, text in [_kind_and_text(action)]
+        if kind in PERSON_ACTION_KINDS
+    ]
+    newest = {by: index for index, (kind, _, by) in enumerate(shown) if kind == "status"}
+    texts = (
+        text
+        for index, (kind, text, by) in enumerate(shown)
+        if kind != "status" or newest[by] == index
+    )
+    return list(dict.fromkeys(texts))
+
+
+SPEAKING_EVENTS = frozenset(
+    {"SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure"}
+    | STOP_EVENTS
+)
+"""Events whose answer's `systemMessage` Claude Code shows; it ignores StopFailure's output and
+discards SessionEnd's."""
+
+
+def with_person_messages(
+    event_name: str, answer: HookAnswer, lines: Sequence[str]
+) -> HookAnswer | None:
+    """`answer` with `lines` first in its `systemMessage`, or None when it cannot carry them (an
+    event whose output Claude Code ignores, an exit-2 answer, stdout that is no JSON object):
+    the caller then keeps `lines` for a later answer."""
+    if event_name not in SPEAKING_EVENTS or answer.exit_code != 0:
+        return None
+    try:
+        output = json.loads(answer.stdout) if answer.stdout.strip() else {}
+    except ValueError:
+        return None
+    if not isinstance(output, dict):
+        return None
+    existing = output.get("systemMessage")
+    shown = [*lines, existing] if isinstance(existing, str) and existing else list(lines)
+    output["systemMessage"] = cap("\n".join(dict.fromkeys(shown)))
+    text = json.dumps(output, ensure_ascii=False, separators=(",", ":"))
+    return HookAnswer(stdout=text, stderr=answer.stderr)
 
 
 def model_messages(actions: Iterable[Any]) -> list[str]:

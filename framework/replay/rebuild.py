@@ -71,6 +71,13 @@ _NOT_PROMPT_PREFIXES = (
 )
 _WRAPPER_BLOCK = re.compile(r"^\s*<(ide_opened_file|ide_selection|system-reminder)>")
 _NOTIFICATION_PREFIX = "<task-notification>"
+REFUSAL_MARKERS = (
+    "violate our Usage Policy",
+    "unable to respond to this request",
+    "safeguards flagged this message",
+)
+"""Phrases of the texts Claude Code shows (and records) when the service refused a request; 2.1.197
+words it by the refusal's category (a general one, "… for a cybersecurity topic", …)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,6 +273,8 @@ class _Builder:
                 ):
                     self.complete(at_ms)
                 self.emit(SessionStart(session_id=self.session_id, source="compact"), at_ms)
+            elif kind == "system" and str(record.get("subtype", "")).startswith("model_refusal"):
+                self.refused()
         self.flush()
         self.complete(self.clock)
 
@@ -352,6 +361,13 @@ class _Builder:
         else:
             self.stop_hook_active = True
 
+    def refused(self) -> None:
+        """A `model_refusal*` system record: Claude Code gave up on the turn because the service
+        refused it (2.1.197 writes it after its `<synthetic>` error message)."""
+        self.flush()
+        if self.turn_id is not None:
+            self.last_stop = "refusal"
+
     def flush(self) -> None:
         if not self.pending or self.turn_id is None:
             return
@@ -375,7 +391,20 @@ class _Builder:
                     uses.append(block)
         if uses and stop_reason is None:
             stop_reason = "tool_use"
-        self.last_stop = "api_error" if error is not None else stop_reason
+        if error is not None:
+            texts = [chunk.text for chunk in chunks if chunk.kind == "text"]
+            reason = error_reason(error, stop_reason=stop_reason, text="\n".join(texts))
+            if reason == "refusal" and self.last_stop == "refusal":
+                # Claude Code's own message about the refusal its model step just stopped with
+                # (1.x/2.0 transcripts): no step of the model, and not a second refusal.
+                return
+            self.last_stop = reason
+            if reason == "refusal":
+                # The refusal is known only from this message (2.1.x writes no refused model
+                # step): its step stops as a live StopFailure's does.
+                stop_reason = reason
+        else:
+            self.last_stop = stop_reason
         data = {"error": error} if error is not None else {}
         chunks.append(StreamChunk(kind="stop", stop_reason=stop_reason, data=data))
         step = TurnStep(
@@ -499,6 +528,23 @@ def turn_reason(stop_reason: str | None) -> str:
     if stop_reason in (None, "tool_use", "end_turn"):
         return "end_turn"
     return stop_reason
+
+
+def is_refusal_text(text: object) -> bool:
+    """Whether `text` is Claude Code's message for a request the service refused."""
+    return isinstance(text, str) and any(marker in text for marker in REFUSAL_MARKERS)
+
+
+def error_reason(error: object, *, stop_reason: object = None, text: object = None) -> str:
+    """The reason of a turn that ended in an API error: a transcript's `isApiErrorMessage` record
+    or a live StopFailure (`error` = its kind). Claude Code reports a refusal as the kind
+    `invalid_request` with its Usage Policy text, so the text (or the recorded stop reason)
+    decides; an output cut at the token limit is `max_tokens`, any other error `api_error`."""
+    if stop_reason == "refusal" or is_refusal_text(text):
+        return "refusal"
+    if error == "max_output_tokens":
+        return "max_tokens"
+    return "api_error"
 
 
 def stamp_ms(stamp: object) -> int:

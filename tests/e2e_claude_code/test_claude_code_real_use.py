@@ -193,8 +193,9 @@ def test_the_loop_breaker_slash_command_is_answered(box: Sandbox) -> None:
     assert "loop-breaker is paused for this session" in stream, run.explain()
 
 
-@issue(17, "Host.note_agent is never called, so agent_presets never match a subagent")
 def test_an_agent_preset_makes_a_subagent_read_only(box: Sandbox) -> None:
+    """Issue 17, fixed by issue 22's SubagentStart: installed by default, it names the agent and
+    its type to the host (`Host.note_agent`), so write-guard's agent preset matches it."""
     project = box.project()
     project.install()
     project.config('[write-guard]\nagent_presets = {"general-purpose" = "read-only"}\n')
@@ -280,8 +281,9 @@ def refusal_log(box: Sandbox) -> list[str]:
     return [key for key in keys if key.startswith("refusal-watch:log:")]
 
 
-@issue(22, "a refused turn ends in StopFailure, which hookchain neither installs nor maps")
 def test_a_refusal_is_counted_logged_and_shown_once(box: Sandbox) -> None:
+    """Issue 22: the refused turn ends in StopFailure, whose output Claude Code ignores; the
+    notice comes with the next prompt's answer, once, and the refusal is counted and logged."""
     project = box.project()
     project.install()
     run = project.run(
@@ -290,9 +292,19 @@ def test_a_refusal_is_counted_logged_and_shown_once(box: Sandbox) -> None:
         threads={"NEXT-PROMPT": [say("carried on")]},
     )
     assert run.of_type("system", "model_refusal_no_fallback"), run.explain()
+    assert "StopFailure" in run.debug  # the turn ended there: Claude Code ran the hook
     assert run.result.get("result") == "carried on"  # the second prompt was answered
-    assert shown(run, "Refusal: the model's reply was stopped") == 1, run.system_messages()
-    assert len(refusal_log(box)) == 1
+    notice = "Refusal: the model's reply was stopped"
+    assert shown(run, notice) == 1, run.system_messages()
+    [prompted] = [
+        json.loads(r["stdout"]).get("systemMessage", "")
+        for r in run.hook_responses("UserPromptSubmit")[1:]
+    ]
+    assert notice in prompted, run.system_messages()  # the first answer Claude Code shows
+    assert shown(run, "1 refusal this session") >= 1, run.system_messages()
+    assert shown(run, "2 refusals this session") == 0, run.system_messages()
+    [record] = refusal_log(box)
+    assert record.endswith(":step")
 
 
 def test_hook_cost_per_tool_call_seen_from_claude_code(box: Sandbox) -> None:
@@ -340,8 +352,8 @@ def stop_the_background_task(body: Mapping[str, Any]) -> Turn:
     return tool("TaskStop", {"task_id": found.group(1)})
 
 
-@issue(22, "the refusal is never seen live, so no TaskStop window opens after it")
 def test_a_task_stop_soon_after_a_refusal_gets_its_notice_once(box: Sandbox) -> None:
+    """Issue 22: the live refusal opens the 30-minute window, so the TaskStop gets its notice."""
     project = box.project()
     project.install()
     run = project.run(
@@ -359,3 +371,19 @@ def test_a_task_stop_soon_after_a_refusal_gets_its_notice_once(box: Sandbox) -> 
     [stopped] = run.tool_results("NEXT-PROMPT")[1:]
     assert "Successfully stopped task" in stopped.text
     assert shown(run, "within 30 minutes of a refusal") == 1, run.system_messages()
+
+
+def test_denied_calls_count_in_the_observers_episode(box: Sandbox) -> None:
+    """Issue 22: two writes write-guard denied are two tool calls the model made."""
+    project = box.project()
+    project.install()
+    run = project.run(
+        "write two files",
+        [write(str(box.outside / "a.txt"), "a"), write(str(box.outside / "b.txt"), "b"), say("ok")],
+    )
+    assert run.code == 0, run.explain()
+    assert all("[write-guard]" in result.text for result in run.tool_results())
+    logs = list((project.path / ".hookchain" / "observer").glob("episodes-*.jsonl"))
+    [episode] = [json.loads(line) for path in logs for line in path.read_text().splitlines()]
+    assert episode["task_size"]["tool_calls"] == 2, episode
+    assert episode["task_size"]["bucket"] == "small"

@@ -1,29 +1,19 @@
-"""Wire events to the observer: gather turn facts, gate routing tags, write one episode per turn."""
+"""Wires the observer's events: each handler calls down the chain and hands over to `Observer`."""
 
 from __future__ import annotations
 
-import time
-import weakref
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
-from typing import Any, TypeVar
 
-import anyio.to_thread
 from framework import (
     ENGINE_ORIGIN,
     PERSON_ORIGIN_KINDS,
     CallNext,
     Engine,
-    Event,
     PromptResult,
     PromptSubmit,
     Registration,
     SessionEnd,
     SessionStart,
-    Store,
     ToolCall,
     ToolResult,
     TurnComplete,
@@ -31,401 +21,50 @@ from framework import (
     hookimpl,
 )
 
-from observer._log_file import MonthLog, encode_line, prepare_record_keys
 from observer._options import Options
-from observer._read_counter import (
-    COUNTER_FILE,
-    ReadCounter,
-    load_counter,
-    reminder_due,
-    reminder_text,
-    save_counter,
-)
-from observer._records import ObserverErrorMarker, iso_timestamp, new_episode_id
-from observer._routing import gate_decision, parse_routing_tag
-from observer._turn_facts import (
-    EpisodeContext,
-    PromptRules,
-    SessionFacts,
-    ToolRules,
-    TurnFacts,
-    TurnTally,
-    episode_record,
-    other_live_sessions,
-    prepare_prompt_rules,
-    read_prompt,
-    started_turn_values,
-)
+from observer._runtime import Observer
 
-PLUGIN_NAME = "observer"
-_TURN_KEY = "turn"
-_SESSION_KEY = "session"
-_LIVE_PREFIX = "live:"
-MAX_HOT_SESSIONS = 256
-_NO_FACTS = TurnFacts()
-
-T = TypeVar("T")
-
-
-@dataclass(slots=True)
-class _HotTurn:
-    """A session's running turn in memory, and the event it was loaded for until another one."""
-
-    tally: TurnTally
-    loaded_for: Event | None
-    # The session's own state, where a process-local host writes the turn back when it drops it.
-    state: Store
-    # The session's facts as this host last wrote them (None until it writes them itself); on a
-    # process-local store, the facts themselves, which reach the store only when dropped.
-    session: SessionFacts | None = None
-
-
-class Observer:
-    """The observer's handlers, bound to one set of options."""
-
-    def __init__(self, options: Options) -> None:
-        self.options = options
-        self.prompt_rules = PromptRules(
-            methods=options.methods,
-            method_patterns=options.method_patterns,
-            correction_cues=options.correction_cues,
-            task_ref_pattern=options.task_ref_pattern,
-        )
-        self.tool_rules = ToolRules(edit_tools=options.edit_tools, node_fields=options.node_fields)
-        prepare_prompt_rules(self.prompt_rules)
-        prepare_record_keys()
-        self.hot: OrderedDict[str, _HotTurn] = OrderedDict()
-        self._sandbox_dir: Path | None = None
-        self._sandbox_counter: ReadCounter | None = None
-        # A process-local store's live marks, kept here instead: session -> (ms, wall expiry).
-        self._live: dict[str, tuple[int, float]] = {}
-        self.log = MonthLog()
-        # The kept month file is closed at `session.end`, or when this host's observer goes.
-        weakref.finalize(self, self.log.close)
-
-    async def _turn(self, engine: Engine, event: Event) -> _HotTurn:
-        """This session's running turn, kept in memory while the host is warm.
-
-        After a miss (a new session, a restarted host, or a host that lives for one hook call)
-        the turn is loaded from `engine.state`, and what handling that same event changes is
-        written back at once (`_changed`), so a short-lived host loses nothing. Once this host
-        sees a second event of the session it is warm: a tool call then only counts in memory,
-        and the facts reach the store when the turn ends (the episode) or a prompt starts one.
-        On a process-local store nobody else reads them: they reach it only when this host
-        drops the session from memory.
-        """
-        return self._warm_turn(engine, event) or await self._load_turn(engine, event)
-
-    def _warm_turn(self, engine: Engine, event: Event) -> _HotTurn | None:
-        """The turn in memory, if this host holds it; found without a coroutine."""
-        session_id = engine.session.id
-        hot = self.hot.get(session_id)
-        if hot is not None:
-            self.hot.move_to_end(session_id)
-            if hot.loaded_for is not None and hot.loaded_for is not event:
-                hot.loaded_for = None
-        return hot
-
-    async def _load_turn(self, engine: Engine, event: Event) -> _HotTurn:
-        stored = await engine.state.get(_TURN_KEY)
-        facts = TurnFacts.model_validate(stored or {})
-        # A concurrent handler of the same session may have loaded it meanwhile: keep it.
-        hot = self.hot.setdefault(
-            engine.session.id, _HotTurn(TurnTally(facts), event, engine.state)
-        )
-        while len(self.hot) > MAX_HOT_SESSIONS:
-            # The oldest idle session drops back to its stored copy.
-            _, dropped = self.hot.popitem(last=False)
-            if dropped.state.process_local:
-                # A process-local store was spared the write-behind copies: it gets them now,
-                # or this host would lose what it knew of the session.
-                await _write_back(dropped)
-        return hot
-
-    async def _changed(self, engine: Engine, hot: _HotTurn) -> None:
-        """Write the turn back at once: a cold host's way (a warm one keeps it until the end)."""
-        await engine.state.set(_TURN_KEY, hot.tally.facts().model_dump(mode="json"))
-
-    def data_dir(self, engine: Engine) -> Path:
-        if engine.sandboxed:
-            # A sandboxed host's folder is always `<sandbox>/observer` (whatever the session's
-            # workspace), and this observer serves one host: the path is built once.
-            if self._sandbox_dir is None:
-                self._sandbox_dir = engine.data_dir(self.options.data_dir)
-            return self._sandbox_dir
-        return engine.data_dir(self.options.data_dir)
-
-    async def session_start(self, engine: Engine, event: SessionStart, call_next: CallNext) -> None:
-        await call_next(event)
-        try:
-            await self._start(engine, event)
-        except Exception as error:
-            await self._write_error(engine, event.session_id, None, "session.start", error)
-
-    async def prompt_submit(
-        self, engine: Engine, event: PromptSubmit, call_next: CallNext
-    ) -> PromptResult:
-        result: PromptResult = await call_next(event)
-        # Only a person's prompts reach here (`match` at registration).
-        if result.drop is not None:
-            return result
-        try:
-            # Only derived, content-free facts are kept: the prompt text never reaches the store.
-            prompt = read_prompt(event.text, self.prompt_rules)
-            hot = await self._turn(engine, event)
-            hot.tally = TurnTally.started_by(prompt)
-            if not engine.state.process_local:
-                # Stored by warm hosts too, so that a restarted host still knows the turn's
-                # prompt (a process-local store outlives no host: it gets it if dropped).
-                await engine.state.set(_TURN_KEY, started_turn_values(prompt))
-        except Exception as error:
-            await self._write_error(engine, event.session_id, None, "prompt.submit", error)
-        return result
-
-    async def tool_call(self, engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
-        result: ToolResult = await call_next(event)
-        if call_next.origin != ENGINE_ORIGIN:
-            return result
-        try:
-            # The warm path (the usual one) runs without awaiting anything.
-            hot = self._warm_turn(engine, event) or await self._load_turn(engine, event)
-            hot.tally.count(event.tool, event.input, self.tool_rules)
-            if hot.loaded_for is not None and not engine.state.process_local:
-                await self._changed(engine, hot)
-        except Exception as error:
-            await self._write_error(engine, event.session_id, None, "tool.call", error)
-        return result
-
-    async def turn_complete(
-        self, engine: Engine, event: TurnComplete, call_next: CallNext
-    ) -> TurnResult:
-        result: TurnResult = await call_next(event)
-        # Only main-loop turns reach here (`match` at registration).
-        if result.continuation is not None:
-            return result
-        try:
-            return await self._finish_turn(engine, event, result)
-        except Exception as error:
-            await self._write_error(engine, event.session_id, event.turn_id, "turn.complete", error)
-            return result
-
-    async def session_end(self, engine: Engine, event: SessionEnd, call_next: CallNext) -> None:
-        # The session's state goes with it; so does its turn in memory.
-        self.hot.pop(engine.session.id, None)
-        await _off_loop(engine, self.log.close)
-        await call_next(event)
-
-    async def _start(self, engine: Engine, event: SessionStart) -> None:
-        now = await engine.clock.now()
-
-        if engine.state.process_local:
-            # Nobody else reads this session's state: the host holds the session from its start,
-            # and keeps its facts in memory (read from the store only when it did not hold them).
-            hot = await self._turn(engine, event)
-            if hot.session is None:
-                stored = await engine.state.get(_SESSION_KEY)
-                hot.session = _begun(SessionFacts.model_validate(stored or {}), event)
-            else:
-                hot.session = _begun(hot.session, event)
-        else:
-            begun: list[SessionFacts] = []
-
-            def begin(stored: Any) -> Any:
-                begun[:] = [_begun(SessionFacts.model_validate(stored or {}), event)]
-                return begun[0].model_dump(mode="json")
-
-            await engine.state.update(_SESSION_KEY, begin, default={})
-            held = self.hot.get(engine.session.id)
-            if held is not None and held.session is not None:
-                held.session = begun[0]
-        await self._heartbeat(engine, now)
-        if engine.sandboxed:
-            self._remind_in_memory(engine, now)
-            return
-        data_dir = self.data_dir(engine)
-        counter = await _off_loop(engine, load_counter, data_dir, now)
-        if reminder_due(counter, now, self.options.unread_weeks):
-            engine.ui.toast(reminder_text(counter, now))
-            counter = counter.model_copy(update={"last_reminded_ms": now})
-            await _off_loop(engine, save_counter, data_dir, counter)
-        elif not (data_dir / COUNTER_FILE).exists():
-            # Start the clock for "unread" the first time the observer sees this workspace.
-            await _off_loop(engine, save_counter, data_dir, counter)
-
-    def _remind_in_memory(self, engine: Engine, now: int) -> None:
-        """The read counter of a sandboxed host: the same reminders, kept for the host's life.
-
-        Nobody reads a sandbox's log through the CLI, and its folder is thrown away with it, so
-        the counter is not written there: it starts when the host first starts a session.
-        """
-        counter = self._sandbox_counter or ReadCounter(first_seen_ms=now)
-        if reminder_due(counter, now, self.options.unread_weeks):
-            engine.ui.toast(reminder_text(counter, now))
-            counter = counter.model_copy(update={"last_reminded_ms": now})
-        self._sandbox_counter = counter
-
-    async def _heartbeat(self, engine: Engine, now: int) -> bool:
-        """Mark this session live; whether another session was live within the window."""
-        window_ms = self.options.parallel_window_minutes * 60_000
-        if engine.store.process_local:
-            return self._local_heartbeat(engine.session.id, now, window_ms)
-        own = f"{_LIVE_PREFIX}{engine.session.id}"
-        await engine.store.set(own, now, ttl=window_ms / 1000)
-        beats: dict[str, int] = {}
-        for key in await engine.store.keys(_LIVE_PREFIX):
-            if key == own:
-                continue  # only the others count, and this one was just written
-            seen = await engine.store.get(key)
-            if isinstance(seen, int):
-                beats[key.removeprefix(_LIVE_PREFIX)] = seen
-        return other_live_sessions(beats, engine.session.id, now, window_ms)
-
-    def _local_heartbeat(self, session_id: str, now: int, window_ms: int) -> bool:
-        """`_heartbeat` for a process-local store: only this host's sessions could read the marks,
-        so they are kept here, each expiring like the store's key would (its TTL in wall time)."""
-        wall = time.time()
-        live = self._live
-        live[session_id] = (now, wall + window_ms / 1000)
-        beats: dict[str, int] = {}
-        for other, (seen, expires) in list(live.items()):
-            if expires <= wall:
-                del live[other]
-            elif other != session_id:
-                beats[other] = seen
-        return other_live_sessions(beats, session_id, now, window_ms)
-
-    async def _finish_turn(
-        self, engine: Engine, event: TurnComplete, result: TurnResult
-    ) -> TurnResult:
-        # The warm path (the usual one) finds the turn without a coroutine, as a tool call does.
-        hot = self._warm_turn(engine, event) or await self._load_turn(engine, event)
-        # Taken before any await: a call counted meanwhile is not this episode's.
-        facts = hot.tally.snapshot()
-        if self.options.routing_gate:
-            instruction = gate_decision(
-                dictated=facts.prompt.dictated,
-                last_message=event.last_message,
-                stop_hook_active=event.stop_hook_active,
-                already_fired=facts.gate_fired_for == event.turn_id,
-            )
-            if instruction is not None:
-                hot.tally.gate_fired_for = event.turn_id
-                if not engine.state.process_local:
-                    await engine.state.set(_TURN_KEY, hot.tally.facts().model_dump(mode="json"))
-                return result.continued(instruction, by=PLUGIN_NAME)
-        now = await engine.clock.now()
-        session = await self._count_turn(engine, hot)
-        parallel = await self._heartbeat(engine, now)
-        economy_env = self.options.economy_level_env
-        context = EpisodeContext(
-            episode_id=new_episode_id(),
-            ms=now,
-            session_id=event.session_id,
-            turn_id=event.turn_id,
-            session_turn=session.turns + 1,
-            parallel_session=parallel,
-            economy_level=engine.env.get(economy_env) if economy_env else None,
-        )
-        tag = parse_routing_tag(event.last_message)
-        await self._write(engine, encode_line(episode_record(facts, session, tag, context)), now)
-        hot.tally = TurnTally.started_by(_NO_FACTS.prompt)
-        if not engine.state.process_local:
-            await engine.state.delete(_TURN_KEY)
-        return result
-
-    async def _count_turn(self, engine: Engine, hot: _HotTurn) -> SessionFacts:
-        """The session's facts before this turn; the store then holds them with one more turn.
-
-        Counted in one atomic update of the stored facts, so two hosts serving one session on a
-        shared store never count the same turn twice (a warm host on a process-local store, the
-        only one that can read them, counts its held facts instead: `_count_held_turn`).
-        """
-        if hot.session is not None and engine.state.process_local:
-            return self._count_held_turn(hot, hot.session)
-        counted: list[SessionFacts] = []
-
-        def next_turn(stored: Any) -> Any:
-            facts = SessionFacts.model_validate(stored or {})
-            # The facts are kept from the last run of this function (the store may run it more
-            # than once) rather than validated a second time from the store.
-            counted[:] = [facts]
-            return _session_values(facts, facts.turns + 1)
-
-        await engine.state.update(_SESSION_KEY, next_turn, default={})
-        return self._count_held_turn(hot, counted[0])
-
-    @staticmethod
-    def _count_held_turn(hot: _HotTurn, session: SessionFacts) -> SessionFacts:
-        """Hold the session's facts with one more turn; the facts before it are returned."""
-        hot.session = SessionFacts(
-            turns=session.turns + 1, model=session.model, post_compaction=session.post_compaction
-        )
-        return session
-
-    async def _write_error(
-        self, engine: Engine, session_id: str, turn_id: str | None, stage: str, error: Exception
-    ) -> None:
-        """Leave a marker instead of a silent gap; only the error's type is recorded."""
-        now = await engine.clock.now()
-        marker = ObserverErrorMarker(
-            ts=iso_timestamp(now),
-            session_id=session_id,
-            turn_id=turn_id,
-            stage=stage,
-            error_type=type(error).__name__,
-        )
-        await self._append(engine, marker.model_dump(mode="json"), now)
-
-    async def _append(self, engine: Engine, record: dict[str, Any], now: int) -> None:
-        await self._write(engine, encode_line(record), now)
-
-    async def _write(self, engine: Engine, line: bytes, now: int) -> None:
-        """A real log line is fsynced off the event loop; a sandboxed host's log is throwaway."""
-        data_dir = self.data_dir(engine)
-        if engine.sandboxed:
-            # What `_off_loop` does for a sandboxed host, without a coroutine of its own per line.
-            # Its folder is new to each sandbox (unless an earlier host of the same sandbox wrote
-            # there): created before it is looked up.
-            self.log.write(data_dir, line, now, durable=False, new_folder_likely=True)
-            return
-        await _off_loop(engine, self.log.write, data_dir, line, now, durable=True)
-
-
-def _begun(session: SessionFacts, event: SessionStart) -> SessionFacts:
-    """The session's facts once `event` has started it (again)."""
-    compacted = event.source == "compact" or (session.post_compaction and event.source != "clear")
-    return session.model_copy(
-        update={"model": event.model or session.model, "post_compaction": compacted}
-    )
-
-
-async def _write_back(hot: _HotTurn) -> None:
-    """Store what a host kept of a session only in memory: its running turn and its facts."""
-    await hot.state.set(_TURN_KEY, hot.tally.facts().model_dump(mode="json"))
-    if hot.session is not None:
-        await hot.state.set(_SESSION_KEY, _session_values(hot.session, hot.session.turns))
-
-
-def _session_values(session: SessionFacts, turns: int) -> dict[str, Any]:
-    """The stored form of the session's facts: the plain values of `model_dump`."""
-    return {"turns": turns, "model": session.model, "post_compaction": session.post_compaction}
-
-
-async def _off_loop(engine: Engine, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """File work runs in a worker thread, so an fsync never stalls the event loop; a sandboxed
-    host's throwaway files are written without fsync and inline, sparing the thread hop."""
-    if engine.sandboxed:
-        return work(*args, **kwargs)
-    return await anyio.to_thread.run_sync(partial(work, *args, **kwargs))
+OUTERMOST = -1000
+"""The observer's `tool.call` order: outside every guard (write-guard sits at -100), so it sees
+each call the model made, the denied ones included; it only counts and never changes a call."""
 
 
 @hookimpl
 def register(on: Callable[..., Registration], options: Options) -> None:
     """Attach the observer's handlers."""
     observer = Observer(options)
-    on("session.start", observer.session_start)
+
+    async def session_start(engine: Engine, event: SessionStart, call_next: CallNext) -> None:
+        await call_next(event)
+        await observer.session_started(engine, event)
+
+    async def prompt_submit(
+        engine: Engine, event: PromptSubmit, call_next: CallNext
+    ) -> PromptResult:
+        result: PromptResult = await call_next(event)
+        if result.drop is None:
+            await observer.prompt_submitted(engine, event)
+        return result
+
+    async def tool_call(engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
+        result: ToolResult = await call_next(event)
+        if call_next.origin == ENGINE_ORIGIN:  # calls a plugin dispatched are not the model's
+            await observer.tool_called(engine, event)
+        return result
+
+    async def turn_complete(engine: Engine, event: TurnComplete, call_next: CallNext) -> TurnResult:
+        result: TurnResult = await call_next(event)
+        if result.continuation is not None:  # the turn goes on: its episode comes later
+            return result
+        return await observer.turn_completed(engine, event, result)
+
+    async def session_end(engine: Engine, event: SessionEnd, call_next: CallNext) -> None:
+        await observer.session_ended(engine)
+        await call_next(event)
+
+    on("session.start", session_start)
     # The filters keep the handlers from being entered for events they would only pass on.
-    on("prompt.submit", observer.prompt_submit, match={"origin_kind": PERSON_ORIGIN_KINDS})
-    on("tool.call", observer.tool_call)
-    on("turn.complete", observer.turn_complete, match={"agent_id": None})
-    on("session.end", observer.session_end)
+    on("prompt.submit", prompt_submit, match={"origin_kind": PERSON_ORIGIN_KINDS})
+    on("tool.call", tool_call, order=OUTERMOST)
+    on("turn.complete", turn_complete, match={"agent_id": None})
+    on("session.end", session_end)

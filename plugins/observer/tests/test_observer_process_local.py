@@ -23,7 +23,7 @@ from framework import (
 )
 
 import observer
-from observer import _register
+from observer import _runtime
 
 START_MS = 1_767_225_600_000
 STORES = ["memory", "sqlite"]
@@ -106,7 +106,7 @@ async def test_a_process_local_host_that_drops_sessions_writes_the_same_episodes
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     kept = await _run("memory", tmp_path / "kept", _INTERLEAVED)
-    monkeypatch.setattr(_register, "MAX_HOT_SESSIONS", 1)
+    monkeypatch.setattr(_runtime, "MAX_HOT_SESSIONS", 1)
     dropped = await _run("memory", tmp_path / "dropped", _INTERLEAVED)
     assert dropped == kept
     # The run covers what a dropped session must keep: tool counts, the prompt's facts, the

@@ -4,21 +4,27 @@ from __future__ import annotations
 
 import json
 import os
+import types
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from framework import (
+    CallNext,
+    Engine,
     FakeClock,
     Host,
+    PluginInfo,
     PromptResult,
     PromptSubmit,
     SessionStart,
     StoreBackend,
     ToolCall,
+    ToolResult,
     TurnComplete,
     TurnResult,
+    hookimpl,
     open_backend,
 )
 from observer._read_counter import WEEK_MS, ReadCounter, save_counter
@@ -476,3 +482,49 @@ async def test_two_hosts_serving_one_session_on_a_shared_store_never_count_a_tur
         await first.dispatch(TurnComplete(session_id="s1", turn_id="t3", last_message="ok"))
     assert [line["environment"]["session_turn"] for line in _lines(data_dir)] == [1, 2, 3]
     await backend.aclose()
+
+
+def _denying_guard() -> types.ModuleType:
+    """A guard in write-guard's place in the chain (order -100) that denies every Write."""
+    module = types.ModuleType("denying_guard")
+
+    @hookimpl
+    def register(on: Any, options: Any) -> None:
+        async def deny(engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
+            return ToolResult.denied("not here", by="denying-guard")
+
+        on("tool.call", deny, match={"tool": "Write"}, order=-100, fail="closed")
+
+    module.plugin = PluginInfo(name="denying-guard", contract=">=1,<2")  # type: ignore[attr-defined]
+    module.register = register  # type: ignore[attr-defined]
+    return module
+
+
+@pytest.mark.anyio
+async def test_denied_calls_are_calls_the_model_made(data_dir: Path) -> None:
+    """Issue 22: two calls a guard outside the observer's place denied still count."""
+    options = {"observer": {"data_dir": str(data_dir)}}
+    async with Host(
+        plugins=[observer, _denying_guard()],
+        entry_points=False,
+        store="memory://",
+        clock=FakeClock(start_ms=START_MS),
+        env={},
+        options=options,
+        config={},
+    ) as host:
+        await host.dispatch(SessionStart(session_id="s1", cwd="/w"))
+        await host.dispatch(PromptSubmit(session_id="s1", text="write two files"))
+        for index, name in enumerate(["a", "b"]):
+            call = ToolCall(
+                session_id="s1",
+                tool_use_id=f"u{index}",
+                tool="Write",
+                input={"file_path": f"/elsewhere/{name}.txt", "content": "x"},
+            )
+            outcome = await host.dispatch(call)
+            assert outcome.result.denial is not None
+        await host.dispatch(TurnComplete(session_id="s1", turn_id="t1", last_message="ok"))
+    [episode] = _lines(data_dir)
+    assert episode["task_size"]["tool_calls"] == 2
+    assert episode["task_size"]["bucket"] == "small"

@@ -1,336 +1,70 @@
-"""Wires refusal-watch's events to its pure rules: steps, turn ends, TaskStop, context, sessions."""
+"""Wires refusal-watch's events: each handler calls down the chain and hands over to `Watch`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
-import anyio
 from framework import (
     CallNext,
-    ContextBlock,
     ContextResult,
     Engine,
     PromptContext,
     SessionEnd,
     SessionStart,
     StepStream,
-    StreamChunk,
     ToolCall,
     ToolResult,
     TurnComplete,
     TurnResult,
     TurnStep,
     hookimpl,
-    tap,
 )
 
-from . import _times
-from ._dedup import TurnDedup, TurnKey, turn_key
-from ._delivery import RecordLog, deliver, engine_time, engine_time_only, local_reading
 from ._options import Options
-from ._passport import PassportVerdict, check_passport, describe_verdict
-from ._rule import BLOCK_NAME, plan_blocks
-from ._switch import SWITCH_NAME, describe_diagnostic, read_switch
-from ._taskstop import (
-    TASK_STOP_TOOL,
-    refusal_toast,
-    status_text,
-    stopped_task,
-    task_stop_toast,
-)
-from ._window import RefusalWindow, Verdict
-
-PLUGIN_NAME = "refusal-watch"
-REFUSAL = "refusal"
-
-local_clock: Callable[[], object] = _times.process_now_ms
-"""The process's own clock, read before (and instead of) the engine clock; swapped in tests."""
-
-
-@dataclass(slots=True)
-class SessionBook:
-    """What one session has seen; replaced at session.end so late work cannot leak into the next."""
-
-    count: int = 0
-    window: RefusalWindow = field(default_factory=RefusalWindow)
-    dedup: TurnDedup = field(default_factory=TurnDedup)
-
-
-@dataclass(frozen=True, slots=True)
-class Sighting:
-    """A refusal as recognised: where it came from and what the status and log show of it."""
-
-    label: str
-    turn_id: object
-    agent_id: object
-    model: object
-    step_index: object = None
-
-
-class Watch:
-    """The per-host state of refusal-watch and its handlers."""
-
-    def __init__(self, options: Options) -> None:
-        self._options = options
-        self._books: dict[str, SessionBook] = {}
-        self._passport: PassportVerdict | None = None
-        self._said: set[str] = set()
-        self._log = RecordLog(keep=options.log_keep, wait_ms=options.write_wait_ms)
-
-    @property
-    def waiting_budget(self) -> float:
-        """Own-time budget of handlers that wait for a record write: the wait plus headroom."""
-        return self._options.write_wait_ms / 1000 + 2.0
-
-    def book(self, session_id: str) -> SessionBook:
-        book = self._books.get(session_id)
-        if book is None:
-            book = self._books[session_id] = SessionBook()
-        return book
-
-    def is_current(self, session_id: str, book: SessionBook) -> bool:
-        return self._books.get(session_id) is book
-
-    def say_once(self, engine: Engine, name: str, text: str) -> None:
-        if name not in self._said:
-            self._said.add(name)
-            deliver(engine, "log", lambda line: engine.ui.log(line, level="warning"), text)
-
-    # -- recognising a refusal -----------------------------------------------------------------
-
-    def announce(self, engine: Engine, sighting: Sighting) -> None:
-        """Toast and transcript line at once, before any clock is read."""
-        text = refusal_toast(sighting.turn_id, sighting.agent_id, source=sighting.label)
-        deliver(engine, "toast", engine.ui.toast, text)
-        deliver(engine, "transcript", engine.transcript.line, text)
-
-    def count(self, engine: Engine, book: SessionBook) -> int:
-        """Bump the counter and set an opening mark stamped with local time."""
-        book.count += 1
-        return book.window.begin(local_reading(engine, local_clock).ms)
-
-    async def settle(
-        self, engine: Engine, session_id: str, book: SessionBook, seq: int, sighting: Sighting
-    ) -> float | None:
-        """Read the clock, turn the mark into the window, then show the status line."""
-        fallback = _times.LocalReading(None)
-        moment: float | None = None
-        try:
-            fallback = local_reading(engine, local_clock)
-            moment = await engine_time(engine, fallback)
-        finally:
-            if self.is_current(session_id, book):
-                book.window.settle(seq, moment)
-            else:
-                book.window.drop_mark(seq)
-        if self.is_current(session_id, book):
-            self.show_status(engine, book, sighting.model)
-        return moment
-
-    def show_status(self, engine: Engine, book: SessionBook, model: object) -> None:
-        last = _times.hhmm(book.window.newest_time)
-        deliver(
-            engine,
-            "status",
-            engine.ui.status,
-            status_text(count=book.count, last_hhmm=last, model=model),
-        )
-
-    def fields(self, session_id: str, book: SessionBook, sighting: Sighting) -> dict[str, object]:
-        return {
-            "session": session_id,
-            "turn": sighting.turn_id,
-            "agent": sighting.agent_id,
-            "model": sighting.model,
-            "step": sighting.step_index,
-            "count": book.count if self.is_current(session_id, book) else None,
-        }
-
-    # -- handlers ------------------------------------------------------------------------------
-
-    async def on_step(self, engine: Engine, event: TurnStep, call_next: CallNext) -> StepStream:
-        session_id = event.session_id
-        book = self.book(session_id)
-        key = turn_key(event.agent_id, event.turn_id)
-        refused = False
-
-        def on_chunk(chunk: StreamChunk) -> None:
-            nonlocal refused
-            if refused or chunk.kind != "stop" or chunk.stop_reason != REFUSAL:
-                return
-            refused = True
-            # Made only for a refusal: most steps never need one.
-            sighting = Sighting(
-                "step", event.turn_id, event.agent_id, event.model, event.step_index
-            )
-            self.announce(engine, sighting)
-            if self.is_current(session_id, book):
-                book.dedup.arm(key, event.model)
-                seq = self.count(engine, book)
-                engine.spawn(self.settle_and_log, engine, session_id, book, seq, sighting)
-            else:
-                engine.spawn(self.log_late, engine, session_id, book, sighting)
-
-        def on_end() -> None:
-            if not refused and self.is_current(session_id, book):
-                book.dedup.disarm(key)
-
-        stream: StepStream = await call_next(event)
-        return tap(stream, on_chunk=on_chunk, on_end=on_end)
-
-    async def settle_and_log(
-        self, engine: Engine, session_id: str, book: SessionBook, seq: int, sighting: Sighting
-    ) -> None:
-        moment = await self.settle(engine, session_id, book, seq, sighting)
-        await self._log.write(
-            engine, sighting.label, moment, self.fields(session_id, book, sighting)
-        )
-
-    async def log_late(
-        self, engine: Engine, session_id: str, book: SessionBook, sighting: Sighting
-    ) -> None:
-        moment = await engine_time(engine, local_reading(engine, local_clock))
-        await self._log.write(
-            engine, sighting.label, moment, self.fields(session_id, book, sighting)
-        )
-
-    async def on_complete(
-        self, engine: Engine, event: TurnComplete, call_next: CallNext
-    ) -> TurnResult:
-        session_id = event.session_id
-        book = self.book(session_id)
-        result: TurnResult = await call_next(event)
-        reason: object = event.reason
-        if not isinstance(reason, str):
-            return result
-        key = turn_key(event.agent_id, event.turn_id)
-        if reason != REFUSAL:
-            if self.is_current(session_id, book):
-                book.dedup.disarm(key)
-            return result
-        await self.report_complete(engine, event, session_id, book, key)
-        return result
-
-    async def report_complete(
-        self,
-        engine: Engine,
-        event: TurnComplete,
-        session_id: str,
-        book: SessionBook,
-        key: TurnKey | None,
-    ) -> None:
-        sighting = Sighting("complete", event.turn_id, event.agent_id, engine.session.model)
-        self.announce(engine, sighting)
-        if not self.is_current(session_id, book):
-            await self._log.wait_for(
-                engine, lambda: self.log_late(engine, session_id, book, sighting)
-            )
-            return
-        armed = book.dedup.disarm(key)
-        if armed is not None:
-            merged = Sighting("complete", event.turn_id, event.agent_id, armed.model)
-            self.show_status(engine, book, armed.model)
-            await self._log.wait_for(
-                engine, lambda: self.log_late(engine, session_id, book, merged)
-            )
-            return
-        seq = self.count(engine, book)
-        await self._log.wait_for(
-            engine, lambda: self.settle_and_log(engine, session_id, book, seq, sighting)
-        )
-
-    async def on_task_stop(
-        self, engine: Engine, event: ToolCall, call_next: CallNext
-    ) -> ToolResult:
-        session_id = event.session_id
-        book = self._books.get(session_id)
-        decision = None
-        clock_ms: float | None = None
-        if book is not None:
-            decision = book.window.decide_entry(local_reading(engine, local_clock).ms)
-            if decision.verdict is Verdict.ASK_CLOCK:
-                clock_ms = await engine_time_only(engine)
-        result: ToolResult = await call_next(event)
-        if decision is None or book is None or decision.verdict is Verdict.OUTSIDE:
-            return result
-        if not self.is_current(session_id, book) or not decision.settle(clock_ms):
-            return result
-        try:
-            task = stopped_task(
-                result.output, is_error=result.is_error, denied=result.denial is not None
-            )
-        except Exception:
-            return result
-        if task is None:
-            return result
-        deliver(engine, "toast", engine.ui.toast, task_stop_toast(task, event.agent_id))
-        fields = {"session": session_id, "agent": event.agent_id, "task": task.task_id}
-
-        async def log_stop() -> None:
-            moment = await engine_time(engine, local_reading(engine, local_clock))
-            await self._log.write(engine, "taskstop", moment, fields)
-
-        await self._log.wait_for(engine, log_stop)
-        return result
-
-    async def on_context(
-        self, engine: Engine, event: PromptContext, call_next: CallNext
-    ) -> ContextResult:
-        result: ContextResult = await call_next(event)
-        switch = read_switch(engine.env.get(SWITCH_NAME))
-        if switch.diagnostic is not None:
-            self.say_once(engine, switch.diagnostic, describe_diagnostic(switch.diagnostic))
-        if not switch.enabled:
-            return result
-        blocks = tuple(result.blocks)
-        carries = self._passport is not None and self._passport.carries_rule
-        slots = plan_blocks([(block.name, block.text) for block in blocks], add_rule=not carries)
-        merged: list[ContextBlock] = []
-        for slot in slots:
-            if slot.source is not None and slot.text is None:
-                merged.append(blocks[slot.source])
-            else:
-                merged.append(ContextBlock(name=BLOCK_NAME, text=slot.text or "", by=PLUGIN_NAME))
-        if tuple(merged) == blocks:
-            return result
-        return result.model_copy(update={"blocks": tuple(merged)})
-
-    async def on_session_start(
-        self, engine: Engine, event: SessionStart, call_next: CallNext
-    ) -> None:
-        await call_next(event)
-        if self._passport is not None:
-            return
-        look = partial(
-            check_passport,
-            self._options.passports_dir,
-            self._options.harness_dir,
-            event.harness_version,
-        )
-        # File reads run in a worker thread so a slow disk never stalls the event loop; a
-        # sandboxed host (a replay, a test) has no one else waiting and reads inline.
-        verdict = look() if engine.sandboxed else await anyio.to_thread.run_sync(look)
-        self._passport = verdict
-        line = describe_verdict(verdict)
-        if line is not None and verdict.diagnostic is not None:
-            self.say_once(engine, verdict.diagnostic, line)
-
-    async def on_session_end(self, engine: Engine, event: SessionEnd, call_next: CallNext) -> None:
-        self._books.pop(event.session_id, None)
-        await call_next(event)
+from ._runtime import Watch
+from ._taskstop import TASK_STOP_TOOL
 
 
 @hookimpl
 def register(on: Any, options: Options | None) -> None:
     """Attach refusal-watch's handlers; a fresh register starts with fresh state."""
     watch = Watch(options if options is not None else Options())
+
+    async def on_step(engine: Engine, event: TurnStep, call_next: CallNext) -> StepStream:
+        stream: StepStream = await call_next(event)
+        return watch.watch_step(engine, event, stream)
+
+    async def on_complete(engine: Engine, event: TurnComplete, call_next: CallNext) -> TurnResult:
+        book = watch.book(event.session_id)  # taken before downstream: a session may end there
+        result: TurnResult = await call_next(event)
+        await watch.turn_completed(engine, event, book)
+        return result
+
+    async def on_task_stop(engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
+        entry = await watch.task_stop_entry(engine, event)  # decided before the tool runs
+        result: ToolResult = await call_next(event)
+        if entry is not None:
+            await watch.task_stopped(engine, event, entry, result)
+        return result
+
+    async def on_context(
+        engine: Engine, event: PromptContext, call_next: CallNext
+    ) -> ContextResult:
+        result: ContextResult = await call_next(event)
+        return watch.context(engine, result)
+
+    async def on_session_start(engine: Engine, event: SessionStart, call_next: CallNext) -> None:
+        await call_next(event)
+        await watch.session_started(engine, event)
+
+    async def on_session_end(engine: Engine, event: SessionEnd, call_next: CallNext) -> None:
+        watch.session_ended(event.session_id)
+        await call_next(event)
+
     waiting_budget = watch.waiting_budget
-    on("turn.step", watch.on_step)
-    on("turn.complete", watch.on_complete, budget=waiting_budget)
-    on("tool.call", watch.on_task_stop, match={"tool": TASK_STOP_TOOL}, budget=waiting_budget)
-    on("prompt.context", watch.on_context)
-    on("session.start", watch.on_session_start)
-    on("session.end", watch.on_session_end)
+    on("turn.step", on_step)
+    on("turn.complete", on_complete, budget=waiting_budget)
+    on("tool.call", on_task_stop, match={"tool": TASK_STOP_TOOL}, budget=waiting_budget)
+    on("prompt.context", on_context)
+    on("session.start", on_session_start)
+    on("session.end", on_session_end)

@@ -27,7 +27,7 @@ from framework import (
 from structlog.testing import capture_logs
 
 import refusal_watch
-from refusal_watch import _register
+from refusal_watch import _runtime
 
 pytestmark = pytest.mark.anyio
 
@@ -238,7 +238,7 @@ async def rig(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[
     )
     async with host:
         made = Rig(host, clock, backend)
-        monkeypatch.setattr(_register, "local_clock", lambda: made.local())
+        monkeypatch.setattr(_runtime, "local_clock", lambda: made.local())
         yield made
         if backend.gate is not None:
             backend.gate.set()
@@ -1120,6 +1120,29 @@ async def test_merged_complete_keeps_step_model(rig: Rig) -> None:
     await rig.step("refusal", model="step-model")
     await rig.complete()
     assert "step-model" in rig.status()
+
+
+async def test_a_refusal_its_step_reported_is_told_and_logged_once(rig: Rig) -> None:
+    """Issue 22 (over T-list 'complete gives its own toast'): a refusal seen at its step and at
+    its turn's complete is one toast, one transcript line and one log record; the complete only
+    refreshes the status."""
+    await rig.step("refusal")
+    await rig.complete()
+    assert len(rig.texts("toast")) == 1
+    assert len(rig.texts("transcript")) == 1
+    assert "seen at step" in rig.texts("toast")[0]
+    assert [record["label"] for record in (await rig.records()).values()] == ["step"]
+    assert count_in(rig.status()) == 1
+
+
+async def test_a_refusal_seen_only_at_complete_is_told_and_logged_there(rig: Rig) -> None:
+    """Issue 22: a complete whose step showed no refusal still tells, counts and logs it."""
+    await rig.step("end_turn")
+    await rig.complete()
+    assert len(rig.texts("toast")) == 1
+    assert "seen at complete" in rig.texts("toast")[0]
+    assert [record["label"] for record in (await rig.records()).values()] == ["complete"]
+    assert count_in(rig.status()) == 1
 
 
 async def test_clean_step_rearms_complete(rig: Rig) -> None:
