@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+# The attack suite's table and jail are plain modules beside the tests (importlib mode puts
+# no test folder on the path).
+sys.path.insert(0, str(Path(__file__).parent))
 
 
 @pytest.fixture

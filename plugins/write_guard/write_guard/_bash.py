@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from write_guard._git import GIT_CORE_PREFIX
 from write_guard._shell import ShellParseError, parse_line
 
 _MAX_DEPTH = 4
@@ -34,6 +35,8 @@ _XARGS_VALUE_OPTIONS = frozenset({"-I", "-i", "-n", "-P", "-d", "-E", "-L", "-s"
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
 _INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "perl", "php", "deno", "bun"})
 INTERPRETER_PREFIXES = ("python3.", "python2")
+# Programs the control plane reads the arguments of (see `_control`).
+CONTROL_NAMES = frozenset({"hookchain", "kill", "pkill", "killall", "skill"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,8 @@ class BashAnalysis:
     git_commands: list[tuple[str, ...]] = field(default_factory=list)
     uncertain: list[str] = field(default_factory=list)
     heredocs: list[str] = field(default_factory=list)
+    programs: list[tuple[str, ...]] = field(default_factory=list)
+    """Every simple command run, wrappers seen through, `VAR=` assignments kept in front."""
 
 
 def analyse_bash(command: str) -> BashAnalysis:
@@ -92,12 +97,21 @@ def _join_prefix(outer: str | None, inner: str | None) -> str | None:
 def _analyse_argv(
     argv: list[str], analysis: BashAnalysis, prefix: str | None, depth: int, has_heredoc: bool
 ) -> None:
-    while argv and _is_assignment(argv[0]):
-        argv.pop(0)
+    analysis.programs.append(tuple(argv))
+    assignments = 0
+    while assignments < len(argv) and _is_assignment(argv[assignments]):
+        assignments += 1
+    env, argv = argv[:assignments], argv[assignments:]
     if not argv:
         return
     name = argv[0].rpartition("/")[2]  # os.path.basename, without its generic path handling
     if name not in ANALYSED_COMMANDS and not name.startswith(INTERPRETER_PREFIXES):
+        if name.startswith(GIT_CORE_PREFIX):
+            analysis.git_commands.append((*env, *argv))
+        elif argv[0][:1] == "$" and (argv[0][1:2].isalpha() or argv[0][1:2] in {"_", "{"}):
+            # A computed program name: read the rest as if it were git, the cautious reading.
+            analysis.uncertain.append("a computed command name")
+            analysis.git_commands.append((*env, "git", *argv[1:]))
         return  # most commands (`ls`, `echo`, `cd`) write nothing: one test rather than eight
     if name in _WRAPPERS:
         if name == "env" and any(word in {"-S", "--split-string"} for word in argv):
@@ -131,7 +145,7 @@ def _analyse_argv(
         _analyse_line(" ".join(argv[1:]), analysis, prefix, depth + 1)
         return
     if name == "git":
-        analysis.git_commands.append(tuple(argv))
+        analysis.git_commands.append((*env, *argv))
         return
     if name in _INTERPRETERS or name.startswith(INTERPRETER_PREFIXES):
         inline = any(
@@ -229,6 +243,17 @@ def _destination(words: list[str]) -> list[str]:
     return operands[-1:] if len(operands) >= 2 else operands
 
 
+def _link(words: list[str]) -> list[str]:
+    operands = _positionals(words, frozenset({"-S", "--suffix", "-t"}))
+    explicit = _long_value(words, ("-t", "--target-directory"))
+    if explicit:
+        return explicit
+    if len(operands) == 1:
+        # `ln -s /usr/share/dict`: the link is made in the cwd, named after the target.
+        return [operands[0].rstrip("/").rpartition("/")[2] or operands[0]]
+    return operands[-1:]
+
+
 def _move(words: list[str]) -> list[str]:
     return _positionals(words, frozenset({"-S", "--suffix", "-t"})) + _long_value(
         words, ("-t", "--target-directory")
@@ -304,7 +329,7 @@ _EXTRACTORS: dict[str, Callable[[list[str]], list[str]]] = {
     "chown": _after_first,
     "chgrp": _after_first,
     "cp": _destination,
-    "ln": _destination,
+    "ln": _link,
     "rsync": _destination,
     "mv": _move,
     "install": _install,
@@ -320,5 +345,5 @@ _EXTRACTORS: dict[str, Callable[[list[str]], list[str]]] = {
 # Every command name the analysis reacts to; a line running none of them (and with no
 # redirection, substitution or heredoc) writes nothing (see `_quick`).
 ANALYSED_COMMANDS = frozenset(
-    {*_WRAPPERS, "xargs", *_SHELLS, "eval", "git", *_INTERPRETERS, *_EXTRACTORS}
+    {*_WRAPPERS, "xargs", *_SHELLS, "eval", "git", *_INTERPRETERS, *_EXTRACTORS, *CONTROL_NAMES}
 )

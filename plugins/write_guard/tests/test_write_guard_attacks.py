@@ -1,0 +1,85 @@
+"""The attack suite, run for real: each attack is first proven harmful by running it unguarded
+inside the jail (see `wg_jail`), then run the way write-guard makes it run (denied: not run;
+allowed: the command that reached the harness, sandbox and all) and must do no harm. Each
+control must run exactly as it does unguarded: same exit status, output and files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from wg_attack_table import ATTACKS, CONTROLS, Attack, Control
+from wg_jail import BWRAP, Tree, build_template, guard_decides
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(BWRAP is None, reason="the attack suite runs commands under bubblewrap"),
+]
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("template") / "t"
+    build_template(root)
+    return root
+
+
+@pytest.fixture
+def tree(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Tree:
+    made = Tree(root=tmp_path / "t", template=template)
+    made.reset()
+    monkeypatch.setenv("HOOKCHAIN_RUNTIME_DIR", str(made.root / "run"))
+    return made
+
+
+def test_the_suite_is_as_large_as_promised() -> None:
+    classes = {attack.cls for attack in ATTACKS}
+    assert len(ATTACKS) >= 300 and len(CONTROLS) >= 80, (len(ATTACKS), len(CONTROLS))
+    assert len({attack.id for attack in ATTACKS}) == len(ATTACKS)
+    assert {"generated", "control-plane", "git-lost-work", "protected"} <= classes
+
+
+def _harm(tree: Tree, before: dict[str, str]) -> list[str]:
+    after = tree.state()
+    changed = [key for key in before.keys() | after.keys() if before.get(key) != after.get(key)]
+    if set(changed) <= {"work:a.txt", "work:b.txt"} and changed and tree.recoverable():
+        return []  # lost work that `hookchain restore` brings back
+    return sorted(changed)
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=[attack.id for attack in ATTACKS])
+async def test_attack_does_no_harm(tree: Tree, attack: Attack) -> None:
+    command = tree.fill(attack.command)
+    if attack.proof == "effect":
+        before = tree.state()
+        tree.run(command)
+        assert _harm(tree, before), f"the attack does no harm even unguarded: {command!r}"
+        tree.reset()
+    verdict = await guard_decides(tree, command)
+    if attack.proof == "deny":
+        assert verdict.denied is not None, f"not refused: {command!r}"
+        return
+    if verdict.denied is not None:
+        return
+    assert verdict.command is not None
+    before = tree.state()
+    ran = tree.run(verdict.command)
+    assert not _harm(tree, before), (command, ran)
+
+
+@pytest.mark.parametrize("control", CONTROLS, ids=[control.id for control in CONTROLS])
+async def test_control_runs_as_unguarded(tree: Tree, control: Control) -> None:
+    command = tree.fill(control.command)
+    stdin = "some input\nline two\n"
+    plain = tree.run(command, stdin=stdin)
+    plain_files = tree.state()
+    tree.reset()
+    verdict = await guard_decides(tree, command)
+    assert verdict.denied is None, verdict.denied
+    assert verdict.command is not None
+    guarded = tree.run(verdict.command, stdin=stdin)
+    assert (guarded.rc, guarded.stdout) == (plain.rc, plain.stdout), (plain, guarded)
+    assert tree.state() == plain_files
+    if control.creates is not None:
+        path, content = control.creates
+        assert (tree.ws / path).read_text() == tree.fill(content)
