@@ -23,6 +23,7 @@ from write_guard._approvals import (
     why_unusable,
     won,
 )
+from write_guard._bash import analyse_bash
 from write_guard._control import control_denial, control_reason
 from write_guard._decide import (
     GitHold,
@@ -250,7 +251,9 @@ class Guard:
             return result
         if sandbox is None:
             doubt = surface.uncertain[0] if surface.uncertain else None
-            doubt = doubt or fallback_doubt(surface.programs, command)
+            # The shortcut proves only that no analysed program runs: here every one counts.
+            programs = surface.programs or analyse_bash(command).programs
+            doubt = doubt or fallback_doubt(programs, command)
             if doubt is not None:
                 return ToolResult.denied(fallback_reason(doubt), by=PLUGIN)
             result = await call_next(event)

@@ -1,0 +1,158 @@
+"""The sandbox wrapper behaves like the original command inside the roots (cwd carried to the
+next call, the shell's functions and aliases, signals, other input fields), the fallback
+without a sandbox fails closed and says so, and a CLI approval needs the person's code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from framework import Host, SessionStart, Store, ToolCall, ToolResult, open_backend
+from wg_jail import BWRAP, Tree, build_template, guard_decides
+from write_guard._cli import approve_code_in
+from write_guard._sandbox import plan_sandbox, probe, wrap_command
+
+import write_guard
+
+pytestmark = pytest.mark.anyio
+needs_bwrap = pytest.mark.skipif(BWRAP is None, reason="needs bubblewrap")
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("template") / "t"
+    build_template(root)
+    return root
+
+
+@pytest.fixture
+def tree(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Tree:
+    made = Tree(root=tmp_path / "t", template=template)
+    made.reset()
+    monkeypatch.setenv("HOOKCHAIN_RUNTIME_DIR", str(made.root / "run"))
+    return made
+
+
+def _wrapped(tree: Tree, command: str) -> str:
+    assert BWRAP is not None
+    plan = plan_sandbox(BWRAP, [str(tree.ws), str(tree.root / "tmp")], [], [])
+    return wrap_command(command, plan)
+
+
+@needs_bwrap
+def test_a_cd_carries_over_to_the_next_call_as_the_harness_keeps_it(tree: Tree) -> None:
+    # The harness runs each call in a shell and keeps its final directory for the next one.
+    ran = tree.run(f"{_wrapped(tree, 'cd sub')} && pwd -P")
+    assert ran.stdout.strip() == str(tree.ws / "sub"), ran
+
+
+@needs_bwrap
+def test_the_shells_functions_and_aliases_reach_the_command(tree: Tree) -> None:
+    # As in the harness's shell snapshot: defined in the shell, then the command is eval'ed.
+    setup = "greet() { echo hi \"$1\"; }; shopt -s expand_aliases; alias ll='echo aliased'"
+    command = "greet you; ll"
+    ran = tree.run(f"{setup}\neval {_quote(_wrapped(tree, command))}")
+    assert ran.stdout.splitlines() == ["hi you", "aliased"], ran
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+@needs_bwrap
+@pytest.mark.parametrize(
+    ("command", "status"), [("exit 7", 7), ("kill -TERM $$", 143), ("false", 1), (":", 0)]
+)
+def test_exit_status_and_signals_are_the_originals(tree: Tree, command: str, status: int) -> None:
+    assert tree.run(command).rc == status
+    assert tree.run(_wrapped(tree, command)).rc == status
+
+
+@needs_bwrap
+def test_a_missing_claude_folder_cannot_be_created(tree: Tree) -> None:
+    (tree.ws / ".claude" / "settings.json").unlink()
+    (tree.ws / ".claude").rmdir()
+    ran = tree.run(_wrapped(tree, "mkdir -p .claude && echo '{}' > .claude/settings.json"))
+    assert ran.rc != 0
+    assert not (tree.ws / ".claude" / "settings.json").exists()
+
+
+@needs_bwrap
+async def test_other_input_fields_stay_and_the_change_is_audited(tree: Tree) -> None:
+    async def terminal(event: ToolCall) -> ToolResult:
+        return ToolResult(output="ran")
+
+    env = {"HOME": str(tree.root / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws)}
+    async with Host(plugins=[write_guard], entry_points=False, env=env) as host:
+        await host.dispatch(SessionStart(session_id="s", cwd=str(tree.ws)))
+        tool_input = {"command": "npm run dev", "run_in_background": True, "timeout": 5000}
+        call = ToolCall(session_id="s", tool_use_id="t", tool="Bash", input=tool_input)
+        outcome = await host.dispatch(call, terminal=terminal)
+    updated = outcome.result.updated_input
+    assert updated is not None
+    assert updated["run_in_background"] is True and updated["timeout"] == 5000
+    assert updated["command"] != "npm run dev" and "bwrap" in updated["command"]
+    assert [(a.by, a.kind) for a in outcome.actions] == [("write-guard", "input")]
+
+
+def test_probe_says_why_there_is_no_sandbox(tmp_path: Path) -> None:
+    off = probe("off")
+    assert off.bwrap is None and "switched off" in off.reason
+    missing = probe("auto", which=str(tmp_path / "absent"))
+    assert missing.bwrap is None and "cannot run" in missing.reason
+    broken = tmp_path / "bwrap"
+    broken.write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"
+    )
+    broken.chmod(0o755)
+    found = probe("auto", which=str(broken))
+    assert found.bwrap is None and "namespace" in found.reason
+
+
+async def test_without_a_sandbox_unreadable_lines_are_refused_and_plain_ones_pass(
+    tree: Tree,
+) -> None:
+    refused = await guard_decides(tree, "echo x | tee >(cat > f) >/dev/null", sandbox="off")
+    assert refused.denied is not None and "no-sandbox" in refused.denied
+    assert "Instead:" in refused.denied
+    builder = await guard_decides(tree, "make -C /elsewhere", sandbox="off")
+    assert builder.denied is not None and "`make`" in builder.denied
+    plain = await guard_decides(tree, "ls -la && cat a.txt", sandbox="off")
+    assert plain.denied is None and plain.command == "ls -la && cat a.txt"
+
+
+async def test_without_a_sandbox_the_person_is_told_at_session_start(tree: Tree) -> None:
+    options = {"write-guard": {"sandbox": "off"}}
+    async with Host(plugins=[write_guard], entry_points=False, options=options) as host:
+        outcome = await host.dispatch(SessionStart(session_id="s", cwd=str(tree.ws)))
+    toasts = [a.text for a in outcome.actions if a.kind == "toast"]
+    assert toasts and "NOT enforced" in toasts[0]
+
+
+async def test_a_cli_approval_needs_the_code_only_the_person_saw(tree: Tree) -> None:
+    command = "git reset --hard"
+    seen_by_model: list[str] = []
+
+    async def terminal(event: ToolCall) -> ToolResult:
+        return ToolResult(output="ran")
+
+    env = {"HOME": str(tree.root / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws)}
+    backend = open_backend(f"sqlite:///{tree.root / 'store.sqlite'}")
+    async with Host(plugins=[write_guard], entry_points=False, env=env, store=backend) as host:
+        await host.dispatch(SessionStart(session_id="s", cwd=str(tree.ws)))
+        call = ToolCall(session_id="s", tool_use_id="t1", tool="Bash", input={"command": command})
+        held = await host.dispatch(call, terminal=terminal)
+        assert held.result.denial is not None
+        seen_by_model.append(held.result.denial.reason)
+        seen_by_model += [a.text for a in held.actions if a.kind not in {"toast", "transcript"}]
+        toast = next(a.text for a in held.actions if a.kind == "toast")
+        code = toast.rsplit(" ", 1)[1]
+        assert all(code not in text for text in seen_by_model)
+        assert all("hookchain approve" not in text for text in seen_by_model)
+        store = Store(backend)
+        assert await approve_code_in(store, "WRONGCODE", 0) is None
+        assert await approve_code_in(store, code, await host.clock.now()) is not None
+        assert await approve_code_in(store, code, await host.clock.now()) is None  # used up
+        again = call.model_copy(update={"tool_use_id": "t2"})
+        allowed = await host.dispatch(again, terminal=terminal)
+    assert allowed.result.denial is None
