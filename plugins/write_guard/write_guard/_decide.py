@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from write_guard._bash import WriteTarget
-from write_guard._git import dangerous_git
+from write_guard._git import PathTest, dangerous_git
 from write_guard._paths import PathContext, PathRejection, Resolutions, ResolvedPath, resolve_path
 from write_guard._policy import (
     PROTECTED_MARKERS,
@@ -164,12 +164,12 @@ def preset_denial(
     return None
 
 
-def git_hold(surface: Surface) -> GitHold | None:
+def git_hold(surface: Surface, is_path: PathTest | None = None) -> GitHold | None:
     """The first dangerous git operation in the command, bound to the exact trimmed command."""
     if surface.command is None:
         return None
     for argv in surface.git_commands:
-        operation = dangerous_git(argv)
+        operation = dangerous_git(argv, is_path)
         if operation is not None:
             return GitHold(operation=operation, command=surface.command.strip())
     return None

@@ -7,7 +7,7 @@ git accepts any unambiguous prefix of a long option (`reset --h` is `reset --har
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 # global options that take a separate value: `git -C dir`, `git -c key=value`, ...
 _GLOBAL_VALUE_OPTIONS = frozenset(
@@ -136,10 +136,21 @@ class GitCall:
             self.configs["--exec-path"] = value
 
 
-def dangerous_git(argv: tuple[str, ...]) -> str | None:
+PathTest = Callable[[str], bool]
+
+
+def dangerous_git(argv: tuple[str, ...], is_path: PathTest | None = None) -> str | None:
     """Name of the dangerous operation `argv` (a git call, perhaps with `VAR=` assignments
-    first, or a git-core program) performs, or None."""
-    return _danger(GitCall(argv), 0)
+    first, or a git-core program) performs, or None. `is_path` tells whether an operand names
+    a file or folder of the work tree (`git checkout logs` discards, `git checkout main`
+    switches)."""
+    call = GitCall(argv)
+    danger = _danger(call, 0)
+    if danger is None and is_path is not None and call.subcommand == "checkout":
+        operands = _operands(call.rest)
+        if len(operands) == len(call.rest) == 1 and is_path(operands[0]):
+            return "checkout of a path (discards its local changes)"
+    return danger
 
 
 def _danger(call: GitCall, depth: int) -> str | None:
@@ -217,7 +228,13 @@ def _subcommand_danger(subcommand: str, rest: list[str]) -> str | None:
     if subcommand == "checkout":
         if shorts & {"f", "B", "p"} or _any_long(rest, ("--force", "--patch", "--merge")):
             return "checkout --force (discards local changes)"
-        if "--" in rest or "." in operands or len(operands) >= 2:
+        # A ref name never ends with `/`: `git checkout logs/` names a folder.
+        if (
+            "--" in rest
+            or "." in operands
+            or len(operands) >= 2
+            or any(operand.endswith("/") for operand in operands)
+        ):
             return "checkout of paths (discards their local changes)"
         return None  # a branch switch: git refuses one that would overwrite local changes
     if subcommand == "switch":

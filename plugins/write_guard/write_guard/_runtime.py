@@ -286,7 +286,12 @@ class Guard:
             denial = preset_denial(surface, context, policy, resolved)
             if denial is not None:
                 return ToolResult.denied(denial.reason, by=PLUGIN)
-            hold = git_hold(surface) if self.options.git_gate else None
+            cwd = context.cwd
+            hold = (
+                git_hold(surface, lambda name: os.path.lexists(os.path.join(cwd, name)))
+                if self.options.git_gate
+                else None
+            )
             if hold is not None:
                 refusal = await self.consume_or_refuse(engine, event, hold)
                 if refusal is not None:
