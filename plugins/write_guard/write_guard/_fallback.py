@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from write_guard._git import GIT_CORE_PREFIX, runs_program
+
 # Programs that run code the line does not show, or write where their options or inputs say.
 _RUNS_CODE = frozenset({
     "make", "gmake", "cmake", "ninja", "npm", "npx", "yarn", "pnpm",
@@ -33,6 +35,11 @@ def fallback_doubt(programs: Iterable[tuple[str, ...]], command: str) -> str | N
         if not words:
             continue
         name = words[0].rpartition("/")[2]
+        if name == "git" or name.startswith(GIT_CORE_PREFIX):
+            how = runs_program(argv)
+            if how is not None:
+                return f"git runs a program or writes where it is told through {how}"
+            continue
         if name in {"sed", "gsed"} and all(
             word in _SAFE_SED or not word.startswith("-") for word in words[1:]
         ):

@@ -119,11 +119,12 @@ class GitCall:
             break
         if index < len(words):
             self.subcommand, self.rest = words[index], words[index + 1 :]
-        self.aliases = {
-            key[len("alias.") :]: value
-            for key, value in self.configs.items()
-            if key.startswith("alias.")
-        }
+        if self.configs:
+            self.aliases = {
+                key[len("alias.") :]: value
+                for key, value in self.configs.items()
+                if key.startswith("alias.")
+            }
 
     def _global(self, option: str, value: str) -> None:
         if option == "-c":
@@ -168,7 +169,7 @@ def _danger(call: GitCall, depth: int) -> str | None:
         inner = GitCall(("git", *expanded, *rest))
         inner.configs, inner.aliases = call.configs, call.aliases
         return _danger(inner, depth + 1)
-    if "clean.requireforce" in call.configs and subcommand == "clean":
+    if subcommand == "clean" and "clean.requireforce" in call.configs:
         return "clean (forced by configuration)"
     return _subcommand_danger(subcommand, rest)
 
@@ -205,7 +206,17 @@ def runs_program(argv: tuple[str, ...]) -> str | None:
     return None
 
 
+# Every subcommand `_subcommand_danger` can name: the rest (status, log, diff...) never are.
+_GATED = frozenset({
+    "rebase", "reset", "push", "checkout", "switch", "restore", "branch", "tag", "update-ref",
+    "symbolic-ref", "reflog", "prune", "filter-branch", "filter-repo", "replace", "prune-packed",
+    "gc", "clean", "stash", "commit", "worktree", "rm", "read-tree", "checkout-index",
+})  # fmt: skip
+
+
 def _subcommand_danger(subcommand: str, rest: list[str]) -> str | None:
+    if subcommand not in _GATED:
+        return None
     shorts = _short_flags(rest)
     operands = _operands(rest)
     if has_long(rest, "--help") and len(rest) == 1:
