@@ -4,6 +4,7 @@ without a sandbox fails closed and says so, and a CLI approval needs the person'
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -156,3 +157,24 @@ async def test_a_cli_approval_needs_the_code_only_the_person_saw(tree: Tree) -> 
         again = call.model_copy(update={"tool_use_id": "t2"})
         allowed = await host.dispatch(again, terminal=terminal)
     assert allowed.result.denial is None
+
+
+@needs_bwrap
+async def test_work_lost_past_the_gate_comes_back_with_hookchain_restore(tree: Tree) -> None:
+    # A script runs the reset: the gate cannot see it, the sandbox allows it (inside the
+    # workspace); the snapshot taken before the command brings the change back.
+    script = "python3 -c \"import subprocess; subprocess.run(['git', 'reset', '-q', '--hard'])\""
+    verdict = await guard_decides(tree, script)
+    assert verdict.denied is None and verdict.command is not None
+    assert tree.run(verdict.command).rc == 0
+    assert (tree.ws / "a.txt").read_text() == "a\n"
+    hookchain = Path(sys.executable).parent / "hookchain"
+    listed = tree.run(f"{hookchain} restore")
+    assert listed.rc == 0, listed
+    names = [line.split()[0] for line in listed.stdout.splitlines()]
+    assert len(names) == 1, listed.stdout
+    restored = tree.run(f"{hookchain} restore {names[0]}")
+    assert restored.rc == 0, restored
+    assert (tree.ws / "a.txt").read_text() == "dirty\n"
+    missing = tree.run(f"{hookchain} restore nothing-like-this")
+    assert missing.rc == 2 and "no write-guard snapshot" in missing.stderr

@@ -93,6 +93,8 @@ class Guard:
         self.runtime_dir = runtime_dir()
         self.host_pid = os.getpid()
         self._sandbox: Availability | None = None
+        # The trees of the last snapshot per work tree: an unchanged state is not recorded again.
+        self.snapshotted: dict[str, str] = {}
         # The fail-closed and the fail-open handler see the same call back to back; each works
         # it out once. Keyed by the event object itself, so a handler in between that replaces
         # the event gets a fresh decision.
@@ -267,7 +269,7 @@ class Guard:
 
     async def snapshot(self, engine: Engine, cwd: str, command: str) -> None:
         try:
-            snap = await anyio.to_thread.run_sync(record, cwd, command)
+            snap = await anyio.to_thread.run_sync(record, cwd, command, self.snapshotted)
         except (OSError, RuntimeError, ValueError) as error:
             engine.ui.log(f"no snapshot of the work tree: {type(error).__name__}", level="warning")
             return

@@ -54,13 +54,20 @@ def is_work_tree(cwd: str) -> bool:
         path = parent
 
 
-def record(cwd: str, why: str) -> Snapshot | None:
-    """Record the work tree's uncommitted changes under a write-guard ref; None when clean."""
+def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot | None:
+    """Record the work tree's uncommitted changes under a write-guard ref; None when clean, or
+    when they are what `last` (cwd → the trees of the last snapshot, kept by the caller) says
+    was recorded last: one ref per state, not one per command."""
     if not is_work_tree(cwd):
         return None
     commit = _git(cwd, "stash", "create", f"write-guard: before {why[:60]}", check=False)
     if not commit:
         return None
+    if last is not None:
+        trees = _git(cwd, "rev-parse", f"{commit}^{{tree}}", f"{commit}^2^{{tree}}", check=False)
+        if last.get(cwd) == trees:
+            return None
+        last[cwd] = trees
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     ref = f"{REF_PREFIX}{stamp}-{commit[:12]}"
     _git(cwd, "update-ref", "-m", "write-guard snapshot", ref, commit)
