@@ -8,7 +8,6 @@ Needs `tree-sitter` and `tree-sitter-bash` (PyPI), which write-guard itself does
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 import time
@@ -18,33 +17,17 @@ from pathlib import Path
 from write_guard._bash import analyse_bash
 
 HERE = Path(__file__).resolve()
-SHARED = HERE.parents[3].parent / "shared" / "corpus"
 REPEATS = 30
+sys.path.insert(0, str(HERE.parents[1] / "tests"))  # the corpus reader and the attack table
 
 
 def corpus_commands() -> list[str]:
-    commands: list[str] = []
-    for folder in (SHARED / "transcripts", SHARED / "real-labelled"):
-        for path in sorted(folder.glob("*.jsonl")):
-            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-                if '"Bash"' not in line:
-                    continue
-                try:
-                    record = json.loads(line)
-                except ValueError:
-                    continue
-                message = record.get("message") if isinstance(record, dict) else None
-                content = message.get("content") if isinstance(message, dict) else None
-                for block in content if isinstance(content, list) else []:
-                    if isinstance(block, dict) and block.get("name") == "Bash":
-                        command = block.get("input", {}).get("command")
-                        if isinstance(command, str):
-                            commands.append(command)
-    return commands
+    from wg_corpus import LABELLED, TRANSCRIPTS, bash_commands
+
+    return bash_commands(sorted([*TRANSCRIPTS.glob("*.jsonl"), *LABELLED.glob("*.jsonl")]))
 
 
 def attack_commands() -> list[str]:
-    sys.path.insert(0, str(HERE.parents[1] / "tests"))
     from wg_attack_table import ATTACKS, CONTROLS
 
     fill = {"{WS}": "/w/ws", "{OUT}": "/w/out", "{HOME}": "/w/home", "{RUN}": "/w/run",

@@ -5,31 +5,14 @@ control must run exactly as it does unguarded: same exit status, output and file
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from wg_attack_table import ATTACKS, CONTROLS, Attack, Control
-from wg_jail import BWRAP, Tree, build_template, guard_decides
+from wg_jail import BWRAP, Tree, guard_decides
 
 pytestmark = [
     pytest.mark.anyio,
     pytest.mark.skipif(BWRAP is None, reason="the attack suite runs commands under bubblewrap"),
 ]
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("template") / "t"
-    build_template(root)
-    return root
-
-
-@pytest.fixture
-def tree(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Tree:
-    made = Tree(root=tmp_path / "t", template=template)
-    made.reset()
-    monkeypatch.setenv("HOOKCHAIN_RUNTIME_DIR", str(made.root / "run"))
-    return made
 
 
 def test_the_suite_is_as_large_as_promised() -> None:

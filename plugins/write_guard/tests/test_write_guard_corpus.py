@@ -14,14 +14,14 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from wg_corpus import LABELLED, SHARED, TRANSCRIPTS, bash_commands
 from write_guard._control import control_denial
 from write_guard._decide import git_hold, preset_denial, protected_denial
 from write_guard._paths import PathContext
 from write_guard._policy import Policy
 from write_guard._surface import extract_surface
 
-SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "corpus"
-FOLDERS = (SHARED / "transcripts", SHARED / "real-labelled")
+FOLDERS = (TRANSCRIPTS, LABELLED)
 _HOME = re.compile(r'"cwd":"(/(?:Users|home)/[^/"]+)')
 _RULE = re.compile(r"write-guard denied this \(([a-z-]+)\)")
 
@@ -122,28 +122,8 @@ def test_every_denial_on_the_real_sessions_is_explained(
     }
 
 
-def _bash_commands() -> list[str]:
-    commands: list[str] = []
-    for path in _files():
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            if '"Bash"' not in line:
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            message = record.get("message") if isinstance(record, dict) else None
-            content = message.get("content") if isinstance(message, dict) else None
-            for block in content if isinstance(content, list) else []:
-                if isinstance(block, dict) and block.get("name") == "Bash":
-                    command = block.get("input", {}).get("command")
-                    if isinstance(command, str):
-                        commands.append(command)
-    return commands
-
-
 def test_no_harmless_call_of_the_real_sessions_is_denied(tmp_path: Path) -> None:
-    harmless = sorted({command for command in _bash_commands() if HARMLESS.match(command)})
+    harmless = sorted({command for command in bash_commands(_files()) if HARMLESS.match(command)})
     assert len(harmless) >= 20, "the corpus should hold branch switches and gh issue calls"
     context = PathContext(cwd=str(tmp_path), home=str(tmp_path))
     policy = Policy(preset="workspace", workspace_root=str(tmp_path))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from framework import Host, SessionStart, Store, ToolCall, ToolResult, open_backend
-from wg_jail import BWRAP, Tree, build_template, guard_decides
+from wg_jail import BWRAP, Tree, guard_decides
 from write_guard._cli import approve_code_in
 from write_guard._sandbox import plan_sandbox, probe, wrap_command
 
@@ -17,21 +17,6 @@ import write_guard
 
 pytestmark = pytest.mark.anyio
 needs_bwrap = pytest.mark.skipif(BWRAP is None, reason="needs bubblewrap")
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("template") / "t"
-    build_template(root)
-    return root
-
-
-@pytest.fixture
-def tree(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Tree:
-    made = Tree(root=tmp_path / "t", template=template)
-    made.reset()
-    monkeypatch.setenv("HOOKCHAIN_RUNTIME_DIR", str(made.root / "run"))
-    return made
 
 
 def _wrapped(tree: Tree, command: str) -> str:
