@@ -5,6 +5,7 @@ without a sandbox fails closed and says so, and a CLI approval needs the person'
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from write_guard._cli import approve_code_in
 from write_guard._sandbox import plan_sandbox, probe, wrap_command
 
 import write_guard
+from write_guard import _runtime
 
 pytestmark = pytest.mark.anyio
 needs_bwrap = pytest.mark.skipif(BWRAP is None, reason="needs bubblewrap")
@@ -163,3 +165,17 @@ async def test_work_lost_past_the_gate_comes_back_with_hookchain_restore(tree: T
     assert (tree.ws / "a.txt").read_text() == "dirty\n"
     missing = tree.run(f"{hookchain} restore nothing-like-this")
     assert missing.rc == 2 and "no write-guard snapshot" in missing.stderr
+
+
+@needs_bwrap
+async def test_a_slow_snapshot_does_not_refuse_the_command(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def slow(*_: object) -> None:
+        time.sleep(2.5)  # longer than the handler's budget would allow
+
+    monkeypatch.setattr(_runtime, "record", slow)
+    started = time.monotonic()
+    verdict = await guard_decides(tree, "echo x > new.txt")
+    assert verdict.denied is None and verdict.command is not None
+    assert time.monotonic() - started < 2.0

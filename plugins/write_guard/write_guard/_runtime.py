@@ -4,6 +4,7 @@ handlers share, held git calls and their approvals; and the handlers that read a
 from __future__ import annotations
 
 import os
+import subprocess
 import uuid
 from collections import deque
 from dataclasses import dataclass
@@ -50,6 +51,8 @@ HELD_PREFIX = "held:"
 RECORD_TTL_S = 24 * 3600.0
 DECISIONS_KEPT = 8
 BUILT_KEPT = 64
+# Well inside the handler's default budget (2 s), which a huge work tree could otherwise use up.
+SNAPSHOT_BUDGET_S = 1.0
 
 
 def runtime_dir(environ: os._Environ[str] | dict[str, str] = os.environ) -> str:
@@ -268,11 +271,19 @@ class Guard:
         return result.model_copy(update={"updated_input": wrapped})
 
     async def snapshot(self, engine: Engine, cwd: str, command: str) -> None:
+        """Record the work tree's changes, within a bound: this handler fails closed, and a
+        snapshot that overran its budget would refuse the command instead of recording it."""
+        snap = None
         try:
-            snap = await anyio.to_thread.run_sync(record, cwd, command, self.snapshotted)
-        except (OSError, RuntimeError, ValueError) as error:
+            with anyio.move_on_after(SNAPSHOT_BUDGET_S) as scope:
+                snap = await anyio.to_thread.run_sync(
+                    record, cwd, command, self.snapshotted, abandon_on_cancel=True
+                )
+        except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as error:
             engine.ui.log(f"no snapshot of the work tree: {type(error).__name__}", level="warning")
             return
+        if scope.cancelled_caught:
+            engine.ui.log("no snapshot of the work tree: git took too long", level="warning")
         if snap is not None:
             engine.ui.log(f"recorded the work tree's changes as {snap.ref}")
 
