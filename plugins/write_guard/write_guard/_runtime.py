@@ -330,15 +330,17 @@ class Guard:
                 return None
             stored = after
         await engine.state.set(HELD_PREFIX + key, hold.command)
-        # The person alone sees the code (a toast is a message for the person, never for the
-        # model): `hookchain approve CODE` proves the approval is theirs.
-        code = new_code()
-        await engine.store.set(code_key(code), {"command": hold.command}, ttl=CODE_TTL_S)
-        engine.ui.toast(
-            f"write-guard held `{hold.command}` ({hold.operation}). To allow it once, choose "
-            f"the approving answer when asked, or run in your own terminal: "
-            f"hookchain approve {code}"
-        )
+        if not engine.sandboxed:
+            # The person alone sees the code (a toast is a message for the person, never for
+            # the model): `hookchain approve CODE` proves the approval is theirs. A sandboxed
+            # host (a replay) has a throwaway store no one could approve in.
+            code = new_code()
+            await engine.store.set(code_key(code), {"command": hold.command}, ttl=CODE_TTL_S)
+            engine.ui.toast(
+                f"write-guard held `{hold.command}` ({hold.operation}). To allow it once, "
+                "choose the approving answer when asked, or run in your own terminal: "
+                f"hookchain approve {code}"
+            )
         reason = git_hold_denial(hold).reason
         if stored is not None:
             reason += f" (Not allowed now: {why_unusable(stored, now)}.)"
