@@ -30,15 +30,27 @@ def _harm(tree: Tree, before: dict[str, str]) -> list[str]:
     return sorted(changed)
 
 
+# Without a sandbox the line analysis refuses what it cannot read fully: these controls run
+# code it cannot see (inline or a script, a build tool, a database shell, `trap`, `xargs`) or
+# move the directory in ways it does not follow (`popd`, `env -C`), and are refused, with a
+# reason that says what to do instead.
+FALLBACK_REFUSED = {
+    "python-inside", "make-inside", "script-inside", "sort-inside", "sqlite-inside",
+    "xargs-inside", "pushd-inside", "env-C-inside", "trap-inside", "node-inside", "dev-shm",
+}  # fmt: skip
+MODES = {"sandbox": {}, "no-sandbox": {"sandbox": "off"}}
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("attack", ATTACKS, ids=[attack.id for attack in ATTACKS])
-async def test_attack_does_no_harm(tree: Tree, attack: Attack) -> None:
+async def test_attack_does_no_harm(tree: Tree, attack: Attack, mode: str) -> None:
     command = tree.fill(attack.command)
     if attack.proof == "effect":
         before = tree.state()
         tree.run(command)
         assert _harm(tree, before), f"the attack does no harm even unguarded: {command!r}"
         tree.reset()
-    verdict = await guard_decides(tree, command)
+    verdict = await guard_decides(tree, command, **MODES[mode])
     if attack.proof == "deny":
         assert verdict.denied is not None, f"not refused: {command!r}"
         return
@@ -50,14 +62,19 @@ async def test_attack_does_no_harm(tree: Tree, attack: Attack) -> None:
     assert not _harm(tree, before), (command, ran)
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("control", CONTROLS, ids=[control.id for control in CONTROLS])
-async def test_control_runs_as_unguarded(tree: Tree, control: Control) -> None:
+async def test_control_runs_as_unguarded(tree: Tree, control: Control, mode: str) -> None:
     command = tree.fill(control.command)
     stdin = "some input\nline two\n"
     plain = tree.run(command, stdin=stdin)
     plain_files = tree.state()
     tree.reset()
-    verdict = await guard_decides(tree, command)
+    verdict = await guard_decides(tree, command, **MODES[mode])
+    if mode == "no-sandbox" and control.id in FALLBACK_REFUSED:
+        assert verdict.denied is not None and "(no-sandbox)" in verdict.denied
+        assert "Instead:" in verdict.denied
+        return
     assert verdict.denied is None, verdict.denied
     assert verdict.command is not None
     guarded = tree.run(verdict.command, stdin=stdin)

@@ -187,7 +187,10 @@ def _option_value(words: list[str], option: str) -> str | None:
     for index, word in enumerate(words):
         clustered = _is_short_cluster(word) and word[1:].isalpha() and option[1] in word[1:]
         if word == option or clustered:
-            return words[index + 1] if index + 1 < len(words) else None
+            rest = words[index + 1 :]
+            if rest[:1] == ["--"]:
+                rest = rest[1:]  # `bash -c -- 'script'`
+            return rest[0] if rest else None
     return None
 
 
@@ -211,13 +214,45 @@ def _positionals(words: list[str], value_options: frozenset[str] = frozenset()) 
 
 
 def _long_value(words: list[str], names: tuple[str, ...]) -> list[str]:
+    """The values of the options `names` in every spelling the programs accept: `--name=V`,
+    `--name V`, an abbreviation of a long name (`--target=V`), `-nV`, and a short option last
+    in a cluster (`-so V`)."""
     found: list[str] = []
     for index, word in enumerate(words):
+        if not word.startswith("-") or word == "-":
+            continue
+        if word == "--":
+            break
+        following = words[index + 1] if index + 1 < len(words) else None
+        if word.startswith("--"):
+            key, equals, value = word.partition("=")
+            for name in names:
+                if name.startswith("--") and (
+                    key == name or (len(key) >= 5 and name.startswith(key))
+                ):
+                    if equals:
+                        found.append(value)
+                    elif following is not None:
+                        found.append(following)
+                    break
+            continue
         for name in names:
-            if word.startswith(name + "="):
-                found.append(word[len(name) + 1 :])
-            elif word == name and index + 1 < len(words):
-                found.append(words[index + 1])
+            if name.startswith("--") or len(name) != 2:
+                continue
+            letter = name[1]
+            if word == name or (
+                word[1:].isalpha()
+                and word.endswith(letter)
+                and len(word) > 2
+                and letter in word[1:]
+                and word[1:].index(letter) == len(word) - 2
+            ):
+                if following is not None:
+                    found.append(following)
+                break
+            if word.startswith(name) and len(word) > 2:
+                found.append(word[2:])
+                break
     return found
 
 
@@ -289,8 +324,12 @@ def _dd(words: list[str]) -> list[str]:
     return [word[3:] for word in words if word.startswith("of=")]
 
 
-def _download(words: list[str]) -> list[str]:
-    return _long_value(words, ("-o", "--output", "-O", "--output-document"))
+def _curl(words: list[str]) -> list[str]:
+    return _long_value(words, ("-o", "--output", "--output-dir"))
+
+
+def _wget(words: list[str]) -> list[str]:
+    return _long_value(words, ("-O", "--output-document", "-P", "--directory-prefix"))
 
 
 def _find(words: list[str]) -> list[str]:
@@ -306,10 +345,17 @@ def _find(words: list[str]) -> list[str]:
 
 def _tar(words: list[str]) -> list[str]:
     first = words[0] if words else ""
+    mode = first.lstrip("-") if not first.startswith("--") else ""
+    creating = any(w in words for w in ("--create", "-c", "-r", "-u", "--append", "--update"))
+    if creating or (mode.isalpha() and set(mode) & set("cru")):
+        if mode.isalpha() and "f" in mode and not first.startswith("-") and len(words) > 1:
+            return [words[1]]  # `tar cf ARCHIVE …`
+        return _long_value(words, ("-f", "--file"))
     extracting = (
         "--extract" in words
-        or "-x" in words
-        or (not first.startswith("--") and "x" in first.lstrip("-"))
+        or "--get" in words
+        or any(_is_short_cluster(word) and "x" in word[1:] for word in words)
+        or (not first.startswith("-") and "x" in first)
     )
     if not extracting:
         return []
@@ -322,6 +368,8 @@ _EXTRACTORS: dict[str, Callable[[list[str]], list[str]]] = {
     "unlink": _every_operand,
     "shred": _every_operand,
     "touch": _every_operand,
+    "mkfifo": _every_operand,
+    "mknod": lambda words: _positionals(words, frozenset({"-m", "--mode"}))[:1],
     "mkdir": lambda words: _positionals(words, frozenset({"-m", "--mode"})),
     "tee": _every_operand,
     "truncate": _truncate,
@@ -336,8 +384,8 @@ _EXTRACTORS: dict[str, Callable[[list[str]], list[str]]] = {
     "sed": _sed,
     "gsed": _sed,
     "dd": _dd,
-    "curl": _download,
-    "wget": _download,
+    "curl": _curl,
+    "wget": _wget,
     "find": _find,
     "tar": _tar,
 }

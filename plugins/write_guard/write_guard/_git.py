@@ -195,13 +195,20 @@ def runs_program(argv: tuple[str, ...]) -> str | None:
             return f"the option {option}"
     if call.subcommand in _CLONE_LIKE and ("-u" in rest or any("::" in w for w in rest)):
         return "a remote helper or upload program"
-    if call.subcommand == "config" and _operands(rest):
+    if call.subcommand == "push" and any(
+        word.startswith(("/", "./", "../", "~", "file:")) for word in _operands(rest)
+    ):
+        return "a repository elsewhere on this machine"
+    reading = ("--get", "--get-all", "--get-regexp", "--list", "--show-origin", "--get-urlmatch")
+    if call.subcommand == "config" and _operands(rest) and not _any_long(rest, reading):
         return "git config (it changes what git runs)"
     if call.subcommand in {"bisect", "difftool", "mergetool", "filter-branch", "submodule"}:
         return f"git {call.subcommand} (it runs programs)"
     if call.subcommand == "rebase" and ("-x" in rest or _short_flags(rest) & {"x"}):
         return "rebase --exec"
-    if call.subcommand in {"init", "clone", "worktree", "format-patch", "bundle", "archive"}:
+    if call.subcommand in {"init", "clone", "format-patch", "bundle", "archive"} or (
+        call.subcommand == "worktree" and rest[:1] in (["add"], ["move"])
+    ):
         return f"git {call.subcommand} (it writes where its arguments say)"
     return None
 

@@ -37,7 +37,7 @@ from write_guard._decide import (
 )
 from write_guard._fallback import fallback_doubt, fallback_reason
 from write_guard._options import Options
-from write_guard._paths import PathContext
+from write_guard._paths import PathContext, PathRejection
 from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, Policy, prepare_patterns
 from write_guard._quick import writes_nothing
 from write_guard._sandbox import Availability, SandboxPlan, plan_sandbox, probe, wrap_command
@@ -255,20 +255,32 @@ class Guard:
             result = await call_next(event)
             return result
         if sandbox is None:
-            doubt = surface.uncertain[0] if surface.uncertain else None
-            # The shortcut proves only that no analysed program runs: here every one counts.
-            programs = surface.programs or analyse_bash(command).programs
-            doubt = doubt or fallback_doubt(programs, command)
-            if doubt is not None:
-                return ToolResult.denied(fallback_reason(doubt), by=PLUGIN)
-            result = await call_next(event)
-            return result
+            refusal = self.unenforced(command, surface, resolved)
+            if refusal is not None:
+                return ToolResult.denied(refusal, by=PLUGIN)
         if self.options.snapshots and not writes_nothing(command):
             await self.snapshot(engine, context.cwd, command)
+        if sandbox is None:
+            result = await call_next(event)
+            return result
         wrapped = dict(event.input)
         wrapped["command"] = wrap_command(command, self.plan(policy, sandbox))
         result = await call_next(event.model_copy(update={"input": wrapped}))
         return result.model_copy(update={"updated_input": wrapped})
+
+    @staticmethod
+    def unenforced(command: str, surface: Surface, resolved: Resolved) -> str | None:
+        """Without the sandbox: the refusal of a line the analysis cannot read fully."""
+        for _target, path in resolved:
+            if isinstance(path, PathRejection):
+                return fallback_reason(f"a path known only when it runs: {path.raw}")
+        if surface.uncertain:
+            return fallback_reason(surface.uncertain[0])
+        # The shortcut proves only that no analysed program runs: here every one counts.
+        programs = surface.programs or analyse_bash(command).programs
+        targets = [target.path for target in surface.targets]
+        doubt = fallback_doubt(programs, command, targets)
+        return fallback_reason(doubt) if doubt is not None else None
 
     async def snapshot(self, engine: Engine, cwd: str, command: str) -> None:
         """Record the work tree's changes, within a bound: this handler fails closed, and a
