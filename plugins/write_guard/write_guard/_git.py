@@ -193,7 +193,9 @@ def runs_program(argv: tuple[str, ...]) -> str | None:
     for option in _PROGRAM_OPTIONS:
         if has_long(rest, option):
             return f"the option {option}"
-    if call.subcommand in _CLONE_LIKE and ("-u" in rest or any("::" in w for w in rest)):
+    # `-u` is the upload program of clone, fetch and ls-remote (for push it sets the upstream).
+    uploads = "-u" in rest and call.subcommand in {"clone", "fetch", "pull", "ls-remote"}
+    if call.subcommand in _CLONE_LIKE and (uploads or any("::" in w for w in rest)):
         return "a remote helper or upload program"
     if call.subcommand == "push" and any(
         word.startswith(("/", "./", "../", "~", "file:")) for word in _operands(rest)
