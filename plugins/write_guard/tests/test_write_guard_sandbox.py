@@ -179,3 +179,13 @@ async def test_a_slow_snapshot_does_not_refuse_the_command(
     verdict = await guard_decides(tree, "echo x > new.txt")
     assert verdict.denied is None and verdict.command is not None
     assert time.monotonic() - started < 2.0
+
+
+@needs_bwrap
+def test_the_approve_command_refuses_a_code_no_command_was_held_under(tree: Tree) -> None:
+    hookchain = Path(sys.executable).parent / "hookchain"
+    store = f"sqlite:///{tree.root / 'tmp' / 'store.sqlite'}"
+    ran = tree.run(f"{hookchain} approve NOTACODE", env={"HOOKCHAIN_STORE": store})
+    assert ran.rc == 2 and "no held command has this code" in ran.stderr, ran
+    legacy = tree.run(f"{hookchain} approve 'git reset --hard'", env={"HOOKCHAIN_STORE": store})
+    assert legacy.rc == 2, legacy  # a command is no code: the agent cannot approve itself
