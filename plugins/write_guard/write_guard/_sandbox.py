@@ -163,13 +163,15 @@ def shell_quote(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-# Inside: the outer shell's aliases and functions (Claude Code's shell snapshot defines them),
-# then the command as the harness would `eval` it, then the directory it ended in, which the
-# outer shell moves to (the harness keeps a Bash call's cwd for the next one).
+# Inside: the outer shell's aliases and functions (the harness's shell snapshot defines them),
+# read from the file the outer shell wrote them to, then the command as the harness would
+# `eval` it, then the directory it ended in, written back to the same file for the outer shell
+# to move to (the harness keeps a Bash call's cwd for the next one). One file and no command
+# substitution: the outer shell forks nothing but bwrap and the final `rm`.
 _INNER = (
-    'eval "$' + MARKER + '_defs"; unset ' + MARKER + "_defs; shopt -s expand_aliases 2>/dev/null; "
+    ". \"$" + MARKER + '_f" 2>/dev/null; shopt -s expand_aliases 2>/dev/null; '
     + MARKER + '_c=$1; set --; eval "$' + MARKER + '_c"; ' + MARKER + "_rc=$?; "
-    'pwd -P >| "$' + MARKER + '_cwd" 2>/dev/null; exit $' + MARKER + "_rc"
+    'pwd -P >| "$' + MARKER + '_f" 2>/dev/null; exit $' + MARKER + "_rc"
 )  # fmt: skip
 
 
@@ -181,10 +183,12 @@ def wrap_command(command: str, plan: SandboxPlan) -> str:
     quoted += ' --chdir "$PWD"'
     m = MARKER
     return (
-        f'{m}_cwd="${{TMPDIR:-/tmp}}/.write-guard-cwd.$$"; export {m}_cwd; '
-        f'{m}_defs="$(alias -p 2>/dev/null; declare -f 2>/dev/null)" '
+        f'{m}_f="${{TMPDIR:-/tmp}}/.write-guard.$$"; export {m}_f; '
+        f'{{ alias -p; declare -f; }} >| "${m}_f" 2>/dev/null; '
         f"{quoted} -- /bin/bash -c {shell_quote(_INNER)} bash {shell_quote(command)}; "
         f"{m}_rc=$?; "
-        f'if read -r {m}_d < "${m}_cwd" 2>/dev/null; then cd -- "${m}_d"; fi; '
-        f'rm -f -- "${m}_cwd"; unset {m}_cwd {m}_d; (exit ${m}_rc)'
+        f'if read -r {m}_d < "${m}_f" 2>/dev/null && [ -d "${m}_d" ]; then cd -- "${m}_d"; fi; '
+        f'rm -f -- "${m}_f"; unset {m}_f {m}_d; '
+        # The status of the line is the command's (a function returns it without a fork).
+        f"{m}_status() {{ return $1; }}; {m}_status ${m}_rc"
     )
