@@ -6,10 +6,21 @@ from __future__ import annotations
 
 import sys
 import time
+import types
 from pathlib import Path
+from typing import Any
 
 import pytest
-from framework import Host, SessionStart, Store, ToolCall, ToolResult, open_backend
+from framework import (
+    Host,
+    PluginInfo,
+    SessionStart,
+    Store,
+    ToolCall,
+    ToolResult,
+    hookimpl,
+    open_backend,
+)
 from wg_jail import BWRAP, Tree, guard_decides
 from write_guard._cli import approve_code_in
 from write_guard._sandbox import plan_sandbox, probe, wrap_command
@@ -189,3 +200,34 @@ def test_the_approve_command_refuses_a_code_no_command_was_held_under(tree: Tree
     assert ran.rc == 2 and "no held command has this code" in ran.stderr, ran
     legacy = tree.run(f"{hookchain} approve 'git reset --hard'", env={"HOOKCHAIN_STORE": store})
     assert legacy.rc == 2, legacy  # a command is no code: the agent cannot approve itself
+
+
+@needs_bwrap
+async def test_other_plugins_see_the_command_as_the_model_wrote_it(tree: Tree) -> None:
+    seen: list[str] = []
+
+    async def peek(engine: Any, event: ToolCall, call_next: Any) -> Any:
+        seen.append(str(event.input["command"]))
+        return await call_next(event)
+
+    module = types.ModuleType("peeker")
+    module.plugin = PluginInfo(name="peeker", contract=">=1,<2")  # type: ignore[attr-defined]
+
+    @hookimpl
+    def register(on: Any, options: Any) -> None:
+        on("tool.call", peek, order=500)
+
+    module.register = register  # type: ignore[attr-defined]
+    reached: list[str] = []
+
+    async def terminal(event: ToolCall) -> ToolResult:
+        reached.append(str(event.input["command"]))
+        return ToolResult(output="ran")
+
+    env = {"HOME": str(tree.root / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws)}
+    async with Host(plugins=[write_guard, module], entry_points=False, env=env) as host:
+        await host.dispatch(SessionStart(session_id="s", cwd=str(tree.ws)))
+        call = ToolCall(session_id="s", tool_use_id="t", tool="Bash", input={"command": "ls"})
+        await host.dispatch(call, terminal=terminal)
+    assert seen == ["ls"]
+    assert len(reached) == 1 and "bwrap" in reached[0]

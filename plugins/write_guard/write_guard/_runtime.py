@@ -73,10 +73,16 @@ class _Decision:
     event: ToolCall
     surface: Surface
     paths: tuple[PathContext, Policy, Resolved] | None = None
+    checked: bool = False
+    """The fail-closed checks passed (and the snapshot was taken) for this event."""
 
 
 def is_write_tool(tool: str) -> bool:
     return tool.casefold() in WRITE_TOOLS
+
+
+def is_shell_tool(tool: str) -> bool:
+    return tool.casefold() == "bash"
 
 
 def gated(command: str) -> bool:
@@ -234,14 +240,28 @@ class Guard:
         return ""
 
     async def protect(self, engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
-        """Protected paths, malformed input, the control plane and the shell sandbox;
-        registered fail-closed (an error here refuses the call rather than let it run)."""
+        """Protected paths, malformed input, the control plane, and without a sandbox the
+        lines the analysis cannot read; registered fail-closed (an error here refuses the call
+        rather than let it run)."""
         decision = self.decision(event)
+        refusal = await self.refusal(engine, event, decision)
+        if refusal is not None:
+            return refusal
+        result: ToolResult = await call_next(event)
+        return result
+
+    async def refusal(
+        self, engine: Engine, event: ToolCall, decision: _Decision
+    ) -> ToolResult | None:
+        """The fail-closed checks of one call (once per decision), and the snapshot of the work
+        tree before a shell command that passes them."""
+        if decision.checked:
+            return None
         surface = decision.surface
         command = surface.command
         if not (surface.writes or surface.uncertain or command is not None):
-            result: ToolResult = await call_next(event)
-            return result
+            decision.checked = True
+            return None
         context, policy, resolved = await self.paths(engine, event, decision)
         if command is not None:
             control = control_denial(command, surface.programs, (self.host_pid,))
@@ -251,18 +271,29 @@ class Guard:
         denial = protected_denial(surface, context, policy, resolved, strict=sandbox is None)
         if denial is not None:
             return ToolResult.denied(denial.reason, by=PLUGIN)
-        if command is None:
-            result = await call_next(event)
-            return result
-        if sandbox is None:
-            refusal = self.unenforced(command, surface, resolved)
-            if refusal is not None:
-                return ToolResult.denied(refusal, by=PLUGIN)
-        if self.options.snapshots and not writes_nothing(command):
+        if command is not None and sandbox is None:
+            unread = self.unenforced(command, surface, resolved)
+            if unread is not None:
+                return ToolResult.denied(unread, by=PLUGIN)
+        if command is not None and self.options.snapshots and not writes_nothing(command):
             await self.snapshot(engine, context.cwd, command)
-        if sandbox is None:
-            result = await call_next(event)
+        decision.checked = True
+        return None
+
+    async def confine(self, engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
+        """The shell sandbox, last before the harness runs the call, so that every other
+        plugin sees the command as the model wrote it; fail-closed. A call changed on the way
+        (a new event) is checked again before it is wrapped."""
+        decision = self.decision(event)
+        refusal = await self.refusal(engine, event, decision)
+        if refusal is not None:
+            return refusal
+        command = decision.surface.command
+        sandbox = self.sandbox.bwrap if command is not None else None
+        if command is None or sandbox is None:
+            result: ToolResult = await call_next(event)
             return result
+        _context, policy, _resolved = await self.paths(engine, event, decision)
         wrapped = dict(event.input)
         wrapped["command"] = wrap_command(command, self.plan(policy, sandbox))
         result = await call_next(event.model_copy(update={"input": wrapped}))
