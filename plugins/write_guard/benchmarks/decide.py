@@ -1,20 +1,47 @@
-"""Time write-guard's pure decision for a Write and for Bash commands; print medians, peak RSS."""
+"""Time write-guard in one run: the pure decision (Write; simple, compound and git Bash lines)
+for this tree's analyser and for a baseline's (default `main`, loaded from git under another
+package name), the sandbox's added cost per shell command, and the snapshot of a dirty work
+tree of 10,000 files. Prints medians, ratios against the baseline, and peak RSS.
+
+    python plugins/write_guard/benchmarks/decide.py [--baseline REF] [--files N]
+"""
 
 from __future__ import annotations
 
+import argparse
+import importlib
+import io
 import os
 import resource
+import shutil
 import statistics
+import subprocess
+import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from types import ModuleType
+from typing import Any
 
-from write_guard._decide import decide
+from write_guard._control import control_denial
+from write_guard._decide import git_hold, preset_denial, protected_denial, resolve_all
 from write_guard._paths import PathContext
 from write_guard._policy import Policy
+from write_guard._sandbox import plan_sandbox, probe, wrap_command
+from write_guard._snapshot import record
 from write_guard._surface import extract_surface
 
 ROUNDS = 20_000
+SPAWNS = 40
+PLUGIN_DIR = Path(__file__).resolve().parents[1]
+BASH_INPUTS = {
+    "simple": {"command": "ls -la src"},
+    "compound": {"command": "cd src && sed -i 's/a/b/' app.py 2>&1 | tee ../build.log"},
+    "git": {"command": "git status && git log --oneline | head -20"},
+}
 
 
 def median_us(fn: Callable[[], object], rounds: int = ROUNDS) -> float:
@@ -29,29 +56,150 @@ def median_us(fn: Callable[[], object], rounds: int = ROUNDS) -> float:
     return statistics.median(samples) / 1000
 
 
-def main() -> None:
-    workspace = tempfile.mkdtemp(prefix="wg-bench-")
-    os.makedirs(os.path.join(workspace, "src"))
-    context = PathContext(cwd=workspace, home=os.path.expanduser("~"), project_dir=workspace)
+def load_baseline(ref: str, into: Path) -> ModuleType:
+    """The plugin package as it is at `ref`, importable as `write_guard_baseline`."""
+    archive = subprocess.run(
+        ["git", "archive", ref, "write_guard"],
+        cwd=PLUGIN_DIR, capture_output=True, check=True, timeout=60,
+    ).stdout  # fmt: skip
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    package = into / "write_guard_baseline"
+    (into / "write_guard").rename(package)
+    for module in package.glob("*.py"):
+        text = module.read_text(encoding="utf-8")
+        module.write_text(text.replace("write_guard.", "write_guard_baseline."), encoding="utf-8")
+    sys.path.insert(0, str(into))
+    return importlib.import_module("write_guard_baseline")
+
+
+def decisions(workspace: str, baseline: ModuleType) -> None:
+    old_decide = importlib.import_module("write_guard_baseline._decide")
+    old_paths = importlib.import_module("write_guard_baseline._paths")
+    old_policy = importlib.import_module("write_guard_baseline._policy")
+    old_surface = importlib.import_module("write_guard_baseline._surface")
+    home = os.path.expanduser("~")
+    context = PathContext(cwd=workspace, home=home, project_dir=workspace)
     policy = Policy(preset="workspace", workspace_root=workspace, extra_roots=("/tmp",))
+    old_context = old_paths.PathContext(cwd=workspace, home=home, project_dir=workspace)
+    old_pol = old_policy.Policy(preset="workspace", workspace_root=workspace, extra_roots=("/tmp",))
+
+    def is_path(name: str) -> bool:
+        return os.path.lexists(os.path.join(workspace, name))
+
+    def new(tool: str, tool_input: dict[str, str]) -> object:
+        # What write-guard's two tool.call handlers work out for one call.
+        surface = extract_surface(tool, tool_input)
+        if surface.command is not None and control_denial(surface.command, surface.programs):
+            return None
+        resolved = resolve_all(surface, context)
+        strict = surface.command is None
+        return (
+            protected_denial(surface, context, policy, resolved, strict=strict)
+            or preset_denial(surface, context, policy, resolved)
+            or git_hold(surface, is_path)
+        )
+
+    def old(tool: str, tool_input: dict[str, str]) -> object:
+        return old_decide.decide(
+            old_surface.extract_surface(tool, tool_input), old_context, old_pol
+        )
+
     write_input = {"file_path": os.path.join(workspace, "src", "app.py"), "content": "x"}
-    bash_inputs = {
-        "simple": {"command": "ls -la src"},
-        "compound": {"command": "cd src && sed -i 's/a/b/' app.py 2>&1 | tee ../build.log"},
-        "git": {"command": "git status && git log --oneline | head -20"},
-    }
+    cases: list[tuple[str, str, dict[str, str]]] = [("write", "Write", write_input)]
+    cases += [(f"bash_{name}", "Bash", tool_input) for name, tool_input in BASH_INPUTS.items()]
+    for name, tool, tool_input in cases:
+        new_us = median_us(partial(new, tool, tool_input))
+        old_us = median_us(partial(old, tool, tool_input))
+        print(
+            f"{name}_median_us = {new_us:.1f}  baseline = {old_us:.1f}  "
+            f"ratio = {new_us / old_us:.2f}"
+        )
+    del baseline
 
-    write = median_us(lambda: decide(extract_surface("Write", write_input), context, policy))
-    for name, tool_input in bash_inputs.items():
 
-        def bash_once(tool_input: dict[str, str] = tool_input) -> object:
-            return decide(extract_surface("Bash", tool_input), context, policy)
+def spawn_median_ms(command: str, cwd: str) -> float:
+    samples = []
+    for _ in range(SPAWNS):
+        started = time.perf_counter()
+        subprocess.run(["/bin/bash", "-c", command], cwd=cwd, check=True, timeout=30)
+        samples.append(time.perf_counter() - started)
+    return statistics.median(samples) * 1000
 
-        bash = median_us(bash_once)
-        print(f"bash_{name}_median_us = {bash:.1f}")
+
+def sandbox_cost(workspace: str) -> None:
+    available = probe("auto")
+    if available.bwrap is None:
+        print(f"sandbox: unavailable ({available.reason})")
+        return
+    bwrap = available.bwrap
+    plan_us = median_us(
+        lambda: wrap_command("true", plan_sandbox(bwrap, [workspace, "/tmp"], [], [])), 2_000
+    )
+    wrapped = wrap_command("true", plan_sandbox(bwrap, [workspace, "/tmp"], [], []))
+    plain_ms = spawn_median_ms("true", workspace)
+    boxed_ms = spawn_median_ms(wrapped, workspace)
+    print(f"sandbox_plan_and_wrap_median_us = {plan_us:.1f}")
+    print(
+        f"sandbox_command_median_ms = {boxed_ms:.2f}  plain = {plain_ms:.2f}  "
+        f"added_ms = {boxed_ms - plain_ms:.2f}"
+    )
+
+
+def snapshot_cost(files: int) -> None:
+    repo = tempfile.mkdtemp(prefix="wg-bench-repo-")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.invalid",
+           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.invalid"}  # fmt: skip
+    try:
+
+        def git(*args: str) -> None:
+            subprocess.run(["git", *args], cwd=repo, env=env, check=True, timeout=300,
+                           capture_output=True)  # fmt: skip
+
+        git("init", "-q")
+        for index in range(files):
+            folder = Path(repo, f"d{index // 100:03d}")
+            folder.mkdir(exist_ok=True)
+            (folder / f"f{index:05d}.txt").write_text(f"file {index}\n")
+        git("add", "-A")
+        git("commit", "-qm", "files")
+
+        def timed(rounds: int) -> float:
+            samples = []
+            for _ in range(rounds):
+                started = time.perf_counter()
+                record(repo, "bench")
+                samples.append(time.perf_counter() - started)
+            return statistics.median(samples) * 1000
+
+        clean_ms = timed(10)
+        for index in range(0, files, files // 10):
+            Path(repo, f"d{index // 100:03d}", f"f{index:05d}.txt").write_text("changed\n")
+        dirty_ms = timed(10)
+        print(f"snapshot_{files}_files_clean_median_ms = {clean_ms:.1f}")
+        print(f"snapshot_{files}_files_dirty_median_ms = {dirty_ms:.1f}")
+    finally:
+        shutil.rmtree(repo, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", default="main", help="git ref of the baseline analyser")
+    parser.add_argument("--files", type=int, default=10_000, help="files of the snapshot repo")
+    args = parser.parse_args(argv)
+    workspace = tempfile.mkdtemp(prefix="wg-bench-")
+    loaded = tempfile.mkdtemp(prefix="wg-bench-baseline-")
+    try:
+        os.makedirs(os.path.join(workspace, "src"))
+        baseline: Any = load_baseline(args.baseline, Path(loaded))
+        decisions(workspace, baseline)
+        sandbox_cost(workspace)
+        snapshot_cost(args.files)
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
+        shutil.rmtree(loaded, ignore_errors=True)
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f"peak_rss_mib = {peak_kib / 1024:.1f}")
-    print(f"decide_median_us = {write:.1f}")
 
 
 if __name__ == "__main__":

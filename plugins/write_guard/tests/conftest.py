@@ -3,12 +3,19 @@ shared corpus's Bash commands."""
 
 from __future__ import annotations
 
-import json
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+# The attack suite's table and jail are plain modules beside the tests (importlib mode puts
+# no test folder on the path).
+sys.path.insert(0, str(Path(__file__).parent))
+
+from wg_corpus import TRANSCRIPTS, bash_commands
+from wg_jail import Tree, build_template
 
 
 @pytest.fixture
@@ -41,7 +48,7 @@ def layout(tmp_path: Path) -> Layout:
     return Layout(ws=ws, out=out, scratch=scratch, home=home)
 
 
-CORPUS = Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "transcripts"
+CORPUS = TRANSCRIPTS
 
 
 @pytest.fixture(scope="session")
@@ -49,19 +56,21 @@ def corpus_bash_commands() -> list[str]:
     """Every Bash command of the shared transcripts, in file order."""
     if not CORPUS.is_dir():
         pytest.fail(f"the shared corpus is missing: expected it at {CORPUS} (beside the clone)")
-    commands: list[str] = []
-    for path in sorted(CORPUS.rglob("*.jsonl")):
-        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-            if '"Bash"' not in line:
-                continue
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            content = record.get("message", {}).get("content") if isinstance(record, dict) else None
-            for block in content if isinstance(content, list) else []:
-                if isinstance(block, dict) and block.get("name") == "Bash":
-                    command = block.get("input", {}).get("command")
-                    if isinstance(command, str):
-                        commands.append(command)
-    return commands
+    return bash_commands(sorted(CORPUS.rglob("*.jsonl")))
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The attack suite's throwaway tree, built once per module (see `wg_jail`)."""
+    root = tmp_path_factory.mktemp("template") / "t"
+    build_template(root)
+    return root
+
+
+@pytest.fixture
+def tree(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Tree:
+    """A fresh copy of the template; hookchain's runtime dir is inside it."""
+    made = Tree(root=tmp_path / "t", template=template)
+    made.reset()
+    monkeypatch.setenv("HOOKCHAIN_RUNTIME_DIR", str(made.root / "run"))
+    return made

@@ -21,7 +21,7 @@ from framework import (
 from write_guard._cli import approve_in
 
 import write_guard
-from write_guard import _register
+from write_guard import _runtime
 
 START_MS = 1_700_000_000_000
 RESET = "git reset --hard HEAD~1"
@@ -133,7 +133,7 @@ async def test_protected_check_fails_closed(layout: Any, monkeypatch: pytest.Mon
     def broken(*_: Any) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(_register, "protected_denial", broken)
+    monkeypatch.setattr(_runtime, "protected_denial", broken)
     terminal = Terminal()
     async with guarded(layout) as host:
         result = await run(host, bash("t1", "touch src/a.py"), terminal)
@@ -147,7 +147,7 @@ async def test_preset_check_fails_open(layout: Any, monkeypatch: pytest.MonkeyPa
     def broken(*_: Any) -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(_register, "preset_denial", broken)
+    monkeypatch.setattr(_runtime, "preset_denial", broken)
     terminal = Terminal()
     async with guarded(layout) as host:
         result = await run(host, bash("t1", "touch /etc/x"), terminal)

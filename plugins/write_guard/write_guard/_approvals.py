@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import secrets
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
@@ -176,3 +177,21 @@ def _chose_approval(question: Mapping[str, Any], answer: str | None) -> bool:
         return False
     label = chosen[0]
     return bool(_APPROVING.search(label)) and not _REFUSING.search(label)
+
+
+CODE_PREFIX = "code:"
+CODE_TTL_S = 30 * 60.0
+# No 0/O or 1/I/L: the person types the code from a message.
+_CODE_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+
+
+def new_code() -> str:
+    """A one-time code shown only to the person (never in text the model reads)."""
+    return "".join(secrets.choice(_CODE_ALPHABET) for _ in range(8))
+
+
+def code_key(code: str) -> str:
+    """Where a held command waits for its code; only the code's digest is stored, so that
+    reading the store (the model can read files) does not reveal the code."""
+    normal = code.strip().upper().replace("-", "").replace(" ", "")
+    return CODE_PREFIX + hashlib.sha256(normal.encode()).hexdigest()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from write_guard._git import GIT_CORE_PREFIX
 from write_guard._shell import ShellParseError, parse_line
 
 _MAX_DEPTH = 4
@@ -34,6 +35,8 @@ _XARGS_VALUE_OPTIONS = frozenset({"-I", "-i", "-n", "-P", "-d", "-E", "-L", "-s"
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
 _INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "perl", "php", "deno", "bun"})
 INTERPRETER_PREFIXES = ("python3.", "python2")
+# Programs the control plane reads the arguments of (see `_control`).
+CONTROL_NAMES = frozenset({"hookchain", "kill", "pkill", "killall", "skill"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,8 @@ class BashAnalysis:
     git_commands: list[tuple[str, ...]] = field(default_factory=list)
     uncertain: list[str] = field(default_factory=list)
     heredocs: list[str] = field(default_factory=list)
+    programs: list[tuple[str, ...]] = field(default_factory=list)
+    """Every simple command run, wrappers seen through, `VAR=` assignments kept in front."""
 
 
 def analyse_bash(command: str) -> BashAnalysis:
@@ -92,12 +97,21 @@ def _join_prefix(outer: str | None, inner: str | None) -> str | None:
 def _analyse_argv(
     argv: list[str], analysis: BashAnalysis, prefix: str | None, depth: int, has_heredoc: bool
 ) -> None:
-    while argv and _is_assignment(argv[0]):
-        argv.pop(0)
+    analysis.programs.append(tuple(argv))
+    assignments = 0
+    while assignments < len(argv) and _is_assignment(argv[assignments]):
+        assignments += 1
+    env, argv = argv[:assignments], argv[assignments:]
     if not argv:
         return
     name = argv[0].rpartition("/")[2]  # os.path.basename, without its generic path handling
     if name not in ANALYSED_COMMANDS and not name.startswith(INTERPRETER_PREFIXES):
+        if name.startswith(GIT_CORE_PREFIX):
+            analysis.git_commands.append((*env, *argv))
+        elif argv[0][:1] == "$" and (argv[0][1:2].isalpha() or argv[0][1:2] in {"_", "{"}):
+            # A computed program name: read the rest as if it were git, the cautious reading.
+            analysis.uncertain.append("a computed command name")
+            analysis.git_commands.append((*env, "git", *argv[1:]))
         return  # most commands (`ls`, `echo`, `cd`) write nothing: one test rather than eight
     if name in _WRAPPERS:
         if name == "env" and any(word in {"-S", "--split-string"} for word in argv):
@@ -131,7 +145,7 @@ def _analyse_argv(
         _analyse_line(" ".join(argv[1:]), analysis, prefix, depth + 1)
         return
     if name == "git":
-        analysis.git_commands.append(tuple(argv))
+        analysis.git_commands.append((*env, *argv))
         return
     if name in _INTERPRETERS or name.startswith(INTERPRETER_PREFIXES):
         inline = any(
@@ -173,7 +187,10 @@ def _option_value(words: list[str], option: str) -> str | None:
     for index, word in enumerate(words):
         clustered = _is_short_cluster(word) and word[1:].isalpha() and option[1] in word[1:]
         if word == option or clustered:
-            return words[index + 1] if index + 1 < len(words) else None
+            rest = words[index + 1 :]
+            if rest[:1] == ["--"]:
+                rest = rest[1:]  # `bash -c -- 'script'`
+            return rest[0] if rest else None
     return None
 
 
@@ -197,13 +214,45 @@ def _positionals(words: list[str], value_options: frozenset[str] = frozenset()) 
 
 
 def _long_value(words: list[str], names: tuple[str, ...]) -> list[str]:
+    """The values of the options `names` in every spelling the programs accept: `--name=V`,
+    `--name V`, an abbreviation of a long name (`--target=V`), `-nV`, and a short option last
+    in a cluster (`-so V`)."""
     found: list[str] = []
     for index, word in enumerate(words):
+        if not word.startswith("-") or word == "-":
+            continue
+        if word == "--":
+            break
+        following = words[index + 1] if index + 1 < len(words) else None
+        if word.startswith("--"):
+            key, equals, value = word.partition("=")
+            for name in names:
+                if name.startswith("--") and (
+                    key == name or (len(key) >= 5 and name.startswith(key))
+                ):
+                    if equals:
+                        found.append(value)
+                    elif following is not None:
+                        found.append(following)
+                    break
+            continue
         for name in names:
-            if word.startswith(name + "="):
-                found.append(word[len(name) + 1 :])
-            elif word == name and index + 1 < len(words):
-                found.append(words[index + 1])
+            if name.startswith("--") or len(name) != 2:
+                continue
+            letter = name[1]
+            if word == name or (
+                word[1:].isalpha()
+                and word.endswith(letter)
+                and len(word) > 2
+                and letter in word[1:]
+                and word[1:].index(letter) == len(word) - 2
+            ):
+                if following is not None:
+                    found.append(following)
+                break
+            if word.startswith(name) and len(word) > 2:
+                found.append(word[2:])
+                break
     return found
 
 
@@ -227,6 +276,17 @@ def _destination(words: list[str]) -> list[str]:
         return explicit
     operands = _positionals(words, frozenset({"-S", "--suffix", "-m", "--mode", "-o", "-g"}))
     return operands[-1:] if len(operands) >= 2 else operands
+
+
+def _link(words: list[str]) -> list[str]:
+    operands = _positionals(words, frozenset({"-S", "--suffix", "-t"}))
+    explicit = _long_value(words, ("-t", "--target-directory"))
+    if explicit:
+        return explicit
+    if len(operands) == 1:
+        # `ln -s /usr/share/dict`: the link is made in the cwd, named after the target.
+        return [operands[0].rstrip("/").rpartition("/")[2] or operands[0]]
+    return operands[-1:]
 
 
 def _move(words: list[str]) -> list[str]:
@@ -264,8 +324,12 @@ def _dd(words: list[str]) -> list[str]:
     return [word[3:] for word in words if word.startswith("of=")]
 
 
-def _download(words: list[str]) -> list[str]:
-    return _long_value(words, ("-o", "--output", "-O", "--output-document"))
+def _curl(words: list[str]) -> list[str]:
+    return _long_value(words, ("-o", "--output", "--output-dir"))
+
+
+def _wget(words: list[str]) -> list[str]:
+    return _long_value(words, ("-O", "--output-document", "-P", "--directory-prefix"))
 
 
 def _find(words: list[str]) -> list[str]:
@@ -281,10 +345,17 @@ def _find(words: list[str]) -> list[str]:
 
 def _tar(words: list[str]) -> list[str]:
     first = words[0] if words else ""
+    mode = first.lstrip("-") if not first.startswith("--") else ""
+    creating = any(w in words for w in ("--create", "-c", "-r", "-u", "--append", "--update"))
+    if creating or (mode.isalpha() and set(mode) & set("cru")):
+        if mode.isalpha() and "f" in mode and not first.startswith("-") and len(words) > 1:
+            return [words[1]]  # `tar cf ARCHIVE …`
+        return _long_value(words, ("-f", "--file"))
     extracting = (
         "--extract" in words
-        or "-x" in words
-        or (not first.startswith("--") and "x" in first.lstrip("-"))
+        or "--get" in words
+        or any(_is_short_cluster(word) and "x" in word[1:] for word in words)
+        or (not first.startswith("-") and "x" in first)
     )
     if not extracting:
         return []
@@ -297,6 +368,8 @@ _EXTRACTORS: dict[str, Callable[[list[str]], list[str]]] = {
     "unlink": _every_operand,
     "shred": _every_operand,
     "touch": _every_operand,
+    "mkfifo": _every_operand,
+    "mknod": lambda words: _positionals(words, frozenset({"-m", "--mode"}))[:1],
     "mkdir": lambda words: _positionals(words, frozenset({"-m", "--mode"})),
     "tee": _every_operand,
     "truncate": _truncate,
@@ -304,15 +377,15 @@ _EXTRACTORS: dict[str, Callable[[list[str]], list[str]]] = {
     "chown": _after_first,
     "chgrp": _after_first,
     "cp": _destination,
-    "ln": _destination,
+    "ln": _link,
     "rsync": _destination,
     "mv": _move,
     "install": _install,
     "sed": _sed,
     "gsed": _sed,
     "dd": _dd,
-    "curl": _download,
-    "wget": _download,
+    "curl": _curl,
+    "wget": _wget,
     "find": _find,
     "tar": _tar,
 }
@@ -320,5 +393,5 @@ _EXTRACTORS: dict[str, Callable[[list[str]], list[str]]] = {
 # Every command name the analysis reacts to; a line running none of them (and with no
 # redirection, substitution or heredoc) writes nothing (see `_quick`).
 ANALYSED_COMMANDS = frozenset(
-    {*_WRAPPERS, "xargs", *_SHELLS, "eval", "git", *_INTERPRETERS, *_EXTRACTORS}
+    {*_WRAPPERS, "xargs", *_SHELLS, "eval", "git", *_INTERPRETERS, *_EXTRACTORS, *CONTROL_NAMES}
 )

@@ -1,7 +1,8 @@
-"""`hookchain approve "<command>"`: the person grants one use of one exact dangerous git command."""
+"""`hookchain approve CODE` and `hookchain restore`: what only the person runs."""
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Annotated, Any
 
@@ -9,8 +10,9 @@ import anyio
 import typer
 from framework import Store, hookimpl, load_settings, open_backend
 
-from write_guard._approvals import approval_key, canonical, new_approval
-from write_guard._register import PLUGIN, RECORD_TTL_S, _gated
+from write_guard import _snapshot
+from write_guard._approvals import approval_key, canonical, code_key, new_approval
+from write_guard._runtime import PLUGIN, RECORD_TTL_S
 
 
 async def approve_in(store: Store, command: str, now_ms: int) -> dict[str, Any]:
@@ -20,31 +22,70 @@ async def approve_in(store: Store, command: str, now_ms: int) -> dict[str, Any]:
     return record.model_dump()
 
 
-async def _approve_configured(command: str) -> dict[str, Any]:
+async def approve_code_in(store: Store, code: str, now_ms: int) -> dict[str, Any] | None:
+    """Approve the command held under the one-time `code` (shown only to the person); the code
+    is used up. None when no held command has this code (wrong, used or expired)."""
+    plugin = store.namespace(PLUGIN)
+    held = await plugin.get(code_key(code))
+    if not isinstance(held, dict) or not isinstance(held.get("command"), str):
+        return None
+    await plugin.delete(code_key(code))
+    return await approve_in(store, canonical(held["command"]), now_ms)
+
+
+async def _approve_configured(code: str) -> dict[str, Any] | None:
     backend = open_backend(load_settings().store)
     try:
-        return await approve_in(Store(backend), command, int(time.time() * 1000))
+        return await approve_code_in(Store(backend), code, int(time.time() * 1000))
     finally:
         await backend.aclose()
 
 
 def approve(
-    command: Annotated[str, typer.Argument(help="the exact command, as the agent will run it")],
+    code: Annotated[str, typer.Argument(help="the one-time code write-guard showed you")],
 ) -> None:
-    """Approve one run of a dangerous git command held by write-guard (valid 5 minutes)."""
-    exact = canonical(command)
-    if not exact:
-        typer.echo("write-guard: refusing an empty command", err=True)
+    """Approve one run of the git command write-guard held under CODE (valid 5 minutes).
+
+    The code is shown to you alone (never to the model) when a command is held."""
+    if not code.strip():
+        typer.echo("write-guard: refusing an empty code", err=True)
         raise typer.Exit(2)
-    if not _gated(exact):
-        typer.echo("write-guard: refusing: the git gate does not hold this command", err=True)
+    record = anyio.run(_approve_configured, code)
+    if record is None:
+        typer.echo(
+            "write-guard: no held command has this code (mistyped, used, or older than 30 "
+            "minutes); retry the command to get a new one",
+            err=True,
+        )
         raise typer.Exit(2)
-    record = anyio.run(_approve_configured, exact)
-    typer.echo(
-        f"approved once, until the approval expires in 5 minutes: {exact}  (id {record['id']})"
-    )
+    typer.echo(f"approved once, for 5 minutes: {record['command']}  (id {record['id']})")
+
+
+def restore(
+    snapshot: Annotated[
+        str | None, typer.Argument(help="the snapshot to bring back (default: list them)")
+    ] = None,
+    repo: Annotated[str, typer.Option(help="the work tree")] = ".",
+) -> None:
+    """List the work tree states write-guard recorded before shell commands, or bring one back
+    (`git stash apply` of it: merged into the current tree, refused over newer changes)."""
+    where = os.path.abspath(repo)
+    try:
+        if snapshot is None:
+            found = _snapshot.snapshots(where)
+            if not found:
+                typer.echo("no write-guard snapshots in this repository")
+            for snap in found:
+                typer.echo(f"{snap.ref[len(_snapshot.REF_PREFIX) :]}  {snap.subject}")
+            return
+        done = _snapshot.restore(where, snapshot)
+    except (LookupError, RuntimeError, OSError) as error:
+        typer.echo(f"write-guard: {error}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"restored {done.ref} into {where}")
 
 
 @hookimpl
 def register_cli(app: Any) -> None:
     app.command("approve")(approve)
+    app.command("restore")(restore)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import dataclass
 
 from write_guard._bash import WriteTarget
-from write_guard._git import dangerous_git
+from write_guard._git import PathTest, dangerous_git
 from write_guard._paths import PathContext, PathRejection, Resolutions, ResolvedPath, resolve_path
 from write_guard._policy import (
     PROTECTED_MARKERS,
@@ -60,8 +61,15 @@ def resolve_target(
     raw = target.path
     prefix = target.cwd_prefix
     if prefix is not None and not raw.startswith(("/", "~", "$")):
-        raw = prefix.rstrip("/") + "/" + raw
+        raw = _logical(prefix) + "/" + raw
     return resolve_path(raw, context, known)
+
+
+def _logical(prefix: str) -> str:
+    """A `cd` operand as bash's logical `cd` reads it: `link/..` is the directory itself."""
+    if ".." in prefix:
+        prefix = posixpath.normpath(prefix)
+    return prefix.rstrip("/")
 
 
 def mentions_protected(text: str, policy: Policy) -> bool:
@@ -88,15 +96,24 @@ def resolve_all(surface: Surface, context: PathContext) -> Resolved:
         raw = target.path
         prefix = target.cwd_prefix
         if prefix is not None and not raw.startswith(("/", "~", "$")):
-            raw = prefix.rstrip("/") + "/" + raw
+            raw = _logical(prefix) + "/" + raw
         resolved.append((target, resolve_path(raw, context, known)))
     return resolved
 
 
 def protected_denial(
-    surface: Surface, context: PathContext, policy: Policy, resolved: Resolved | None = None
+    surface: Surface,
+    context: PathContext,
+    policy: Policy,
+    resolved: Resolved | None = None,
+    *,
+    strict: bool = True,
 ) -> GuardDenial | None:
-    """The fail-closed part: bad input and protected paths, in every preset."""
+    """The fail-closed part: bad input and protected paths, in every preset.
+
+    `strict` (no OS sandbox): a line that cannot be analysed and names a protected path is
+    refused too; under the sandbox the protected files are read-only for the command anyway,
+    and a quoted word that names one (a comment, a commit message) is no write."""
     if surface.malformed:
         return _deny("malformed-input", None, surface.malformed, "call the tool with a plain path")
     unclear = bool(surface.uncertain)
@@ -110,7 +127,12 @@ def protected_denial(
         verdict = protected_verdict(path, policy, screen)
         if verdict is not None:
             return _from_verdict(verdict)
-    if unclear and surface.command is not None and mentions_protected(surface.command, policy):
+    if (
+        strict
+        and unclear
+        and surface.command is not None
+        and mentions_protected(surface.command, policy)
+    ):
         return _deny(
             "unparsable-protected",
             None,
@@ -142,12 +164,12 @@ def preset_denial(
     return None
 
 
-def git_hold(surface: Surface) -> GitHold | None:
+def git_hold(surface: Surface, is_path: PathTest | None = None) -> GitHold | None:
     """The first dangerous git operation in the command, bound to the exact trimmed command."""
     if surface.command is None:
         return None
     for argv in surface.git_commands:
-        operation = dangerous_git(argv)
+        operation = dangerous_git(argv, is_path)
         if operation is not None:
             return GitHold(operation=operation, command=surface.command.strip())
     return None
@@ -162,13 +184,9 @@ def git_hold_denial(hold: GitHold) -> GuardDenial:
         "person's approval",
         "ask the person with AskUserQuestion, quoting the exact command in backticks, with an "
         'option such as "Approve"; once they choose it, retry the identical command (it is '
-        "allowed once, within 5 minutes). The person can also run "
-        f"`hookchain approve {_shell_quote(hold.command)}`",
+        "allowed once, within 5 minutes). Only the person can approve it; running hookchain "
+        "yourself is refused",
     )
-
-
-def _shell_quote(text: str) -> str:
-    return "'" + text.replace("'", "'\\''") + "'"
 
 
 def decide(surface: Surface, context: PathContext, policy: Policy) -> GuardDenial | GitHold | None:

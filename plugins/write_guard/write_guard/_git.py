@@ -1,49 +1,65 @@
-"""Recognise git invocations that rewrite history, discard work or switch branches."""
+"""Recognise git invocations that rewrite history, discard work, or make git run a program.
+
+git accepts any unambiguous prefix of a long option (`reset --h` is `reset --hard`), global
+`-c` and `GIT_CONFIG_*` overrides (aliases included), and the git-core programs
+(`git-reset`): each is read here the way git reads it."""
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 # global options that take a separate value: `git -C dir`, `git -c key=value`, ...
 _GLOBAL_VALUE_OPTIONS = frozenset(
-    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env"}
-)
-_SAFE_REBASE = frozenset({"--abort", "--continue", "--quit", "--show-current-patch", "--edit-todo"})
-_READ_ONLY_SWITCH = frozenset({"-h", "--help"})
+    {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env",
+     "--super-prefix", "--list-cmds", "--attr-source"}
+)  # fmt: skip
+_SAFE_REBASE = ("--abort", "--continue", "--quit", "--show-current-patch", "--edit-todo", "--skip")
+_HELP = ("--help",)
+# Configuration keys (exact or `prefix.`) whose value git runs as a program or that make it
+# write or fetch through a program: under the OS sandbox the program is confined like the
+# command, without it the line analysis cannot follow it.
+_PROGRAM_KEYS = (
+    "core.fsmonitor", "core.sshcommand", "core.pager", "core.editor", "core.hookspath",
+    "core.askpass", "core.gitproxy", "core.worktree", "diff.external", "sequence.editor",
+    "gpg.program", "gpg.ssh.program", "gpg.x509.program", "credential.helper", "pager.",
+    "alias.", "filter.", "diff.", "merge.", "protocol.", "uploadpack.", "receivepack.",
+    "remote.", "url.", "include.", "includeif.", "http.proxy", "ssh.variant", "interactive.",
+    "mergetool.", "difftool.", "browser.", "web.browser", "man.", "sendemail.",
+)  # fmt: skip
+_PROGRAM_ENV = (
+    "GIT_EXTERNAL_DIFF", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_PAGER", "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR", "GIT_ASKPASS", "GIT_PROXY_COMMAND", "GIT_EXEC_PATH",
+    "GIT_CONFIG_COUNT", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG",
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_TEMPLATE_DIR",
+    "GIT_ALLOW_PROTOCOL", "GIT_CONFIG_PARAMETERS", "EDITOR", "VISUAL", "PAGER",
+)  # fmt: skip
+_PROGRAM_OPTIONS = ("--upload-pack", "--receive-pack", "--exec", "--ext-diff", "--template",
+                    "--separate-git-dir", "--output", "--output-directory", "--config")  # fmt: skip
+_CLONE_LIKE = frozenset({"clone", "fetch", "pull", "ls-remote", "push", "archive", "submodule",
+                         "remote", "bundle"})  # fmt: skip
+GIT_CORE_PREFIX = "git-"
 
 
-def dangerous_git(argv: tuple[str, ...]) -> str | None:
-    """Name of the dangerous operation `argv` (starting with `git`) performs, or None."""
-    words = list(argv[1:])
-    aliases: dict[str, str] = {}
-    index = 0
-    while index < len(words):
-        word = words[index]
-        if word in _GLOBAL_VALUE_OPTIONS:
-            if word == "-c" and index + 1 < len(words):
-                key, _, value = words[index + 1].partition("=")
-                if key.lower().startswith("alias."):
-                    aliases[key[len("alias.") :].lower()] = value
-            index += 2
+def _is_assignment(word: str) -> bool:
+    return "=" in word and word.partition("=")[0].isidentifier()
+
+
+def has_long(words: Iterable[str], name: str) -> bool:
+    """Whether `words` holds the long option `name`, or a prefix of it git would accept."""
+    for word in words:
+        if word == "--":
+            return False
+        if not word.startswith("--"):
             continue
-        if word.startswith("-"):
-            index += 1
-            continue
-        break
-    if index >= len(words):
-        return None
-    subcommand, rest = words[index], words[index + 1 :]
-    if subcommand.lower() in aliases:
-        expansion = aliases[subcommand.lower()]
-        if expansion.startswith("!"):
-            return f"a shell alias ({subcommand})"
-        try:
-            expanded = shlex.split(expansion)
-        except ValueError:
-            return f"an unparsable alias ({subcommand})"
-        return dangerous_git(("git", *expanded, *rest))
-    return _subcommand_danger(subcommand, rest)
+        key = word.split("=", 1)[0]
+        if key == name or (len(key) >= 3 and name.startswith(key)):
+            return True
+    return False
+
+
+def _any_long(words: list[str], names: Iterable[str]) -> bool:
+    return any(has_long(words, name) for name in names)
 
 
 def _short_flags(words: Iterable[str]) -> set[str]:
@@ -56,36 +72,231 @@ def _short_flags(words: Iterable[str]) -> set[str]:
     return flags
 
 
+def _operands(words: list[str]) -> list[str]:
+    return [word for word in words if not word.startswith("-")]
+
+
+class GitCall:
+    """One git invocation read like git reads it: environment, global options, subcommand."""
+
+    __slots__ = ("aliases", "configs", "env", "rest", "subcommand")
+
+    def __init__(self, argv: tuple[str, ...]) -> None:
+        words = list(argv)
+        self.env: dict[str, str] = {}
+        while words and _is_assignment(words[0]):
+            key, _, value = words.pop(0).partition("=")
+            self.env[key] = value
+        program = words.pop(0).rpartition("/")[2] if words else "git"
+        self.configs: dict[str, str] = {}
+        count = self.env.get("GIT_CONFIG_COUNT", "0")
+        for index in range(int(count) if count.isdigit() else 0):
+            name = self.env.get(f"GIT_CONFIG_KEY_{index}")
+            if name is not None:
+                self.configs[name.lower()] = self.env.get(f"GIT_CONFIG_VALUE_{index}", "")
+        self.aliases: dict[str, str] = {}
+        self.subcommand = ""
+        self.rest: list[str] = []
+        if program.startswith(GIT_CORE_PREFIX) and program != "git":
+            self.subcommand, self.rest = program[len(GIT_CORE_PREFIX) :], words
+            return
+        index = 0
+        while index < len(words):
+            word = words[index]
+            if word in _GLOBAL_VALUE_OPTIONS:
+                value = words[index + 1] if index + 1 < len(words) else ""
+                self._global(word, value)
+                index += 2
+                continue
+            if word.startswith("--") and "=" in word:
+                key, _, value = word.partition("=")
+                self._global(key, value)
+                index += 1
+                continue
+            if word.startswith("-"):
+                index += 1
+                continue
+            break
+        if index < len(words):
+            self.subcommand, self.rest = words[index], words[index + 1 :]
+        if self.configs:
+            self.aliases = {
+                key[len("alias.") :]: value
+                for key, value in self.configs.items()
+                if key.startswith("alias.")
+            }
+
+    def _global(self, option: str, value: str) -> None:
+        if option == "-c":
+            key, _, val = value.partition("=")
+            self.configs[key.lower()] = val
+        elif option == "--config-env":
+            key, _, env = value.partition("=")
+            self.configs[key.lower()] = f"${env}"
+        elif option == "--exec-path":
+            self.configs["--exec-path"] = value
+
+
+PathTest = Callable[[str], bool]
+
+
+def dangerous_git(argv: tuple[str, ...], is_path: PathTest | None = None) -> str | None:
+    """Name of the dangerous operation `argv` (a git call, perhaps with `VAR=` assignments
+    first, or a git-core program) performs, or None. `is_path` tells whether an operand names
+    a file or folder of the work tree (`git checkout logs` discards, `git checkout main`
+    switches)."""
+    call = GitCall(argv)
+    danger = _danger(call, 0)
+    if danger is None and is_path is not None and call.subcommand == "checkout":
+        operands = _operands(call.rest)
+        if len(operands) == len(call.rest) == 1 and is_path(operands[0]):
+            return "checkout of a path (discards its local changes)"
+    return danger
+
+
+def _danger(call: GitCall, depth: int) -> str | None:
+    subcommand, rest = call.subcommand, call.rest
+    alias = call.aliases.get(subcommand.lower()) if subcommand else None
+    if alias is not None:
+        if alias.startswith("!"):
+            return f"a shell alias ({subcommand})"
+        if depth > 3:
+            return f"an alias loop ({subcommand})"
+        try:
+            expanded = shlex.split(alias)
+        except ValueError:
+            return f"an unparsable alias ({subcommand})"
+        inner = GitCall(("git", *expanded, *rest))
+        inner.configs, inner.aliases = call.configs, call.aliases
+        return _danger(inner, depth + 1)
+    if subcommand == "clean" and "clean.requireforce" in call.configs:
+        return "clean (forced by configuration)"
+    return _subcommand_danger(subcommand, rest)
+
+
+def runs_program(argv: tuple[str, ...]) -> str | None:
+    """How a git call makes git run a program or write outside the work tree, or None.
+
+    Under the OS sandbox that program is confined like the command; the line analysis alone
+    (no sandbox) cannot follow it, so there it is refused."""
+    call = GitCall(argv)
+    for key in call.env:
+        if key in _PROGRAM_ENV or key.startswith("GIT_CONFIG_"):
+            return f"the environment variable {key}"
+    for key in call.configs:
+        if key == "--exec-path" or any(
+            key == known or (known.endswith(".") and key.startswith(known))
+            for known in _PROGRAM_KEYS
+        ):
+            return f"the configuration {key}"
+    rest = call.rest
+    for option in _PROGRAM_OPTIONS:
+        if has_long(rest, option):
+            return f"the option {option}"
+    # `-u` is the upload program of clone, fetch and ls-remote (for push it sets the upstream).
+    uploads = "-u" in rest and call.subcommand in {"clone", "fetch", "pull", "ls-remote"}
+    if call.subcommand in _CLONE_LIKE and (uploads or any("::" in w for w in rest)):
+        return "a remote helper or upload program"
+    if call.subcommand == "push" and any(
+        word.startswith(("/", "./", "../", "~", "file:")) for word in _operands(rest)
+    ):
+        return "a repository elsewhere on this machine"
+    reading = ("--get", "--get-all", "--get-regexp", "--list", "--show-origin", "--get-urlmatch")
+    if call.subcommand == "config" and _operands(rest) and not _any_long(rest, reading):
+        return "git config (it changes what git runs)"
+    if call.subcommand in {"bisect", "difftool", "mergetool", "filter-branch", "submodule"}:
+        return f"git {call.subcommand} (it runs programs)"
+    if call.subcommand == "rebase" and ("-x" in rest or _short_flags(rest) & {"x"}):
+        return "rebase --exec"
+    if call.subcommand in {"init", "clone", "format-patch", "bundle", "archive"} or (
+        call.subcommand == "worktree" and rest[:1] in (["add"], ["move"])
+    ):
+        return f"git {call.subcommand} (it writes where its arguments say)"
+    return None
+
+
+# Every subcommand `_subcommand_danger` can name: the rest (status, log, diff...) never are.
+_GATED = frozenset({
+    "rebase", "reset", "push", "checkout", "switch", "restore", "branch", "tag", "update-ref",
+    "symbolic-ref", "reflog", "prune", "filter-branch", "filter-repo", "replace", "prune-packed",
+    "gc", "clean", "stash", "commit", "worktree", "rm", "read-tree", "checkout-index",
+})  # fmt: skip
+
+
 def _subcommand_danger(subcommand: str, rest: list[str]) -> str | None:
-    longs = {word.split("=", 1)[0] for word in rest if word.startswith("--")}
+    if subcommand not in _GATED:
+        return None
     shorts = _short_flags(rest)
+    operands = _operands(rest)
+    if has_long(rest, "--help") and len(rest) == 1:
+        return None
     if subcommand == "rebase":
-        return None if longs & _SAFE_REBASE else "rebase"
-    if subcommand == "reset" and "--hard" in longs:
-        return "reset --hard"
+        return None if _any_long(rest, _SAFE_REBASE) else "rebase"
+    if subcommand == "reset":
+        for mode in ("--hard", "--merge", "--keep"):
+            if has_long(rest, mode):
+                return f"reset {mode}"
+        return None
     if subcommand == "push":
-        forced = longs & {"--force", "--force-with-lease", "--force-if-includes", "--mirror"}
-        if forced or "f" in shorts:
-            return "push --force"
-        if any(word.startswith("+") for word in rest):
-            return "push of a forced (+) refspec"
+        forced = _any_long(rest, ("--force", "--force-with-lease", "--force-if-includes",
+                                  "--mirror", "--delete", "--prune"))  # fmt: skip
+        if forced or shorts & {"f", "d"}:
+            return "push --force or --delete"
+        if any(word.startswith("+") or word.startswith(":") for word in operands):
+            return "push of a forced (+) or deleting (:) refspec"
         return None
     if subcommand == "checkout":
-        operands = [word for word in rest if not word.startswith("-")]
-        if operands or shorts & {"b", "B"} or longs & {"--orphan", "--detach"} or "--" in rest:
-            return "checkout (branch switch or discarding files)"
-        return None
+        if shorts & {"f", "B", "p"} or _any_long(rest, ("--force", "--patch", "--merge")):
+            return "checkout --force (discards local changes)"
+        # A ref name never ends with `/`: `git checkout logs/` names a folder.
+        if (
+            "--" in rest
+            or "." in operands
+            or len(operands) >= 2
+            or any(operand.endswith("/") for operand in operands)
+        ):
+            return "checkout of paths (discards their local changes)"
+        return None  # a branch switch: git refuses one that would overwrite local changes
     if subcommand == "switch":
-        return None if longs & _READ_ONLY_SWITCH or not rest else "switch"
-    if subcommand == "branch":
-        deleting = "d" in shorts or "--delete" in longs
-        if "D" in shorts or (deleting and ("f" in shorts or "--force" in longs)):
-            return "branch -D"
+        if shorts & {"f", "C"} or _any_long(rest, ("--discard-changes", "--force-create",
+                                                   "--force")):  # fmt: skip
+            return "switch --discard-changes"
         return None
+    if subcommand == "restore":
+        staged_only = has_long(rest, "--staged") and not has_long(rest, "--worktree")
+        staged_only = staged_only or ("S" in shorts and "W" not in shorts)
+        return None if staged_only else "restore (discards local changes)"
+    if subcommand == "branch":
+        deleting = "d" in shorts or has_long(rest, "--delete")
+        forced = "f" in shorts or has_long(rest, "--force")
+        if shorts & {"D", "M", "C"} or (deleting and forced) or (forced and operands):
+            return "branch -D/-M/-f"
+        return None
+    if subcommand == "tag":
+        if shorts & {"d", "f"} or _any_long(rest, ("--delete", "--force")):
+            return "tag -d/-f"
+        return None
+    if subcommand == "update-ref" or (subcommand == "symbolic-ref" and "d" in shorts):
+        return f"{subcommand} (moves or deletes a ref)"
+    if subcommand == "reflog" and rest and rest[0] in {"expire", "delete"}:
+        return f"reflog {rest[0]}"
+    if subcommand in {"prune", "filter-branch", "filter-repo", "replace", "prune-packed"}:
+        return subcommand
+    if subcommand == "gc" and has_long(rest, "--prune"):
+        return "gc --prune"
     if subcommand == "clean":
-        return "clean -f" if "f" in shorts or "--force" in longs else None
+        dry = "n" in shorts or has_long(rest, "--dry-run")
+        return None if dry else "clean"
     if subcommand == "stash" and rest and rest[0] in {"drop", "clear"}:
         return f"stash {rest[0]}"
-    if subcommand == "commit" and "--amend" in longs:
+    if subcommand == "commit" and has_long(rest, "--amend"):
         return "commit --amend"
+    if subcommand == "worktree" and rest and rest[0] in {"remove", "prune"}:
+        return f"worktree {rest[0]}"
+    if subcommand == "rm" and ("f" in shorts or has_long(rest, "--force")):
+        return "rm --force"
+    if subcommand == "read-tree" and ("u" in shorts or has_long(rest, "--reset")):
+        return "read-tree -u"
+    if subcommand == "checkout-index" and ("f" in shorts or has_long(rest, "--force")):
+        return "checkout-index --force"
     return None

@@ -9,6 +9,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from write_guard._policy import OrchestratorLists, Preset
+from write_guard._sandbox import SandboxChoice
 
 
 def _default_extra_roots() -> list[str]:
@@ -35,6 +36,12 @@ class Options(BaseSettings):
     """Absolute paths (or `*`-globs on the absolute path) denied in every preset."""
     git_gate: bool = True
     """Hold dangerous git operations until the person approves the exact command."""
+    sandbox: SandboxChoice = "auto"
+    """Shell commands: "auto" runs them in bubblewrap when it works here (else the line
+    analysis, failing closed), "bwrap" the same, "off" the line analysis only. Options come
+    from the host's environment and hookchain.toml, neither of which a command can change."""
+    snapshots: bool = True
+    """Record a git work tree's uncommitted changes before a shell command may change them."""
     case_insensitive: bool = sys.platform in {"darwin", "win32"}
     """Compare roots case-insensitively (protected paths always are)."""
     artifact_roots: list[str] = Field(

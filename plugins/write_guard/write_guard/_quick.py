@@ -26,6 +26,7 @@ _BALANCED = re.compile(
 )
 # The pieces the lexer reads as one: quoted strings and escapes (what `_BALANCED` is made of).
 _PIECE = re.compile(r"""'[^']*'|"[^"\\]*(?:\\.[^"\\]*)*"|\\.""", re.DOTALL)
+_EXPANSION = re.compile(r"\$(?![?#@*!$0-9-])")
 _LITERAL_IN_QUOTES = str.maketrans({"(": "_", ")": "_", ">": "_", "#": "_"})
 
 
@@ -63,6 +64,10 @@ def sink_redirections(command: str) -> list[str] | None:
     if "patch" in text or "apply" in text:
         return None
     if "<" in text or "`" in text or "$(" in text:
+        return None
+    # An expansion may compute a program name (`$G reset --hard`, which the analysis reads as
+    # git); only the special parameters (`$?`, `$1`) never spell a name.
+    if "$" in text and _EXPANSION.search(text) is not None:
         return None
     sinks: list[str] = []
     unexplained = "(" in text or ")" in text or "#" in text
@@ -105,8 +110,8 @@ def _names_nothing_analysed(text: str) -> bool:
     letters, it splits more, so it finds any name it would find after.
     """
     words = text.replace("'", "").replace('"', "").replace("\\", "")
-    if any(prefix in words for prefix in INTERPRETER_PREFIXES):
-        return False
+    if "git-" in words or any(prefix in words for prefix in INTERPRETER_PREFIXES):
+        return False  # a git-core program (`git-reset`) is git
     words = words.replace(";", " ").replace("&", " ").replace("|", " ").replace(">", " ")
     if "(" in words or ")" in words or "#" in words:
         words = words.replace("(", " ").replace(")", " ").replace("#", " ")

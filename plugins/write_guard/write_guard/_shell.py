@@ -251,6 +251,16 @@ def _collect(tokens: list[tuple[str, bool]], parsed: ParsedLine) -> None:
         index += 1
         if not is_operator:
             if token == "$" and index < count and tokens[index] == ("(", True):
+                if not argv:
+                    continue  # in a program's place: its commands are read as a subshell's
+                # An argument computed at run time (`touch $(echo DIR)/f`): one word whose
+                # value is unknown (the substitution's own commands are read from the text).
+                index = _matching_parenthesis(tokens, index)
+                word = "$(…)"
+                if index < count and not tokens[index][1] and tokens[index][0].startswith("/"):
+                    word += tokens[index][0]
+                    index += 1
+                argv.append(word)
                 continue
             argv.append(token)
             continue
@@ -282,6 +292,19 @@ def _collect(tokens: list[tuple[str, bool]], parsed: ParsedLine) -> None:
     flush()
     if depth != 0:
         raise ShellParseError("unbalanced parenthesis")
+
+
+def _matching_parenthesis(tokens: list[tuple[str, bool]], start: int) -> int:
+    """The index after the `)` that closes the `(` at `start` (the end when none does)."""
+    depth = 0
+    for index in range(start, len(tokens)):
+        if tokens[index] == ("(", True):
+            depth += 1
+        elif tokens[index] == (")", True):
+            depth -= 1
+            if depth == 0:
+                return index + 1
+    return len(tokens)
 
 
 def _next_cwd(current: str | None, arguments: list[str]) -> str | None:

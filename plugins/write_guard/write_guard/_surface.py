@@ -33,6 +33,7 @@ class Surface:
     uncertain: tuple[str, ...] = ()
     malformed: str | None = None
     command: str | None = None
+    programs: tuple[tuple[str, ...], ...] = ()
 
     @property
     def writes(self) -> bool:
@@ -118,4 +119,5 @@ def analysed_bash_surface(command: str) -> Surface:
         git_commands=tuple(analysis.git_commands),
         uncertain=tuple(analysis.uncertain),
         command=command,
+        programs=tuple(analysis.programs),
     )

@@ -1,0 +1,137 @@
+"""The git gate reads git the way git does: abbreviated options, `-c` and `GIT_CONFIG_*`
+overrides and aliases, git-core programs, computed program names; and lets branch switches,
+new branches and reads pass. (The attack suite runs these for real; this pins the gate alone,
+without the snapshot that also makes lost work recoverable.)"""
+
+from __future__ import annotations
+
+import pytest
+from write_guard._decide import git_hold
+from write_guard._git import runs_program
+from write_guard._surface import extract_surface
+
+HELD = [
+    ("git reset --hard", "reset --hard"),
+    ("git reset --har", "reset --hard"),
+    ("git reset --h HEAD~1", "reset --hard"),
+    ("git reset --merge", "reset --merge"),
+    ("git reset --keep HEAD~1", "reset --keep"),
+    ("git push --force-w origin main", "push"),
+    ("git push -f", "push"),
+    ("git push origin :main", "push"),
+    ("git push origin +main", "push"),
+    ("git push --delete origin topic", "push"),
+    ("git push --mirror", "push"),
+    ("git commit --amen -m x", "commit --amend"),
+    ("git checkout -f main", "checkout --force"),
+    ("git checkout -- .", "checkout of paths"),
+    ("git checkout .", "checkout of paths"),
+    ("git checkout HEAD a.txt", "checkout of paths"),
+    ("git checkout logs/", "checkout of paths"),
+    ("git restore .", "restore"),
+    ("git restore --worktree --staged a.txt", "restore"),
+    ("git switch -f main", "switch --discard-changes"),
+    ("git switch --discard-changes main", "switch --discard-changes"),
+    ("git branch -D topic", "branch"),
+    ("git branch -d -f topic", "branch"),
+    ("git branch -f topic main", "branch"),
+    ("git branch -M main", "branch"),
+    ("git update-ref -d refs/heads/x", "update-ref"),
+    ("git tag -d v1", "tag"),
+    ("git reflog expire --expire=now --all", "reflog expire"),
+    ("git gc --prune=now", "gc --prune"),
+    ("git prune", "prune"),
+    ("git filter-branch HEAD", "filter-branch"),
+    ("git clean -fdx", "clean"),
+    ("git -c clean.requireForce=false clean -dx", "clean"),
+    ("git stash drop", "stash drop"),
+    ("git stash clear", "stash clear"),
+    ("git worktree remove --force ../wt", "worktree remove"),
+    ("git rm -f a.txt", "rm --force"),
+    ("git-reset --hard", "reset --hard"),
+    ("/usr/lib/git-core/git-checkout -- a.txt", "checkout of paths"),
+    ("G=git; $G reset --hard", "reset --hard"),
+    ("git -c alias.nuke='reset --hard' nuke", "reset --hard"),
+    ("git -c alias.x='!rm -rf .' x", "shell alias"),
+    (
+        "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.x GIT_CONFIG_VALUE_0='reset --hard' git x",
+        "reset",
+    ),
+    ("env git reset --hard", "reset --hard"),
+    ("bash -c 'git clean -f'", "clean"),
+    ("git -C ../other reset --hard", "reset --hard"),
+    ("GIT_DIR=x git reset --hard", "reset --hard"),
+]
+PASSING = [
+    "git checkout main",
+    "git checkout -b feature/x",
+    "git checkout -b docs",
+    "git switch dev",
+    "git switch -c topic",
+    "git status",
+    "git log --oneline -5",
+    "git diff --stat",
+    "git add -A && git commit -m 'fix: x'",
+    "git restore --staged a.txt",
+    "git reset -q b.txt",
+    "git reset --soft HEAD~1",
+    "git clean -n",
+    "git push origin main",
+    "git rebase --abort",
+    "git stash && git stash pop",
+    "git branch -d merged",
+    "git branch --list",
+    "git tag v2",
+    "git commit --author='a <a@b>' -m x",
+]
+
+
+@pytest.mark.parametrize(("command", "operation"), HELD, ids=[c for c, _ in HELD])
+def test_the_gate_holds(command: str, operation: str) -> None:
+    hold = git_hold(extract_surface("Bash", {"command": command}), lambda name: name == "logs/")
+    assert hold is not None, command
+    assert operation in hold.operation
+
+
+@pytest.mark.parametrize("command", PASSING)
+def test_the_gate_lets_through(command: str) -> None:
+    assert git_hold(extract_surface("Bash", {"command": command}), lambda _: False) is None
+
+
+def test_a_checkout_of_an_existing_path_is_held_and_of_a_branch_is_not() -> None:
+    surface = extract_surface("Bash", {"command": "git checkout src"})
+    assert git_hold(surface, lambda name: name == "src") is not None
+    assert git_hold(surface, lambda name: False) is None
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("git", "-c", "core.fsmonitor=touch /x", "status"),
+        ("GIT_EXTERNAL_DIFF=x", "git", "diff"),
+        ("git", "-c", "core.sshCommand=x", "fetch"),
+        ("git", "ls-remote", "--upload-pack=x", "r"),
+        ("git", "clone", "ext::sh -c x", "d"),
+        ("git", "config", "core.hooksPath", "/x"),
+        ("git", "-C", "/out", "init"),
+        ("git", "format-patch", "-o", "/out"),
+        ("GIT_CONFIG_COUNT=1", "git", "status"),
+    ],
+)
+def test_ways_git_runs_a_program_or_writes_elsewhere_are_named(argv: tuple[str, ...]) -> None:
+    assert runs_program(argv) is not None
+
+
+def test_plain_git_runs_no_program() -> None:
+    assert runs_program(("git", "status")) is None
+    assert runs_program(("git", "commit", "-m", "x")) is None
+
+
+def test_without_a_sandbox_git_running_a_program_is_refused() -> None:
+    from write_guard._fallback import fallback_doubt
+
+    line = "git -c core.fsmonitor='touch /x' status"
+    surface = extract_surface("Bash", {"command": line})
+    assert fallback_doubt(surface.programs, line) is not None
+    plain = extract_surface("Bash", {"command": "git status"})
+    assert fallback_doubt(plain.programs, "git status") is None

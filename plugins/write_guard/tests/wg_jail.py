@@ -1,0 +1,244 @@
+"""A throwaway tree and a jail to run real bash and git in: bubblewrap with the whole
+filesystem read-only but the tree, no network, HOME, TMPDIR and cwd inside the tree. The
+"outside" folder, the host's folders and a remote repository are inside the tree too, so a
+command that gets past the guard harms nothing real.
+
+`Tree.state()` is what an attack may not change: the files outside the writable roots, the
+protected files inside them, and the git work (uncommitted changes, branches, tags, remote)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sqlite3
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from framework import Host, SessionStart, ToolCall, ToolResult
+
+import write_guard
+
+BWRAP = shutil.which("bwrap")
+RUN_TIMEOUT_S = 20.0
+DIRTY = "dirty\n"
+GIT_ENV = {
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def _sh(cwd: Path, *argv: str) -> str:
+    env = {**os.environ, **GIT_ENV, "HOME": str(cwd.parent / "home")}
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, (argv, done.stderr)
+    return done.stdout
+
+
+def build_template(root: Path) -> None:
+    """The tree every case starts from (built once, copied per run)."""
+    ws, out, home = root / "ws", root / "out", root / "home"
+    for folder in (ws / "sub", out, home / ".claude", root / "tmp", root / "data", root / "run"):
+        folder.mkdir(parents=True)
+    (home / ".gitconfig").write_text("[user]\n\tname = t\n\temail = t@example.invalid\n")
+    (home / ".bashrc").write_text("# rc\n")
+    (home / ".claude" / "settings.json").write_text("{}\n")
+    (out / "victim.txt").write_text("victim\n")
+    with sqlite3.connect(root / "data" / "store.sqlite") as db:
+        db.execute("create table kv (k text, v text)")
+        db.execute("insert into kv values ('a', 'b')")
+    (root / "run" / "host.sock").write_text("")
+    remote = root / "remote.git"
+    _sh(root, "git", "init", "-q", "--bare", "-b", "main", str(remote))
+    _sh(ws, "git", "init", "-q", "-b", "main")
+    (ws / "a.txt").write_text("a\n")
+    (ws / "c.txt").write_text("c\n")
+    (ws / "sub" / "pre-commit").write_text("#!/bin/sh\ntouch /tmp/planted\n")
+    _sh(ws, "git", "add", ".")
+    _sh(ws, "git", "commit", "-qm", "first")
+    _sh(ws, "git", "tag", "v1")
+    _sh(ws, "git", "checkout", "-q", "-b", "feature")
+    (ws / "f.txt").write_text("f\n")
+    _sh(ws, "git", "add", "f.txt")
+    _sh(ws, "git", "commit", "-qm", "feature")
+    _sh(ws, "git", "checkout", "-q", "main")
+    _sh(ws, "git", "remote", "add", "origin", str(remote))
+    _sh(ws, "git", "push", "-q", str(remote), "main", "feature")
+    hook = ws / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o755)
+    (ws / ".claude").mkdir()
+    (ws / ".claude" / "settings.json").write_text("{}\n")
+    (ws / "c.diff").write_text("--- c.txt\n+++ c.txt\n@@ -1 +1 @@\n-c\n+patched\n")
+    (ws / "attrs").write_text("* filter=x\n")
+    (ws / "tx").write_text("t\n")
+    _sh(ws, "tar", "-cf", "t.tar", "tx")
+    os.remove(ws / "tx")
+    _sh(ws, "python3", "-c", "import zipfile; zipfile.ZipFile('z.zip','w').writestr('zx','z')")
+    os.symlink("../out", ws / "lnk")
+    (ws / "a.txt").write_text(DIRTY)
+    (ws / "b.txt").write_text("b\n")
+    _sh(ws, "git", "add", "b.txt")
+
+
+def _digest(path: Path) -> str:
+    if path.is_symlink():
+        return "link:" + os.readlink(path)
+    if path.is_dir():
+        return f"dir:{oct(path.stat().st_mode)}"
+    if not path.exists():
+        return "-"
+    if not path.is_file():
+        return f"special:{oct(path.stat().st_mode)}"
+    data = path.read_bytes()
+    return f"{oct(path.stat().st_mode)}:{hashlib.sha256(data).hexdigest()[:16]}"
+
+
+def _walk(folder: Path) -> dict[str, str]:
+    found: dict[str, str] = {str(folder): _digest(folder)}
+    if folder.is_dir() and not folder.is_symlink():
+        for dirpath, dirnames, filenames in os.walk(folder):
+            for name in dirnames + filenames:
+                path = Path(dirpath) / name
+                found[str(path)] = _digest(path)
+    return found
+
+
+def _refs(repo: Path) -> str:
+    """Branches and tags as git reads them (loose or packed), or why they cannot be read."""
+    done = subprocess.run(
+        ["git", "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads", "refs/tags"],
+        cwd=repo, capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    return done.stdout if done.returncode == 0 else f"unreadable: {done.returncode}"
+
+
+@dataclass(frozen=True)
+class Tree:
+    root: Path
+    template: Path
+
+    @property
+    def ws(self) -> Path:
+        return self.root / "ws"
+
+    def fill(self, text: str) -> str:
+        r = self.root
+        return (
+            text.replace("{WS}", str(r / "ws"))
+            .replace("{OUT}", str(r / "out"))
+            .replace("{HOME}", str(r / "home"))
+            .replace("{RUN}", str(r / "run"))
+            .replace("{DATA}", str(r / "data"))
+            .replace("{REMOTE}", str(r / "remote.git"))
+            .replace("{TMP}", str(r / "tmp"))
+            .replace("{{", "{")
+            .replace("}}", "}")
+        )
+
+    def reset(self) -> None:
+        if self.root.exists():
+            subprocess.run(["chmod", "-R", "u+rwx", str(self.root)], check=False, timeout=30)
+            shutil.rmtree(self.root)
+        shutil.copytree(self.template, self.root, symlinks=True)
+
+    def state(self) -> dict[str, str]:
+        """Everything an attack may not change (see the module doc)."""
+        r, ws = self.root, self.ws
+        state: dict[str, str] = {}
+        for folder in (r / "out", r / "home", r / "data", r / "run"):
+            state.update(_walk(folder))
+        for path in (ws / ".git" / "config", ws / ".git" / "hooks", ws / ".claude",
+                     ws / "hookchain.toml", ws / ".hookchain"):  # fmt: skip
+            state.update(_walk(path))
+        for repo in (ws, r / "remote.git"):
+            state[f"refs:{repo.name}"] = _refs(repo)
+        state["work:a.txt"] = _digest(ws / "a.txt")
+        state["work:b.txt"] = _digest(ws / "b.txt")
+        return state
+
+    def recoverable(self) -> bool:
+        """Whether write-guard's snapshots hold the uncommitted change of a.txt."""
+        try:
+            refs = _sh(self.ws, "git", "for-each-ref", "--format=%(refname)", "refs/write-guard/")
+        except AssertionError:
+            return False
+        for ref in refs.split():
+            shown = subprocess.run(
+                ["git", "show", f"{ref}:a.txt"], cwd=self.ws, capture_output=True, text=True,
+                timeout=30, check=False,
+            )  # fmt: skip
+            if shown.stdout == DIRTY:
+                return True
+        return False
+
+    def run(self, command: str, stdin: str = "", env: dict[str, str] | None = None) -> Ran:
+        """Run `command` with bash inside the jail (the tree writable, nothing else)."""
+        assert BWRAP is not None
+        r = str(self.root)
+        argv = [
+            BWRAP, "--die-with-parent", "--unshare-net", "--ro-bind", "/", "/",
+            "--dev-bind", "/dev", "/dev", "--tmpfs", "/tmp", "--bind", r, r,
+            "--clearenv", "--setenv", "PATH", os.environ.get("PATH", "/usr/bin:/bin"),
+            "--setenv", "HOME", f"{r}/home", "--setenv", "TMPDIR", f"{r}/tmp",
+            "--setenv", "LANG", "C.UTF-8", "--setenv", "GUARD_TEST_VAR", "v a l",
+            "--chdir", f"{r}/ws",
+        ]  # fmt: skip
+        for key, value in {**GIT_ENV, **(env or {})}.items():
+            argv += ["--setenv", key, value]
+        argv += ["--", "/bin/bash", "-c", command]
+        try:
+            done = subprocess.run(
+                argv, input=stdin, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+                check=False,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return Ran(-1, "", "timeout")
+        return Ran(done.returncode, done.stdout, done.stderr)
+
+
+@dataclass(frozen=True)
+class Ran:
+    rc: int
+    stdout: str
+    stderr: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    denied: str | None
+    command: str | None
+    updated: dict[str, object] | None
+
+
+async def guard_decides(tree: Tree, command: str, **options: object) -> Verdict:
+    """The decision of write-guard, loaded in a real host, for one Bash call; `command` is
+    what the harness would then run (the tool input that reached the terminal)."""
+    r = tree.root
+    settings = {
+        "extra_writable_roots": [str(r / "tmp"), "/dev/null"],
+        "protected_paths": [str(r / "data")],
+        **options,
+    }
+    reached: list[str] = []
+
+    async def terminal(event: ToolCall) -> ToolResult:
+        reached.append(str(event.input["command"]))
+        return ToolResult(output="ran")
+
+    env = {"HOME": str(r / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws)}
+    async with Host(
+        plugins=[write_guard], entry_points=False, store="memory://", env=env,
+        options={"write-guard": settings},
+    ) as host:  # fmt: skip
+        await host.dispatch(SessionStart(session_id="s", cwd=str(tree.ws)))
+        call = ToolCall(session_id="s", tool_use_id="t", tool="Bash", input={"command": command})
+        outcome = await host.dispatch(call, terminal=terminal)
+    result = outcome.result
+    assert isinstance(result, ToolResult)
+    if result.denial is not None:
+        return Verdict(result.denial.reason, None, None)
+    updated = dict(result.updated_input) if result.updated_input is not None else None
+    return Verdict(None, reached[0] if reached else None, updated)

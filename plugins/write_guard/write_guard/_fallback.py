@@ -1,0 +1,108 @@
+"""Without an OS sandbox: what the line analysis cannot follow, refused (fail closed).
+
+Every program can write files; the analysis knows the writes of a few. Where no sandbox
+enforces the roots, a line is let through only when what it runs is read completely: a program
+that runs other code or writes through its options is refused with what to do instead."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from write_guard._git import GIT_CORE_PREFIX, runs_program
+
+# Programs that run code the line does not show, or write where their options or inputs say.
+_RUNS_CODE = frozenset({
+    "make", "gmake", "cmake", "ninja", "npm", "npx", "yarn", "pnpm",
+    "poetry", "uv", "uvx", "pipx", "pip", "pip3", "nix-shell", "nix", "cargo", "go", "mvn",
+    "gradle", "rake", "bundle", "tox", "nox", "sqlite3", "psql", "mysql", "awk", "gawk", "mawk",
+    "lua", "tclsh", "expect", "vim", "vi", "nvim", "emacs", "ed", "ex",
+    "source", ".", "trap", "coproc", "function", "alias", "exec", "script", "parallel",
+    "sort", "split", "csplit", "patch", "openssl", "7z", "7za", "zip", "unzip", "gzip",
+    "gunzip", "bzip2", "xz", "zstd", "cpio", "pax", "ar", "gcc", "cc", "clang", "ld", "as",
+    "javac", "rustc", "tsc", "esbuild", "docker", "podman", "ssh", "scp", "sftp", "socat",
+    "nc", "ncat", "busybox", "git-shell", "crontab", "at", "systemd-run", "install",
+    "rsync", "mktemp", "sponge", "logger", "jq", "yq", "flock",
+})  # fmt: skip
+_SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "fish", "ash", "mksh"})
+# Ways the working directory moves that the analysis does not follow.
+_MOVES = frozenset({"builtin", "popd", "OLDPWD", "CDPATH"})
+_INTERPRETERS = frozenset({"python", "python3", "node", "perl", "ruby", "php", "deno", "bun"})
+_FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0",
+                           "-fprintf", "-fls"})  # fmt: skip
+# A substitution where a program name goes: `$(echo tee) f`, `` `echo git` reset ``.
+_COMPUTED_PROGRAM = re.compile(r"(?:^|[;&|(\n]|\$\()\s*(?:\$\(|`)")
+# sed commands that write or run: `w FILE`, `W FILE`, `e CMD`, the `s///w FILE` flag.
+_SED_WRITES = re.compile(r"(?:^|[;{}\s/\d$])[wWe](?:\s|$)")
+_UNREAD_TARGET = frozenset("{}*?[")
+
+
+def fallback_doubt(
+    programs: Iterable[tuple[str, ...]], command: str, targets: Iterable[str] = ()
+) -> str | None:
+    """What the line analysis cannot follow in `command`, or None when it reads it all.
+    `targets`: the paths the analysis found it writes (a file written and then run is a
+    script the analysis never read)."""
+    if "<(" in command or ">(" in command:
+        return "process substitution"
+    if ("$(" in command or "`" in command) and _COMPUTED_PROGRAM.search(command):
+        return "a program name computed at run time"
+    written = {target.rpartition("/")[2] for target in targets}
+    for target in targets:
+        if _UNREAD_TARGET & set(target):
+            return f"a path with braces or wildcards ({target})"
+    for argv in programs:
+        if any(word.startswith(("OLDPWD=", "CDPATH=")) for word in argv):
+            return "a change of directory the analysis does not follow"
+        words = [word for word in argv if not _assignment(word)]
+        if not words:
+            continue
+        name = words[0].rpartition("/")[2]
+        runs_files = name in _SHELLS or name in _INTERPRETERS or name.startswith("python")
+        if name in written or (
+            runs_files and any(word.rpartition("/")[2] in written for word in words[1:])
+        ):
+            return "a script the command writes and then runs"
+        if name in _MOVES:
+            return "a change of directory the analysis does not follow"
+        if name == "cd" and (words[1:2] == ["-"] or len(words) == 1):
+            return "a change of directory the analysis does not follow"
+        if name == "env" and any(w in {"-C", "--chdir"} or w.startswith("--chdir=") for w in words):
+            return "env -C changes the directory"
+        if name in _SHELLS and not any(
+            w == "-c" or (w[:1] == "-" and "c" in w[1:]) for w in words[1:]
+        ):
+            return f"`{name}` runs a script the command line does not show"
+        if name == "find" and _FIND_ACTIONS & set(words):
+            return "find runs a command or writes a file"
+        if name in {"sed", "gsed"}:
+            if any(_SED_WRITES.search(w) for w in words[1:]) or {"-f", "--file"} & set(words):
+                return "a sed script that writes or runs"
+            continue  # the analysis reads `-i` and its files
+        if name == "git" or name.startswith(GIT_CORE_PREFIX):
+            how = runs_program(argv)
+            if how is not None:
+                return f"git runs a program or writes where it is told through {how}"
+            continue
+        if name in {"jq", "yq", "sort"} and not any(
+            word.startswith(("-o", "--output", "-i", "--in-place")) for word in words[1:]
+        ):
+            continue
+        if name in _RUNS_CODE:
+            return f"`{name}` runs code or writes files the command line does not show"
+        if ("$" in name or "`" in name) and name != "$":
+            return "a command name computed at run time"
+    return None
+
+
+def _assignment(word: str) -> bool:
+    return "=" in word and word.partition("=")[0].isidentifier()
+
+
+def fallback_reason(doubt: str) -> str:
+    return (
+        "write-guard denied this (no-sandbox): no OS sandbox is available here, so shell "
+        f"writes are checked by reading the command line, and this one cannot be read "
+        f"completely ({doubt}). Instead: write files with the Write or Edit tool, and run "
+        "plain commands whose outputs are named on the line (one command per call)"
+    )

@@ -1,0 +1,429 @@
+"""write-guard's per-host books: options, built policies, the sandbox probe, the decisions two
+handlers share, held git calls and their approvals; and the handlers that read and write them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+from framework import ENGINE_ORIGIN, CallNext, Engine, SessionStart, ToolCall, ToolResult
+
+from write_guard._approvals import (
+    CODE_TTL_S,
+    approval_key,
+    approved_commands,
+    code_key,
+    consumer,
+    new_approval,
+    new_code,
+    why_unusable,
+    won,
+)
+from write_guard._bash import analyse_bash
+from write_guard._control import control_denial, control_reason
+from write_guard._decide import (
+    GitHold,
+    Resolved,
+    git_hold,
+    git_hold_denial,
+    preset_denial,
+    protected_denial,
+    resolve_all,
+)
+from write_guard._fallback import fallback_doubt, fallback_reason
+from write_guard._options import Options
+from write_guard._paths import PathContext, PathRejection
+from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, Policy, prepare_patterns
+from write_guard._quick import writes_nothing
+from write_guard._sandbox import Availability, SandboxPlan, plan_sandbox, probe, wrap_command
+from write_guard._snapshot import record
+from write_guard._surface import Surface, extract_surface
+
+PLUGIN = "write-guard"
+WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "notebookedit", "bash", "apply_patch",
+                         "applypatch", "patch"})  # fmt: skip
+HELD_PREFIX = "held:"
+RECORD_TTL_S = 24 * 3600.0
+DECISIONS_KEPT = 8
+BUILT_KEPT = 64
+# Well inside the handler's default budget (2 s), which a huge work tree could otherwise use up.
+SNAPSHOT_BUDGET_S = 1.0
+
+
+def runtime_dir(environ: os._Environ[str] | dict[str, str] = os.environ) -> str:
+    """The host's runtime folder (socket, lock, log), by the rule the hook client uses."""
+    chosen = environ.get("HOOKCHAIN_RUNTIME_DIR")
+    if chosen:
+        return chosen
+    xdg = environ.get("XDG_RUNTIME_DIR")
+    if xdg:
+        return xdg + "/hookchain"
+    return f"/tmp/hookchain-{os.getuid()}"
+
+
+@dataclass(slots=True)
+class _Decision:
+    """What both handlers of one tool call work out alike: surface, context, policy, paths."""
+
+    event: ToolCall
+    surface: Surface
+    paths: tuple[PathContext, Policy, Resolved] | None = None
+    checked: bool = False
+    """The fail-closed checks passed (and the snapshot was taken) for this event."""
+
+
+def is_write_tool(tool: str) -> bool:
+    return tool.casefold() in WRITE_TOOLS
+
+
+def is_shell_tool(tool: str) -> bool:
+    return tool.casefold() == "bash"
+
+
+def gated(command: str) -> bool:
+    return git_hold(extract_surface("Bash", {"command": command})) is not None
+
+
+class Guard:
+    """Per-host state: options, the setup directory and the one-time cwd warning."""
+
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.setup_dir = os.getcwd()
+        self.cwd_warned = False
+        # The host's own files (its store holds the approvals), learnt from the first event.
+        self.host_paths: tuple[str, ...] | None = None
+        self.default_home = os.path.expanduser("~")
+        self.runtime_dir = runtime_dir()
+        self.host_pid = os.getpid()
+        self._sandbox: Availability | None = None
+        # The trees of the last snapshot per work tree: an unchanged state is not recorded again.
+        self.snapshotted: dict[str, str] = {}
+        # The fail-closed and the fail-open handler see the same call back to back; each works
+        # it out once. Keyed by the event object itself, so a handler in between that replaces
+        # the event gets a fresh decision.
+        self.decisions: deque[_Decision] = deque(maxlen=DECISIONS_KEPT)
+        # Context and policy depend only on these inputs and the options, fixed per host.
+        self.built: dict[
+            tuple[str, str | None, str | None, str | None], tuple[PathContext, Policy]
+        ] = {}
+        # Without protected globs in the options, every policy uses the built-in patterns.
+        prepare_patterns(BUILTIN_PROTECTED_PATTERNS)
+
+    @property
+    def sandbox(self) -> Availability:
+        """Whether shell commands run in bubblewrap here (probed once per host, ~5 ms)."""
+        if self._sandbox is None:
+            self._sandbox = probe(self.options.sandbox)
+        return self._sandbox
+
+    def decision(self, event: ToolCall) -> _Decision:
+        for known in self.decisions:
+            if known.event is event:
+                return known
+        made = _Decision(event, extract_surface(event.tool, event.input))
+        self.decisions.append(made)
+        return made
+
+    def known_paths(
+        self, engine: Engine, event: ToolCall, decision: _Decision
+    ) -> tuple[PathContext, Policy, Resolved] | None:
+        """The decision's context, policy and targets when no await is needed for them: worked
+        out already, or a main-loop call (no agent id, so no type to look up: no coroutine)."""
+        if decision.paths is not None:
+            return decision.paths
+        if event.agent_id is None:
+            return self.settle(engine, decision, None)
+        return None
+
+    async def paths(
+        self, engine: Engine, event: ToolCall, decision: _Decision
+    ) -> tuple[PathContext, Policy, Resolved]:
+        return self.known_paths(engine, event, decision) or self.settle(
+            engine, decision, await self.agent_type(engine, event)
+        )
+
+    def settle(
+        self, engine: Engine, decision: _Decision, agent_type: str | None
+    ) -> tuple[PathContext, Policy, Resolved]:
+        """The decision's context, policy and resolved targets, worked out once for both
+        handlers. Synchronous: the only await it needs, the subagent's type, is left to the
+        caller, so a main-loop call costs no coroutine here."""
+        paths = decision.paths
+        if paths is None:
+            if self.host_paths is None:
+                self.host_paths = (*engine.host_files, self.runtime_dir)
+            context, policy = self.build(
+                self.session_cwd(engine),
+                engine.env.get("CLAUDE_PROJECT_DIR"),
+                engine.env.get("HOME"),
+                agent_type,
+            )
+            paths = decision.paths = (context, policy, resolve_all(decision.surface, context))
+        return paths
+
+    def session_cwd(self, engine: Engine) -> str:
+        """The session's cwd; without one (a host that never saw the session start) the setup
+        directory, with one warning per host."""
+        cwd = engine.session.cwd
+        if cwd:
+            return cwd
+        if not self.cwd_warned:
+            self.cwd_warned = True
+            engine.ui.log("the session has no cwd; using the setup directory", level="warning")
+        return self.setup_dir
+
+    def build(
+        self, cwd: str, project: str | None, home: str | None, agent_type: str | None
+    ) -> tuple[PathContext, Policy]:
+        """The path context and policy for one event (pure apart from the options)."""
+        key = (cwd, project, home, agent_type)
+        built = self.built.get(key)
+        if built is None:
+            if len(self.built) >= BUILT_KEPT:
+                self.built.clear()
+            built = self.built[key] = self._build(cwd, project, home, agent_type)
+        return built
+
+    def _build(
+        self, cwd: str, project: str | None, home: str | None, agent_type: str | None
+    ) -> tuple[PathContext, Policy]:
+        options = self.options
+        root = options.workspace_root or project or cwd
+        context = PathContext(
+            cwd=cwd,
+            home=home or self.default_home,
+            project_dir=project or None,
+            case_insensitive=options.case_insensitive,
+        )
+        patterns = list(BUILTIN_PROTECTED_PATTERNS)
+        protected = list(self.host_paths or ())
+        for entry in options.protected_paths:
+            anchored = os.path.join(root, os.path.expanduser(entry))
+            if "*" in entry:
+                patterns.append(anchored.casefold())
+            else:
+                protected.append(os.path.normpath(anchored))
+        policy = Policy(
+            preset=options.preset_for(agent_type),
+            workspace_root=root,
+            extra_roots=tuple(
+                _home_relative(r, context.home) for r in options.extra_writable_roots
+            ),
+            protected_paths=tuple(protected),
+            protected_patterns=tuple(patterns),
+            orchestrator=options.orchestrator_lists(),
+            case_insensitive=options.case_insensitive,
+        )
+        return context, policy
+
+    def plan(self, policy: Policy, bwrap: str) -> SandboxPlan:
+        """The sandbox of a policy: its roots writable (none for read-only), the rest of the
+        filesystem read-only, the host's own folders hidden."""
+        roots: tuple[str, ...] = ()
+        if policy.preset != "read-only":
+            roots = (policy.workspace_root, *policy.extra_roots)
+        hidden = (self.runtime_dir, *(self.host_paths or ()))
+        return plan_sandbox(bwrap, roots, policy.protected_paths, hidden)
+
+    async def agent_type(self, engine: Engine, event: ToolCall) -> str | None:
+        if event.agent_id is None:
+            return None
+        for agent in await engine.agents.list():
+            if agent.id == event.agent_id:
+                return agent.type or agent.name or ""
+        return ""
+
+    async def protect(self, engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
+        """Protected paths, malformed input, the control plane, and without a sandbox the
+        lines the analysis cannot read; registered fail-closed (an error here refuses the call
+        rather than let it run)."""
+        decision = self.decision(event)
+        refusal = await self.refusal(engine, event, decision)
+        if refusal is not None:
+            return refusal
+        result: ToolResult = await call_next(event)
+        return result
+
+    async def refusal(
+        self, engine: Engine, event: ToolCall, decision: _Decision
+    ) -> ToolResult | None:
+        """The fail-closed checks of one call (once per decision), and the snapshot of the work
+        tree before a shell command that passes them."""
+        if decision.checked:
+            return None
+        surface = decision.surface
+        command = surface.command
+        if not (surface.writes or surface.uncertain or command is not None):
+            decision.checked = True
+            return None
+        context, policy, resolved = await self.paths(engine, event, decision)
+        if command is not None:
+            control = control_denial(command, surface.programs, (self.host_pid,))
+            if control is not None:
+                return ToolResult.denied(control_reason(control), by=PLUGIN)
+        sandbox = self.sandbox.bwrap if command is not None else None
+        denial = protected_denial(surface, context, policy, resolved, strict=sandbox is None)
+        if denial is not None:
+            return ToolResult.denied(denial.reason, by=PLUGIN)
+        if command is not None and sandbox is None:
+            unread = self.unenforced(command, surface, resolved)
+            if unread is not None:
+                return ToolResult.denied(unread, by=PLUGIN)
+        if command is not None and self.options.snapshots and not writes_nothing(command):
+            await self.snapshot(engine, context.cwd, command)
+        decision.checked = True
+        return None
+
+    async def confine(self, engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
+        """The shell sandbox, last before the harness runs the call, so that every other
+        plugin sees the command as the model wrote it; fail-closed. A call changed on the way
+        (a new event) is checked again before it is wrapped."""
+        decision = self.decision(event)
+        refusal = await self.refusal(engine, event, decision)
+        if refusal is not None:
+            return refusal
+        command = decision.surface.command
+        sandbox = self.sandbox.bwrap if command is not None else None
+        if command is None or sandbox is None:
+            result: ToolResult = await call_next(event)
+            return result
+        _context, policy, _resolved = await self.paths(engine, event, decision)
+        wrapped = dict(event.input)
+        wrapped["command"] = wrap_command(command, self.plan(policy, sandbox))
+        result = await call_next(event.model_copy(update={"input": wrapped}))
+        return result.model_copy(update={"updated_input": wrapped})
+
+    @staticmethod
+    def unenforced(command: str, surface: Surface, resolved: Resolved) -> str | None:
+        """Without the sandbox: the refusal of a line the analysis cannot read fully."""
+        for _target, path in resolved:
+            if isinstance(path, PathRejection):
+                return fallback_reason(f"a path known only when it runs: {path.raw}")
+        if surface.uncertain:
+            return fallback_reason(surface.uncertain[0])
+        # The shortcut proves only that no analysed program runs: here every one counts.
+        programs = surface.programs or analyse_bash(command).programs
+        targets = [target.path for target in surface.targets]
+        doubt = fallback_doubt(programs, command, targets)
+        return fallback_reason(doubt) if doubt is not None else None
+
+    async def snapshot(self, engine: Engine, cwd: str, command: str) -> None:
+        """Record the work tree's changes, within a bound: this handler fails closed, and a
+        snapshot that overran its budget would refuse the command instead of recording it."""
+        snap = None
+        try:
+            with anyio.move_on_after(SNAPSHOT_BUDGET_S) as scope:
+                snap = await anyio.to_thread.run_sync(
+                    record, cwd, command, self.snapshotted, abandon_on_cancel=True
+                )
+        except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as error:
+            engine.ui.log(f"no snapshot of the work tree: {type(error).__name__}", level="warning")
+            return
+        if scope.cancelled_caught:
+            engine.ui.log("no snapshot of the work tree: git took too long", level="warning")
+        if snap is not None:
+            engine.ui.log(f"recorded the work tree's changes as {snap.ref}")
+
+    async def enforce(self, engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
+        """The agent's preset and the git gate; registered fail-open. One coroutine: the
+        refusal is worked out inline, awaiting only a subagent's type and a held git call."""
+        decision = self.decision(event)
+        surface = decision.surface
+        if surface.uncertain and surface.command is not None:
+            engine.ui.log(f"could not fully analyse a Bash command: {surface.uncertain[0]}")
+        if surface.writes:
+            context, policy, resolved = await self.paths(engine, event, decision)
+            denial = preset_denial(surface, context, policy, resolved)
+            if denial is not None:
+                return ToolResult.denied(denial.reason, by=PLUGIN)
+            cwd = context.cwd
+            hold = (
+                git_hold(surface, lambda name: os.path.lexists(os.path.join(cwd, name)))
+                if self.options.git_gate
+                else None
+            )
+            if hold is not None:
+                refusal = await self.consume_or_refuse(engine, event, hold)
+                if refusal is not None:
+                    return refusal
+        result: ToolResult = await call_next(event)
+        return result
+
+    async def consume_or_refuse(
+        self, engine: Engine, event: ToolCall, hold: GitHold
+    ) -> ToolResult | None:
+        key = approval_key(hold.command)
+        now = await engine.clock.now()
+        stored = await engine.store.get(key)
+        if stored is not None:
+            claim = uuid.uuid4().hex
+            after = await engine.store.update(
+                key, consumer(hold.command, now, event.tool_use_id, claim)
+            )
+            if won(after, claim):
+                engine.transcript.line(
+                    f"write-guard: used the one-shot approval for {hold.operation}"
+                )
+                return None
+            stored = after
+        await engine.state.set(HELD_PREFIX + key, hold.command)
+        if not engine.sandboxed:
+            # The person alone sees the code (a toast is a message for the person, never for
+            # the model): `hookchain approve CODE` proves the approval is theirs. A sandboxed
+            # host (a replay) has a throwaway store no one could approve in.
+            code = new_code()
+            await engine.store.set(code_key(code), {"command": hold.command}, ttl=CODE_TTL_S)
+            engine.ui.toast(
+                f"write-guard held `{hold.command}` ({hold.operation}). To allow it once, "
+                "choose the approving answer when asked, or run in your own terminal: "
+                f"hookchain approve {code}"
+            )
+        reason = git_hold_denial(hold).reason
+        if stored is not None:
+            reason += f" (Not allowed now: {why_unusable(stored, now)}.)"
+        return ToolResult.denied(reason, by=PLUGIN)
+
+    async def learn(self, engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
+        """Record approvals from the person's AskUserQuestion answers, never from model text."""
+        result: ToolResult = await call_next(event)
+        if call_next.origin != ENGINE_ORIGIN or result.is_error or result.denial is not None:
+            return result
+        held_keys = await engine.state.keys(HELD_PREFIX)
+        pending = [str(await engine.state.get(k)) for k in held_keys]
+        commands = approved_commands(event.input, result.output, gated, pending)
+        if commands:
+            now = await engine.clock.now()
+            for command in commands:
+                approval = new_approval(command, now, "ask-user")
+                await engine.store.set(
+                    approval_key(command), approval.model_dump(), ttl=RECORD_TTL_S
+                )
+                await engine.state.delete(HELD_PREFIX + approval_key(command))
+            engine.transcript.line(
+                f"write-guard: {len(commands)} git command(s) approved once, for 5 minutes"
+            )
+        return result
+
+    async def started(self, engine: Engine, event: SessionStart, call_next: CallNext) -> Any:
+        """Tell the person at the start of a session when shell writes are not enforced by
+        the OS (under the sandbox a refused write reads 'Read-only file system' by itself)."""
+        result = await call_next(event)
+        available = self.sandbox
+        if available.bwrap is None:
+            engine.ui.toast(
+                f"write-guard: shell writes are NOT enforced by the OS here ({available.reason});"
+                " the command line is analysed instead and refused when it cannot be read fully."
+            )
+        return result
+
+
+def _home_relative(root: str, home: str) -> str:
+    if root == "~" or root.startswith("~/"):
+        return home + root[1:]
+    return root
