@@ -119,3 +119,16 @@ async def test_budget_failures_say_which_way_the_budget_was_broken() -> None:
 )
 async def test_each_way_of_breaking_a_stream_is_named(stem: str, reason: str) -> None:
     assert reason in (await run_suite(_module(stem))).checks["streams"].reason
+
+
+def test_passthrough_takes_a_rewritten_input_but_not_a_rewritten_output() -> None:
+    # A tool input rewritten for the harness (audited by the chain as the plugin's) is a
+    # decision; the same rewrite with a changed output is not passing downstream's result on.
+    from framework import ToolResult
+    from framework.testing._checks import _changed_only_the_input
+
+    downstream = ToolResult(output="ok")
+    wrapped = downstream.model_copy(update={"updated_input": {"command": "jail true"}})
+    assert _changed_only_the_input(wrapped, downstream)
+    assert not _changed_only_the_input(wrapped.model_copy(update={"output": "x"}), downstream)
+    assert not _changed_only_the_input(downstream.model_copy(), downstream)

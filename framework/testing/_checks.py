@@ -90,6 +90,16 @@ class _Run:
     terminal: ScriptedTerminal | None = None
 
 
+def _changed_only_the_input(result: Any, before: Any) -> bool:
+    """Whether `result` is downstream's tool result with only a new `updated_input` (the audited
+    way to change what the harness runs)."""
+    if not isinstance(result, ToolResult) or not isinstance(before, ToolResult):
+        return False
+    if result.updated_input is None or result.updated_input == before.updated_input:
+        return False
+    return result.model_copy(update={"updated_input": before.updated_input}) == before
+
+
 def _provenance_by(result: Any, before: Any) -> set[str]:
     """The `by` of every provenance value `result` adds relative to `before`."""
     added: set[str] = set()
@@ -234,6 +244,8 @@ class HandlerChecks:
             passthrough.failed(f"{where}: added provenance by {names}, not by {self.plugin!r}")
         elif run.result == downstream:
             passthrough.failed(f"{where}: returned an equal copy, not downstream's object")
+        elif _changed_only_the_input(run.result, downstream):
+            passthrough.passed()  # a rewritten tool input is a decision the chain audits by plugin
         else:
             passthrough.failed(f"{where}: changed the result without a note, denial, drop or block")
 

@@ -13,6 +13,9 @@ plugin = PluginInfo(
     contract=">=1,<2",
     options=Options,
     description="denies writes outside allowed roots and to protected files; holds risky git",
+    # bubblewrap is probed once per host, a work tree's git folders are read to mount them, and
+    # git records a work tree's changes before a command.
+    access=frozenset({"files", "subprocess"}),
 )
 
 __all__ = ["Options", "plugin", "register", "register_cli"]
