@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+import anyio
+import anyio.lowlevel
 from pydantic import BaseModel
 
 from framework.core.contract import (
@@ -66,11 +69,13 @@ class CallNext:
     """The rest of the chain, handed to a handler. Await it at most once."""
 
     # `_outcome` holds downstream's result (_DONE) or exception (_FAILED); it is read only then.
-    __slots__ = ("_dispatch", "_event", "_index", "_outcome", "_state", "reg")
+    # `_parent` is the frame whose level runs this frame's handler (the watchdog's registry).
+    __slots__ = ("_dispatch", "_event", "_index", "_outcome", "_parent", "_state", "reg")
     _dispatch: Dispatch
     _event: Event
     _index: int
     _outcome: Any
+    _parent: CallNext
     _state: int
     reg: Registration | None
 
@@ -86,8 +91,8 @@ class CallNext:
     async def __call__(self, event: Event | None = None) -> Any:
         # One coroutine per level runs the next handler (with its recovery) or the terminal. The
         # root frame (the Dispatch itself, reg None) also keeps the dispatch's bookkeeping, so
-        # that a dispatch costs no extra coroutine. The budget watchdog reads the locals
-        # `dispatch`, `reg` and `frame` of a suspended level (`positions` below): keep the names.
+        # that a dispatch costs no extra coroutine. Each level tells the watchdog where the
+        # dispatch is by two slot stores (`dispatch.at`, `frame._parent`): see `position`.
         dispatch = self._dispatch
         if self._state:
             raise self._refusal()
@@ -120,19 +125,20 @@ class CallNext:
                 frame._index = index + 1
                 frame._event = event
                 frame._state = _IDLE
+                frame._parent = self
                 frame.reg = reg
+                dispatch.at = frame
                 engine = dispatch.engines[reg.plugin]
                 try:
                     result = await reg.handler(engine, event, frame)
-                except asyncio.CancelledError:
-                    if dispatch.cancelling is not frame:
-                        raise
-                    _consume_cancel(dispatch)
-                    result = await _recover(dispatch, frame, event, _overrun(reg), engine)
                 except Exception as error:
                     if frame._state == _FAILED and error is frame._outcome:
                         raise  # downstream's own exception, passed through unhandled
                     result = await _recover(dispatch, frame, event, error, engine)
+                except BaseException as error:
+                    # Cancellations, GeneratorExit, SystemExit and a plugin's own BaseException
+                    # classes: the rules are in docs/contract.md ("Exceptions and cancellation").
+                    result = await _base_failure(dispatch, frame, event, error, engine)
                 else:
                     if dispatch.cancelling is frame:
                         result = await _recover(dispatch, frame, event, _overrun(reg), engine)
@@ -186,7 +192,9 @@ class Dispatch(CallNext):
     __slots__ = (
         "_actions",
         "_chain",
+        "at",
         "cancelling",
+        "coro",
         "depth",
         "engines",
         "runner",
@@ -195,7 +203,11 @@ class Dispatch(CallNext):
     )
     _actions: list[Action] | None
     _chain: tuple[Registration, ...]
+    at: CallNext
+    """The frame last handed to a handler (unset until one is): where `position` starts."""
     cancelling: CallNext | None
+    coro: Any
+    """The dispatch's root coroutine: how the watchdog finds the task that runs it."""
     depth: int
     engines: Mapping[str, Engine]
     runner: Runner
@@ -249,6 +261,14 @@ async def _checked(
     """A handler decided something of its own: check the type, then audit the change."""
     reg = frame.reg
     assert reg is not None
+    if frame._state == _FAILED and is_cancellation(frame._outcome):
+        # The handler turned downstream's cancellation into a result: the cancellation goes on.
+        dispatch.runner.failed(reg, frame._outcome, "swallowed a cancellation from call_next")
+        raise frame._outcome
+    if _caller_cancelled():
+        # It caught the caller's cancellation in its own code and answered anyway.
+        dispatch.runner.failed(reg, asyncio.CancelledError(), "swallowed the caller's cancellation")
+        await _redeliver_cancel()
     if not dispatch.runner.valid(event, result):
         wrong = ContractError(
             f"plugin {reg.plugin!r} returned {type(result).__name__} from its {reg.event} handler; "
@@ -257,6 +277,70 @@ async def _checked(
         return await _recover(dispatch, frame, event, wrong, engine)
     audit_change(dispatch, reg.plugin, frame, result)
     return result
+
+
+async def _base_failure(
+    dispatch: Dispatch, frame: CallNext, event: Event, error: BaseException, engine: Engine
+) -> Any:
+    """A handler raised a BaseException that is not an Exception: pass it on, or recover."""
+    reg = frame.reg
+    assert reg is not None
+    if dispatch.cancelling is frame and isinstance(error, asyncio.CancelledError):
+        _consume_cancel(dispatch)  # the watchdog's own cancel: the handler overran its budget
+        return await _recover(dispatch, frame, event, _overrun(reg), engine)
+    if frame._state == _FAILED and error is frame._outcome:
+        raise error  # downstream's own (the caller's cancellation, a SystemExit), passed through
+    if isinstance(error, (SystemExit, KeyboardInterrupt)):
+        # The process is asked to stop: the chain does not outvote that, it records who asked.
+        dispatch.runner.failed(reg, error, _phase(frame))
+        raise error
+    if is_cancellation(error) and _cancel_requested(error):
+        raise error  # the caller's cancellation, delivered while the handler ran its own code
+    # A CancelledError nobody asked for, GeneratorExit, a plugin's own BaseException: a failure.
+    return await _recover(dispatch, frame, event, error, engine)
+
+
+def is_cancellation(error: object) -> bool:
+    """Whether `error` is a cancellation of asyncio or trio (the classes anyio cancels with)."""
+    if isinstance(error, asyncio.CancelledError):
+        return True
+    kind = type(error)
+    return kind.__name__ == "Cancelled" and kind.__module__.startswith("trio")
+
+
+def _cancel_requested(error: BaseException) -> bool:
+    """Whether `error` is a cancellation someone asked for: a pending asyncio cancel of this task,
+    or a cancelled scope around it. A CancelledError nobody asked for is a plugin's failure."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        # Not on asyncio: trio makes its Cancelled only for a cancelled scope.
+        return not isinstance(error, asyncio.CancelledError)
+    if task is not None and task.cancelling():
+        return True
+    return _caller_cancelled()
+
+
+def _caller_cancelled() -> bool:
+    """Whether the caller's anyio/trio cancel scope is cancelled (a shielded one is not)."""
+    try:
+        return anyio.current_effective_deadline() == -math.inf
+    except Exception:
+        return False
+
+
+async def _redeliver_cancel() -> None:
+    """Let the caller's cancel scope cancel us again: its own cancellation is the one it knows.
+
+    anyio re-delivers a scope's cancellation at each checkpoint while the task is inside it
+    (trio at the first); a plain CancelledError after that is only a backstop."""
+    for _ in range(16):
+        await anyio.lowlevel.checkpoint()
+    raise asyncio.CancelledError("the caller cancelled this dispatch")
+
+
+def _phase(frame: CallNext) -> str:
+    return "before call_next" if frame._state in (_IDLE, _OVERRUN) else "after call_next"
 
 
 def _overrun(reg: Registration) -> BudgetExceeded:
@@ -284,12 +368,17 @@ async def _recover(
     assert reg is not None  # the root frame is never handed to a handler
     if dispatch.cancelling is frame:
         await _settle_cancel(dispatch)
-    phase = "before call_next" if frame._state in (_IDLE, _OVERRUN) else "after call_next"
-    dispatch.runner.failed(reg, error, phase)
+    dispatch.runner.failed(reg, error, _phase(frame))
     if reg.fallback is not None:
         try:
             result = await reg.fallback(engine, event, error, _FallbackNext(frame))
         except Exception as fallback_error:
+            dispatch.runner.failed(reg, fallback_error, "in .catch fallback")
+        except BaseException as fallback_error:
+            if isinstance(fallback_error, (SystemExit, KeyboardInterrupt)) or (
+                is_cancellation(fallback_error) and _cancel_requested(fallback_error)
+            ):
+                raise
             dispatch.runner.failed(reg, fallback_error, "in .catch fallback")
         else:
             if dispatch.runner.valid(event, result):
@@ -378,26 +467,37 @@ def mark_overrun(frame: CallNext) -> None:
         frame._state = _OVERRUN
 
 
-_LEVEL = CallNext.__call__.__code__
+LEVEL_CODE = CallNext.__call__.__code__
+"""The code of one chain level: the frame right inside it on a stack is a handler's (or the
+terminal's). The loop watch finds who blocks the event loop by it."""
 
 
-def positions(active: set[Dispatch]) -> dict[Dispatch, tuple[asyncio.Task[Any], CallNext | None]]:
-    """Where each running dispatch is: its task, and the frame whose handler runs its own code.
+def position(dispatch: Dispatch) -> CallNext | None:
+    """The frame whose handler runs its own code now (None: the terminal or the host's code).
 
-    Read from the tasks' await chains when the watchdog ticks, so the chain itself never has to
-    record where it is. In a level's coroutine, `reg`/`frame` are the handler it awaits and that
-    handler's call_next; the innermost level of a dispatch is where it is (None: the terminal).
+    Read from what the levels record (`dispatch.at`, each frame's `_parent` and state), never
+    from a coroutine's local variables: `at` is the frame last handed to a handler; a handler
+    still runs while the level that called it (its parent) runs; it runs its own code unless
+    its own call_next is running, which can then only be the terminal.
     """
-    found: dict[Dispatch, tuple[asyncio.Task[Any], CallNext | None]] = {}
+    frame: CallNext | None = getattr(dispatch, "at", None)
+    while frame is not None and frame.reg is not None:
+        parent = frame._parent
+        if parent._state == _RUNNING:
+            return None if frame._state == _RUNNING else frame
+        frame = parent
+    return None
+
+
+def tasks_of(active: set[Dispatch]) -> dict[Dispatch, asyncio.Task[Any]]:
+    """The task running each dispatch: the one whose await chain holds its root coroutine."""
+    roots = {id(dispatch.coro): dispatch for dispatch in active if hasattr(dispatch, "coro")}
+    found: dict[Dispatch, asyncio.Task[Any]] = {}
     for task in asyncio.all_tasks():
         coro: Any = task.get_coro()
         while coro is not None:
-            if getattr(coro, "cr_code", None) is _LEVEL:
-                names = coro.cr_frame.f_locals
-                dispatch = names.get("dispatch")
-                if dispatch in active:
-                    reg = names.get("reg")
-                    frame = None if reg is None or reg is END_OF_CHAIN else names.get("frame")
-                    found[dispatch] = (task, frame)
+            dispatch = roots.get(id(coro))
+            if dispatch is not None and dispatch.coro is coro:
+                found[dispatch] = task
             coro = getattr(coro, "cr_await", None)
     return found

@@ -142,6 +142,7 @@ class Host:
         if not self._opened:
             return
         self._opened = False
+        self._runner.close()
         if self._task_group is not None:
             await self._task_group.__aexit__(None, None, None)
             self._task_group = None
@@ -191,6 +192,7 @@ class Host:
             reg.budget for regs in self._chains.values() for reg in regs if reg.budget
         ]
         self._runner.tick = min(0.25, max(0.002, min(budgets) / 4))
+        self._runner.know(reg for regs in self._chains.values() for reg in regs)
         return self.plugins
 
     # -- what plugins and tools see --------------------------------------------------------------
@@ -329,6 +331,7 @@ class Host:
             return self._end_session(dispatch, runtime)
         # The root frame returns the outcome itself: no wrapper coroutine on the hot path.
         outcome: Awaitable[Outcome] = dispatch(event)
+        dispatch.coro = outcome
         return outcome
 
     async def _end_session(self, dispatch: Dispatch, runtime: SessionRuntime) -> Outcome:
@@ -337,7 +340,8 @@ class Host:
         # session.end one budget in all (Claude Code: 1.5 s).
         deadline = anyio.current_time() + budget
         with anyio.CancelScope(deadline=deadline) as scope:
-            await dispatch(dispatch.event)
+            dispatch.coro = dispatch(dispatch.event)
+            await dispatch.coro
         if scope.cancelled_caught:
             dispatch.settle(None)  # session.end has no result to lose
             _log.warning("session.end handlers overran their shared budget", budget_s=budget)
