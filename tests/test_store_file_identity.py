@@ -104,3 +104,15 @@ async def test_expired_rows_are_deleted_on_open_and_periodically(
     assert rows() == ["kept"]
     await reopened.aclose()
     await backend.aclose()
+
+
+async def test_the_memory_store_drops_expired_entries_nobody_reads_again() -> None:
+    from framework.stores.base import MemoryBackend
+
+    backend = MemoryBackend()
+    for index in range(50):
+        await backend.set(f"session:{index}", index, ttl=0.01)
+    await anyio.sleep(0.02)
+    for index in range(60):
+        await backend.set(f"kept:{index}", index)
+    assert sorted(backend._data) == sorted(f"kept:{index}" for index in range(60))

@@ -69,13 +69,14 @@ class CallNext:
     """The rest of the chain, handed to a handler. Await it at most once."""
 
     # `_outcome` holds downstream's result (_DONE) or exception (_FAILED); it is read only then.
-    # `_parent` is the frame whose level runs this frame's handler (the watchdog's registry).
-    __slots__ = ("_dispatch", "_event", "_index", "_outcome", "_parent", "_state", "reg")
+    # `_child` is the frame this frame's level handed to its handler (unset while none was, or
+    # when the level runs the terminal): the watchdog's registry, see `position`.
+    __slots__ = ("_child", "_dispatch", "_event", "_index", "_outcome", "_state", "reg")
+    _child: CallNext
     _dispatch: Dispatch
     _event: Event
     _index: int
     _outcome: Any
-    _parent: CallNext
     _state: int
     reg: Registration | None
 
@@ -92,7 +93,7 @@ class CallNext:
         # One coroutine per level runs the next handler (with its recovery) or the terminal. The
         # root frame (the Dispatch itself, reg None) also keeps the dispatch's bookkeeping, so
         # that a dispatch costs no extra coroutine. Each level tells the watchdog where the
-        # dispatch is by two slot stores (`dispatch.at`, `frame._parent`): see `position`.
+        # dispatch is by one slot store (`self._child`): see `position`.
         dispatch = self._dispatch
         if self._state:
             raise self._refusal()
@@ -125,9 +126,8 @@ class CallNext:
                 frame._index = index + 1
                 frame._event = event
                 frame._state = _IDLE
-                frame._parent = self
                 frame.reg = reg
-                dispatch.at = frame
+                self._child = frame
                 engine = dispatch.engines[reg.plugin]
                 try:
                     result = await reg.handler(engine, event, frame)
@@ -192,7 +192,6 @@ class Dispatch(CallNext):
     __slots__ = (
         "_actions",
         "_chain",
-        "at",
         "cancelling",
         "coro",
         "depth",
@@ -203,8 +202,6 @@ class Dispatch(CallNext):
     )
     _actions: list[Action] | None
     _chain: tuple[Registration, ...]
-    at: CallNext
-    """The frame last handed to a handler (unset until one is): where `position` starts."""
     cancelling: CallNext | None
     coro: Any
     """The dispatch's root coroutine: how the watchdog finds the task that runs it."""
@@ -213,6 +210,10 @@ class Dispatch(CallNext):
     runner: Runner
     source: str
     terminal: Terminal
+
+    # The root frame's index and registration never change: class values, not per-dispatch stores.
+    _index = 0
+    reg = None
 
     @property
     def result(self) -> Any:
@@ -473,19 +474,21 @@ terminal's). The loop watch finds who blocks the event loop by it."""
 
 
 def position(dispatch: Dispatch) -> CallNext | None:
-    """The frame whose handler runs its own code now (None: the terminal or the host's code).
+    """The frame whose handler runs its own code now (None: the terminal, or nothing runs).
 
-    Read from what the levels record (`dispatch.at`, each frame's `_parent` and state), never
-    from a coroutine's local variables: `at` is the frame last handed to a handler; a handler
-    still runs while the level that called it (its parent) runs; it runs its own code unless
-    its own call_next is running, which can then only be the terminal.
+    Read from what the levels record (each level's `_child` and every frame's state), never
+    from a coroutine's local variables. From the root down: a running level has handed its
+    handler a frame (its child) or runs the terminal (no child); that handler runs its own code
+    unless the child's level is running too, in which case look one level further in.
     """
-    frame: CallNext | None = getattr(dispatch, "at", None)
-    while frame is not None and frame.reg is not None:
-        parent = frame._parent
-        if parent._state == _RUNNING:
-            return None if frame._state == _RUNNING else frame
-        frame = parent
+    level: CallNext = dispatch
+    while level._state == _RUNNING:
+        frame: CallNext | None = getattr(level, "_child", None)
+        if frame is None:
+            return None  # this level runs the terminal
+        if frame._state != _RUNNING:
+            return frame
+        level = frame
     return None
 
 

@@ -313,10 +313,8 @@ class Host:
         # hottest path of the host (see benchmarks/dispatch.py).
         dispatch = Dispatch()
         dispatch._dispatch = dispatch
-        dispatch._index = 0
         dispatch._event = event
         dispatch._state = 0
-        dispatch.reg = None
         dispatch._chain = self._runs.get(event.name if kind is Classic else kind, _BARE_CHAIN)
         dispatch.runner = runner
         dispatch.source = origin
