@@ -21,7 +21,19 @@ def _refuse(self: Any, *args: Any, **kwargs: Any) -> NoReturn:
     )
 
 
-class FrozenMap(dict[str, Any]):
+class _Shared:
+    """Copies of a read-only value are the value itself."""
+
+    __slots__ = ()
+
+    def __copy__(self) -> Any:
+        return self
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return self
+
+
+class FrozenMap(_Shared, dict[str, Any]):
     """A read-only dict: reads, iteration, `==`, `json.dumps` and `dict(m)` work; writes refuse."""
 
     __slots__ = ()
@@ -32,17 +44,11 @@ class FrozenMap(dict[str, Any]):
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(tuple(self.items()))
 
-    def __copy__(self) -> FrozenMap:
-        return self
-
-    def __deepcopy__(self, memo: Any) -> FrozenMap:
-        return self
-
     def __reduce__(self) -> Any:
         return (freeze, (dict(self),))
 
 
-class FrozenList(list[Any]):
+class FrozenList(_Shared, list[Any]):
     """A read-only list: reads, slicing, `==`, `json.dumps` and `list(x)` work; writes refuse."""
 
     __slots__ = ()
@@ -52,12 +58,6 @@ class FrozenList(list[Any]):
 
     def __hash__(self) -> int:  # type: ignore[override]
         return hash(tuple(self))
-
-    def __copy__(self) -> FrozenList:
-        return self
-
-    def __deepcopy__(self, memo: Any) -> FrozenList:
-        return self
 
     def __reduce__(self) -> Any:
         return (freeze, (list(self),))
