@@ -155,21 +155,25 @@ class LoopWatch:
 
     def _run(self) -> None:
         stopped = self._stopped
+        loop = self.loop
         while not stopped.wait(BLOCK_WARN):
-            if not self._runner.active or self.loop.is_closed():
+            if loop.is_closed():
+                return  # the host was left open on a loop that ended: nothing left to watch
+            if not self._runner.active or not loop.is_running():
                 continue
             self._answered.clear()
             asked = time.monotonic()
             try:
-                self.loop.call_soon_threadsafe(self._answered.set)
+                loop.call_soon_threadsafe(self._answered.set)
             except RuntimeError:
                 return  # the loop closed
             if self._answered.wait(BLOCK_WARN):
                 continue
             holder: tuple[str, str, str] | None = None
-            while not self._answered.wait(BLOCK_WARN / 4):
+            # Until the loop answers (or stops running: then nobody is held, it was left).
+            while not self._answered.wait(BLOCK_WARN / 4) and loop.is_running():
                 holder = self._holder() or holder
-            if holder is not None and not stopped.is_set():
+            if holder is not None and self._answered.is_set() and not stopped.is_set():
                 self._report(holder, time.monotonic() - asked)
 
     def _holder(self) -> tuple[str, str, str] | None:
