@@ -196,3 +196,23 @@ async def test_a_plain_asyncio_cancel_swallowed_after_call_next_still_reaches_th
         with pytest.raises(asyncio.CancelledError):
             await task
         assert host.failures == {("swallower", "tool.call"): 1}
+
+
+async def test_a_caller_that_never_yields_is_not_blamed_on_a_handler() -> None:
+    """Dispatch after dispatch with no await that suspends: the loop is held, by the caller."""
+
+    def register(on: Any) -> None:
+        async def busy(engine: Any, event: Any, call_next: Any) -> Any:
+            sum(range(3000))  # a little own work per call, far below any limit
+            return await call_next(event)
+
+        on("tool.call", busy)
+
+    terminal = Terminal()
+    with structlog.testing.capture_logs() as logs:
+        async with host_with(make_plugin("quick", register)) as host:
+            until = time.monotonic() + 0.8
+            while time.monotonic() < until:
+                await host.dispatch(bash(), terminal)
+            await anyio.sleep(0.2)  # let the loop answer, so a report would be made now
+    assert not [entry for entry in logs if entry["event"].startswith("handler blocked")]

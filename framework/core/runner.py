@@ -169,15 +169,24 @@ class LoopWatch:
                 return  # the loop closed
             if self._answered.wait(BLOCK_WARN):
                 continue
-            holder: tuple[str, str, str] | None = None
-            # Until the loop answers (or stops running: then nobody is held, it was left).
+            # Until the loop answers (or stops running: then nobody is held, it was left), sample
+            # who runs. Only one handler call seen on every sample holds the loop: a caller that
+            # runs dispatch after dispatch without yielding shows a different call each time.
+            held: tuple[FrameType, tuple[str, str, str]] | None = None
+            alone = True
             while not self._answered.wait(BLOCK_WARN / 4) and loop.is_running():
-                holder = self._holder() or holder
+                found = self._holder()
+                if found is None or (held is not None and found[0] is not held[0]):
+                    alone = False
+                held = found
+            holder = held[1] if held is not None and alone else None
+            del held
             if holder is not None and self._answered.is_set() and not stopped.is_set():
                 self._report(holder, time.monotonic() - asked)
 
-    def _holder(self) -> tuple[str, str, str] | None:
-        """(plugin, event, site) of the handler running on the loop thread now, if one is."""
+    def _holder(self) -> tuple[FrameType, tuple[str, str, str]] | None:
+        """The frame of the handler call running on the loop thread now, with (plugin, event,
+        site); None when no handler runs (the host's or the caller's code, or the terminal)."""
         frame: FrameType | None = sys._current_frames().get(self._loop_thread)
         inner: FrameType | None = None
         while frame is not None:
@@ -189,11 +198,8 @@ class LoopWatch:
         reg = self._runner._handlers.get(inner.f_code)
         if reg is None:
             return None  # the terminal (the harness's own code) or a handler we cannot name
-        return (
-            reg.plugin,
-            reg.event,
-            f"{inner.f_code.co_filename.rsplit('/', 1)[-1]}:{inner.f_lineno}",
-        )
+        site = f"{inner.f_code.co_filename.rsplit('/', 1)[-1]}:{inner.f_lineno}"
+        return inner, (reg.plugin, reg.event, site)
 
     def _report(self, holder: tuple[str, str, str], held: float) -> None:
         if holder in self._logged:
