@@ -63,17 +63,26 @@ class FrozenList(_Shared, list[Any]):
         return (freeze, (list(self),))
 
 
+_AS_IS = frozenset({str, int, float, bool, type(None), bytes})
+
+
 def freeze(value: Any) -> Any:
     """`value` with every mapping a `FrozenMap`, list a `FrozenList`, set a frozenset, deeply."""
     kind = type(value)
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
+    # Exact JSON types first (what events are made of): type checks, not ABC isinstance calls.
+    if kind in _AS_IS or kind is FrozenMap or kind is FrozenList:
         return value
-    if kind is FrozenMap or kind is FrozenList:
-        return value
+    # Scalars are tested inline: most values of an event are, and a call per value costs more.
+    if kind is dict:
+        return FrozenMap(
+            {key: item if type(item) in _AS_IS else freeze(item) for key, item in value.items()}
+        )
+    if kind is list:
+        return FrozenList([item if type(item) in _AS_IS else freeze(item) for item in value])
     if isinstance(value, Mapping):
-        return FrozenMap((key, freeze(item)) for key, item in value.items())
+        return FrozenMap({key: freeze(item) for key, item in value.items()})
     if isinstance(value, list):
-        return FrozenList(freeze(item) for item in value)
+        return FrozenList([freeze(item) for item in value])
     if isinstance(value, tuple):
         items = tuple(freeze(item) for item in value)
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
