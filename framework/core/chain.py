@@ -72,7 +72,7 @@ class CallNext:
     # `_child` is the frame this frame's level handed to its handler (unset while none was, or
     # when the level runs the terminal): the watchdog's registry, see `position`.
     __slots__ = ("_child", "_dispatch", "_event", "_index", "_outcome", "_state", "reg")
-    _child: CallNext
+    _child: CallNext | None
     _dispatch: Dispatch
     _event: Event
     _index: int
@@ -148,12 +148,16 @@ class CallNext:
             self._outcome = error
             self._state = _FAILED
             if root:
+                dispatch._child = None  # see below
                 dispatch.runner.active.discard(dispatch)
                 current_dispatch.reset(token)
             raise
         self._outcome = result
         self._state = _DONE
         if root:
+            # Frames point at the dispatch and the dispatch (through `_child`) at them: let go,
+            # so that they go by reference counting, not by the garbage collector.
+            dispatch._child = None
             dispatch.runner.active.discard(dispatch)
             current_dispatch.reset(token)
             return dispatch  # the root hands the host the whole outcome
