@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
@@ -197,7 +198,6 @@ class Dispatch(CallNext):
         "_actions",
         "_chain",
         "cancelling",
-        "coro",
         "depth",
         "engines",
         "runner",
@@ -207,8 +207,6 @@ class Dispatch(CallNext):
     _actions: list[Action] | None
     _chain: tuple[Registration, ...]
     cancelling: CallNext | None
-    coro: Any
-    """The dispatch's root coroutine: how the watchdog finds the task that runs it."""
     depth: int
     engines: Mapping[str, Engine]
     runner: Runner
@@ -496,15 +494,21 @@ def position(dispatch: Dispatch) -> CallNext | None:
     return None
 
 
-def tasks_of(active: set[Dispatch]) -> dict[Dispatch, asyncio.Task[Any]]:
-    """The task running each dispatch: the one whose await chain holds its root coroutine."""
-    roots = {id(dispatch.coro): dispatch for dispatch in active if hasattr(dispatch, "coro")}
-    found: dict[Dispatch, asyncio.Task[Any]] = {}
+def task_of(frame: CallNext) -> asyncio.Task[Any] | None:
+    """The task whose await chain runs the handler `frame` was handed to, if any.
+
+    For a verdict only (it walks the heap): the coroutines that hold `frame` are the handler's
+    (its call_next argument) and its level's, whatever they call it; the task is the one whose
+    await chain holds the level awaiting the handler. The hot path stores nothing for it."""
+    holders = {id(holder) for holder in gc.get_referrers(frame)}
+    fallback = None
     for task in asyncio.all_tasks():
         coro: Any = task.get_coro()
         while coro is not None:
-            dispatch = roots.get(id(coro))
-            if dispatch is not None and dispatch.coro is coro:
-                found[dispatch] = task
-            coro = getattr(coro, "cr_await", None)
-    return found
+            inner = getattr(coro, "cr_await", None)
+            if id(coro) in holders:
+                if id(inner) in holders:
+                    return task  # the level awaiting the handler: both hold the frame
+                fallback = fallback or task  # e.g. a task the handler gave its call_next to
+            coro = inner
+    return fallback

@@ -329,7 +329,6 @@ class Host:
             return self._end_session(dispatch, runtime)
         # The root frame returns the outcome itself: no wrapper coroutine on the hot path.
         outcome: Awaitable[Outcome] = dispatch(event)
-        dispatch.coro = outcome
         return outcome
 
     async def _end_session(self, dispatch: Dispatch, runtime: SessionRuntime) -> Outcome:
@@ -338,8 +337,7 @@ class Host:
         # session.end one budget in all (Claude Code: 1.5 s).
         deadline = anyio.current_time() + budget
         with anyio.CancelScope(deadline=deadline) as scope:
-            dispatch.coro = dispatch(dispatch.event)
-            await dispatch.coro
+            await dispatch(dispatch.event)
         if scope.cancelled_caught:
             dispatch.settle(None)  # session.end has no result to lose
             _log.warning("session.end handlers overran their shared budget", budget_s=budget)

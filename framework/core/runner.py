@@ -12,7 +12,7 @@ from typing import Any
 
 import structlog
 
-from framework.core.chain import LEVEL_CODE, CallNext, Dispatch, mark_overrun, position, tasks_of
+from framework.core.chain import LEVEL_CODE, CallNext, Dispatch, mark_overrun, position, task_of
 from framework.core.contract import Event
 from framework.core.registration import Registration
 
@@ -110,13 +110,11 @@ class ChainRunner:
                 budget = frame.reg.budget or self.default_budget
                 if now - first[1] >= budget:
                     stuck.append((dispatch, frame))
-            if stuck:
-                # Tasks are looked up only for a verdict: walking every task is the costly part.
-                tasks = tasks_of(self.active)
-                for dispatch, frame in stuck:
-                    task = tasks.get(dispatch)
-                    if task is not None:
-                        self._cancel(dispatch, frame, task)
+            # Tasks are looked up only for a verdict: that is the costly part.
+            for dispatch, frame in stuck:
+                task = task_of(frame)
+                if task is not None:
+                    self._cancel(dispatch, frame, task)
         if self.active:
             asyncio.get_running_loop().call_later(self.tick, self._check)
         else:
