@@ -1,4 +1,9 @@
-"""Cost of one `tool.call` dispatch through the host, against pluggy and a hand-written onion."""
+"""Cost of one `tool.call` dispatch through the host, against pluggy and a hand-written onion.
+
+Also the cost of making an event deeply read-only (`freeze_us`): building a `ToolCall` from a
+typical nested input, against the same model with a plain (mutable) mapping field. Events are
+made once per harness event, so this is paid once per event, not per handler.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ from typing import Any
 
 import anyio
 import pluggy
+from pydantic import BaseModel, ConfigDict, Field
 
 from framework import Host, HostSettings, PluginInfo, ToolCall, ToolResult, hookimpl
 
@@ -19,6 +25,23 @@ ROUNDS = 7
 CALLS = 20_000
 EVENT = ToolCall(session_id="bench", tool_use_id="t1", tool="Bash", input={"command": "ls"})
 RESULT = ToolResult(output="ok")
+BUILDS = 5_000
+# A MultiEdit's input: the nested shape freezing has to walk.
+TOOL_INPUT: dict[str, Any] = {
+    "file_path": "/work/project/src/module.py",
+    "edits": [{"old_string": "x" * 40, "new_string": "y" * 40, "replace_all": False}] * 4,
+}
+
+
+class PlainToolCall(BaseModel):
+    """`ToolCall`'s fields with a plain mapping: what an event cost before it was frozen."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    session_id: str = "default"
+    tool_use_id: str
+    tool: str
+    input: dict[str, Any] = Field(default_factory=dict)
+    agent_id: str | None = None
 
 
 def passthrough_plugin(handlers: int) -> types.ModuleType:
@@ -103,6 +126,10 @@ async def main() -> None:
 
     for name in ("host_0", "host_1", "host_4", "host_16", "pluggy_4", "onion_4"):
         print(f"{name:10s} {best[name]:7.2f} us/call")
+    built = measure_builds()
+    print(f"event_frozen {built['frozen']:7.2f} us/build")
+    print(f"event_plain  {built['plain']:7.2f} us/build")
+    print(f"freeze_us = {built['frozen'] - built['plain']:.2f} (once per event)")
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"peak_rss_mb = {peak_mb:.1f}")
     print(f"python = {sys.version.split()[0]}")
@@ -131,6 +158,18 @@ async def measure(hosts: dict[str, Host]) -> dict[str, float]:
         for _ in range(CALLS):
             await onion()
         record(best, "onion_4", started)
+    return best
+
+
+def measure_builds() -> dict[str, float]:
+    best: dict[str, float] = {}
+    for _ in range(ROUNDS):
+        for name, model in (("frozen", ToolCall), ("plain", PlainToolCall)):
+            started = time.perf_counter()
+            for _ in range(BUILDS):
+                model(session_id="bench", tool_use_id="t1", tool="MultiEdit", input=TOOL_INPUT)
+            per_build = (time.perf_counter() - started) / BUILDS * 1e6
+            best[name] = min(best.get(name, float("inf")), per_build)
     return best
 
 

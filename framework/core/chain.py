@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+import anyio
+import anyio.lowlevel
 from pydantic import BaseModel
 
 from framework.core.contract import (
@@ -66,7 +70,10 @@ class CallNext:
     """The rest of the chain, handed to a handler. Await it at most once."""
 
     # `_outcome` holds downstream's result (_DONE) or exception (_FAILED); it is read only then.
-    __slots__ = ("_dispatch", "_event", "_index", "_outcome", "_state", "reg")
+    # `_child` is the frame this frame's level handed to its handler (unset while none was, or
+    # when the level runs the terminal): the watchdog's registry, see `position`.
+    __slots__ = ("_child", "_dispatch", "_event", "_index", "_outcome", "_state", "reg")
+    _child: CallNext | None
     _dispatch: Dispatch
     _event: Event
     _index: int
@@ -86,8 +93,8 @@ class CallNext:
     async def __call__(self, event: Event | None = None) -> Any:
         # One coroutine per level runs the next handler (with its recovery) or the terminal. The
         # root frame (the Dispatch itself, reg None) also keeps the dispatch's bookkeeping, so
-        # that a dispatch costs no extra coroutine. The budget watchdog reads the locals
-        # `dispatch`, `reg` and `frame` of a suspended level (`positions` below): keep the names.
+        # that a dispatch costs no extra coroutine. Each level tells the watchdog where the
+        # dispatch is by one slot store (`self._child`): see `position`.
         dispatch = self._dispatch
         if self._state:
             raise self._refusal()
@@ -121,18 +128,18 @@ class CallNext:
                 frame._event = event
                 frame._state = _IDLE
                 frame.reg = reg
+                self._child = frame
                 engine = dispatch.engines[reg.plugin]
                 try:
                     result = await reg.handler(engine, event, frame)
-                except asyncio.CancelledError:
-                    if dispatch.cancelling is not frame:
-                        raise
-                    _consume_cancel(dispatch)
-                    result = await _recover(dispatch, frame, event, _overrun(reg), engine)
                 except Exception as error:
                     if frame._state == _FAILED and error is frame._outcome:
                         raise  # downstream's own exception, passed through unhandled
                     result = await _recover(dispatch, frame, event, error, engine)
+                except BaseException as error:
+                    # Cancellations, GeneratorExit, SystemExit and a plugin's own BaseException
+                    # classes: the rules are in docs/contract.md ("Exceptions and cancellation").
+                    result = await _base_failure(dispatch, frame, event, error, engine)
                 else:
                     if dispatch.cancelling is frame:
                         result = await _recover(dispatch, frame, event, _overrun(reg), engine)
@@ -142,12 +149,16 @@ class CallNext:
             self._outcome = error
             self._state = _FAILED
             if root:
+                dispatch._child = None  # see below
                 dispatch.runner.active.discard(dispatch)
                 current_dispatch.reset(token)
             raise
         self._outcome = result
         self._state = _DONE
         if root:
+            # Frames point at the dispatch and the dispatch (through `_child`) at them: let go,
+            # so that they go by reference counting, not by the garbage collector.
+            dispatch._child = None
             dispatch.runner.active.discard(dispatch)
             current_dispatch.reset(token)
             return dispatch  # the root hands the host the whole outcome
@@ -202,6 +213,10 @@ class Dispatch(CallNext):
     source: str
     terminal: Terminal
 
+    # The root frame's index and registration never change: class values, not per-dispatch stores.
+    _index = 0
+    reg = None
+
     @property
     def result(self) -> Any:
         """What the chain returned (after the dispatch has run)."""
@@ -249,6 +264,14 @@ async def _checked(
     """A handler decided something of its own: check the type, then audit the change."""
     reg = frame.reg
     assert reg is not None
+    if frame._state == _FAILED and is_cancellation(frame._outcome):
+        # The handler turned downstream's cancellation into a result: the cancellation goes on.
+        dispatch.runner.failed(reg, frame._outcome, "swallowed a cancellation from call_next")
+        raise frame._outcome
+    if _caller_cancelled():
+        # It caught the caller's cancellation in its own code and answered anyway.
+        dispatch.runner.failed(reg, asyncio.CancelledError(), "swallowed the caller's cancellation")
+        await _redeliver_cancel()
     if not dispatch.runner.valid(event, result):
         wrong = ContractError(
             f"plugin {reg.plugin!r} returned {type(result).__name__} from its {reg.event} handler; "
@@ -257,6 +280,70 @@ async def _checked(
         return await _recover(dispatch, frame, event, wrong, engine)
     audit_change(dispatch, reg.plugin, frame, result)
     return result
+
+
+async def _base_failure(
+    dispatch: Dispatch, frame: CallNext, event: Event, error: BaseException, engine: Engine
+) -> Any:
+    """A handler raised a BaseException that is not an Exception: pass it on, or recover."""
+    reg = frame.reg
+    assert reg is not None
+    if dispatch.cancelling is frame and isinstance(error, asyncio.CancelledError):
+        _consume_cancel(dispatch)  # the watchdog's own cancel: the handler overran its budget
+        return await _recover(dispatch, frame, event, _overrun(reg), engine)
+    if frame._state == _FAILED and error is frame._outcome:
+        raise error  # downstream's own (the caller's cancellation, a SystemExit), passed through
+    if isinstance(error, (SystemExit, KeyboardInterrupt)):
+        # The process is asked to stop: the chain does not outvote that, it records who asked.
+        dispatch.runner.failed(reg, error, _phase(frame))
+        raise error
+    if is_cancellation(error) and _cancel_requested(error):
+        raise error  # the caller's cancellation, delivered while the handler ran its own code
+    # A CancelledError nobody asked for, GeneratorExit, a plugin's own BaseException: a failure.
+    return await _recover(dispatch, frame, event, error, engine)
+
+
+def is_cancellation(error: object) -> bool:
+    """Whether `error` is a cancellation of asyncio or trio (the classes anyio cancels with)."""
+    if isinstance(error, asyncio.CancelledError):
+        return True
+    kind = type(error)
+    return kind.__name__ == "Cancelled" and kind.__module__.startswith("trio")
+
+
+def _cancel_requested(error: BaseException) -> bool:
+    """Whether `error` is a cancellation someone asked for: a pending asyncio cancel of this task,
+    or a cancelled scope around it. A CancelledError nobody asked for is a plugin's failure."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:
+        # Not on asyncio: trio makes its Cancelled only for a cancelled scope.
+        return not isinstance(error, asyncio.CancelledError)
+    if task is not None and task.cancelling():
+        return True
+    return _caller_cancelled()
+
+
+def _caller_cancelled() -> bool:
+    """Whether the caller's anyio/trio cancel scope is cancelled (a shielded one is not)."""
+    try:
+        return anyio.current_effective_deadline() == -math.inf
+    except Exception:
+        return False
+
+
+async def _redeliver_cancel() -> None:
+    """Let the caller's cancel scope cancel us again: its own cancellation is the one it knows.
+
+    anyio re-delivers a scope's cancellation at each checkpoint while the task is inside it
+    (trio at the first); a plain CancelledError after that is only a backstop."""
+    for _ in range(16):
+        await anyio.lowlevel.checkpoint()
+    raise asyncio.CancelledError("the caller cancelled this dispatch")
+
+
+def _phase(frame: CallNext) -> str:
+    return "before call_next" if frame._state in (_IDLE, _OVERRUN) else "after call_next"
 
 
 def _overrun(reg: Registration) -> BudgetExceeded:
@@ -284,12 +371,17 @@ async def _recover(
     assert reg is not None  # the root frame is never handed to a handler
     if dispatch.cancelling is frame:
         await _settle_cancel(dispatch)
-    phase = "before call_next" if frame._state in (_IDLE, _OVERRUN) else "after call_next"
-    dispatch.runner.failed(reg, error, phase)
+    dispatch.runner.failed(reg, error, _phase(frame))
     if reg.fallback is not None:
         try:
             result = await reg.fallback(engine, event, error, _FallbackNext(frame))
         except Exception as fallback_error:
+            dispatch.runner.failed(reg, fallback_error, "in .catch fallback")
+        except BaseException as fallback_error:
+            if isinstance(fallback_error, (SystemExit, KeyboardInterrupt)) or (
+                is_cancellation(fallback_error) and _cancel_requested(fallback_error)
+            ):
+                raise
             dispatch.runner.failed(reg, fallback_error, "in .catch fallback")
         else:
             if dispatch.runner.valid(event, result):
@@ -378,26 +470,45 @@ def mark_overrun(frame: CallNext) -> None:
         frame._state = _OVERRUN
 
 
-_LEVEL = CallNext.__call__.__code__
+LEVEL_CODE = CallNext.__call__.__code__
+"""The code of one chain level: the frame right inside it on a stack is a handler's (or the
+terminal's). The loop watch finds who blocks the event loop by it."""
 
 
-def positions(active: set[Dispatch]) -> dict[Dispatch, tuple[asyncio.Task[Any], CallNext | None]]:
-    """Where each running dispatch is: its task, and the frame whose handler runs its own code.
+def position(dispatch: Dispatch) -> CallNext | None:
+    """The frame whose handler runs its own code now (None: the terminal, or nothing runs).
 
-    Read from the tasks' await chains when the watchdog ticks, so the chain itself never has to
-    record where it is. In a level's coroutine, `reg`/`frame` are the handler it awaits and that
-    handler's call_next; the innermost level of a dispatch is where it is (None: the terminal).
+    Read from what the levels record (each level's `_child` and every frame's state), never
+    from a coroutine's local variables. From the root down: a running level has handed its
+    handler a frame (its child) or runs the terminal (no child); that handler runs its own code
+    unless the child's level is running too, in which case look one level further in.
     """
-    found: dict[Dispatch, tuple[asyncio.Task[Any], CallNext | None]] = {}
+    level: CallNext = dispatch
+    while level._state == _RUNNING:
+        frame: CallNext | None = getattr(level, "_child", None)
+        if frame is None:
+            return None  # this level runs the terminal
+        if frame._state != _RUNNING:
+            return frame
+        level = frame
+    return None
+
+
+def task_of(frame: CallNext) -> asyncio.Task[Any] | None:
+    """The task whose await chain runs the handler `frame` was handed to, if any.
+
+    For a verdict only (it walks the heap): the coroutines that hold `frame` are the handler's
+    (its call_next argument) and its level's, whatever they call it; the task is the one whose
+    await chain holds the level awaiting the handler. The hot path stores nothing for it."""
+    holders = {id(holder) for holder in gc.get_referrers(frame)}
+    fallback = None
     for task in asyncio.all_tasks():
         coro: Any = task.get_coro()
         while coro is not None:
-            if getattr(coro, "cr_code", None) is _LEVEL:
-                names = coro.cr_frame.f_locals
-                dispatch = names.get("dispatch")
-                if dispatch in active:
-                    reg = names.get("reg")
-                    frame = None if reg is None or reg is END_OF_CHAIN else names.get("frame")
-                    found[dispatch] = (task, frame)
-            coro = getattr(coro, "cr_await", None)
-    return found
+            inner = getattr(coro, "cr_await", None)
+            if id(coro) in holders:
+                if id(inner) in holders:
+                    return task  # the level awaiting the handler: both hold the frame
+                fallback = fallback or task  # e.g. a task the handler gave its call_next to
+            coro = inner
+    return fallback

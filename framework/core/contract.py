@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from framework.core.frozen import FrozenMap, freeze
 
 CONTRACT_VERSION = "1.0"
 """The contract version this host speaks."""
@@ -29,8 +31,18 @@ class ContractError(Exception):
     """A plugin or caller broke the host contract; the message says who, where, what to change."""
 
 
+ReadOnlyMap = Annotated[Mapping[str, Any], AfterValidator(freeze)]
+"""A JSON-like mapping made deeply read-only on validation (`FrozenMap`s and tuples inside)."""
+
+
 class _Value(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with `update` applied; changed mappings and lists are frozen like the rest."""
+        if update:
+            update = {name: freeze(value) for name, value in update.items()}
+        return super().model_copy(update=update, deep=deep)
 
 
 # -- provenance values: everything a handler adds carries the plugin's name in `by` ----------------
@@ -78,7 +90,7 @@ class StreamChunk(_Value):
     kind: ChunkKind
     text: str = ""
     stop_reason: str | None = None
-    data: Mapping[str, Any] = Field(default_factory=dict)
+    data: ReadOnlyMap = Field(default_factory=FrozenMap)
 
 
 StepStream = AsyncIterator[StreamChunk]
@@ -124,7 +136,7 @@ class ToolResult(_Value):
     is_error: bool = False
     denial: Denial | None = None
     notes: tuple[Note, ...] = ()
-    updated_input: Mapping[str, Any] | None = None
+    updated_input: ReadOnlyMap | None = None
 
     def with_note(self, text: str, *, by: str) -> ToolResult:
         return self.model_copy(update={"notes": (*self.notes, Note(text=text, by=by))})
@@ -144,7 +156,7 @@ class CommandReply(_Value):
 class ClassicResult(_Value):
     """The result of a `classic.<Name>` event: the raw output for the harness, if any."""
 
-    output: Mapping[str, Any] | None = None
+    output: ReadOnlyMap | None = None
 
 
 # -- events ----------------------------------------------------------------------------------------
@@ -242,7 +254,7 @@ class ToolCall(Event):
 
     tool_use_id: str
     tool: str
-    input: Mapping[str, Any] = Field(default_factory=dict)
+    input: ReadOnlyMap = Field(default_factory=FrozenMap)
     agent_id: str | None = None
 
 
@@ -263,7 +275,7 @@ class Classic(Event):
     result_type: ClassVar[type | None] = ClassicResult
 
     hook_name: str
-    payload: Mapping[str, Any] = Field(default_factory=dict)
+    payload: ReadOnlyMap = Field(default_factory=FrozenMap)
 
     @property
     def name(self) -> str:

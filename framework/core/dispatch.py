@@ -15,13 +15,14 @@ class Action:
     """One entry of a dispatch's audit: who (`by`) did what (`kind`) during which event.
 
     Kinds: note, deny, drop, context, continue, reply, input, output, toast, transcript, status,
-    log, append.
+    log, append. `timeout_ms` is how long a toast asks to be shown (None: the harness's default).
     """
 
     by: str
     kind: str
     text: str
     event: str
+    timeout_ms: int | None = None
 
 
 current_dispatch: contextvars.ContextVar[Any] = contextvars.ContextVar(

@@ -196,7 +196,15 @@ class Ui:
         self._engine = engine
 
     def toast(self, text: str, *, timeout_ms: int | None = None) -> None:
-        self._engine._emit("toast", text)
+        """A short message for the person, shown for `timeout_ms` (None: the harness's default)."""
+        if timeout_ms is not None and (
+            not isinstance(timeout_ms, int) or isinstance(timeout_ms, bool) or timeout_ms <= 0
+        ):
+            raise ValueError(
+                f"plugin {self._engine.plugin!r}: toast timeout_ms must be a positive int of "
+                f"milliseconds or None, not {timeout_ms!r}"
+            )
+        self._engine._emit("toast", text, timeout_ms)
 
     def status(self, text: str) -> None:
         self._engine._emit("status", text)
@@ -317,8 +325,11 @@ class Engine:
         self.agents = Agents(self)
         self.commands = Commands(self)
 
-    def _emit(self, kind: str, text: str) -> None:
-        record(self._runtime, Action(by=self.plugin, kind=kind, text=text, event=_event_name()))
+    def _emit(self, kind: str, text: str, timeout_ms: int | None = None) -> None:
+        action = Action(
+            by=self.plugin, kind=kind, text=text, event=_event_name(), timeout_ms=timeout_ms
+        )
+        record(self._runtime, action)
 
     async def dispatch(
         self, event: Event, terminal: Callable[[Any], Awaitable[Any]] | None = None

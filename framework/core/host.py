@@ -143,6 +143,7 @@ class Host:
         if not self._opened:
             return
         self._opened = False
+        self._runner.close()
         if self._task_group is not None:
             await self._task_group.__aexit__(None, None, None)
             self._task_group = None
@@ -192,6 +193,7 @@ class Host:
             reg.budget for regs in self._chains.values() for reg in regs if reg.budget
         ]
         self._runner.tick = min(0.25, max(0.002, min(budgets) / 4))
+        self._runner.know(reg for regs in self._chains.values() for reg in regs)
         return self.plugins
 
     # -- what plugins and tools see --------------------------------------------------------------
@@ -312,10 +314,8 @@ class Host:
         # hottest path of the host (see benchmarks/dispatch.py).
         dispatch = Dispatch()
         dispatch._dispatch = dispatch
-        dispatch._index = 0
         dispatch._event = event
         dispatch._state = 0
-        dispatch.reg = None
         dispatch._chain = self._runs.get(event.name if kind is Classic else kind, _BARE_CHAIN)
         dispatch.runner = runner
         dispatch.source = origin

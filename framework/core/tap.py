@@ -8,7 +8,10 @@ from typing import Any
 
 import structlog
 
+from framework.core.chain import Runner, position
 from framework.core.contract import StreamChunk
+from framework.core.dispatch import current_dispatch
+from framework.core.registration import Registration
 
 _log = structlog.get_logger("hookchain.tap")
 
@@ -17,10 +20,11 @@ class Tap:
     """An async generator look-alike over a stream: chunks pass through at once, in order.
 
     `asend`, `athrow` and `aclose` are forwarded to the stream below when it has them. A callback
-    that raises is logged once and switched off; the stream goes on.
+    that raises is switched off and the stream goes on; the failure is the tapping plugin's
+    (counted in `Host.failures`, logged once per site), found when `tap` is called in a handler.
     """
 
-    __slots__ = ("_below", "_ended", "_on_chunk", "_on_end", "_on_error")
+    __slots__ = ("_below", "_ended", "_on_chunk", "_on_end", "_on_error", "_owner")
 
     def __init__(
         self,
@@ -28,12 +32,14 @@ class Tap:
         on_chunk: Callable[[StreamChunk], Any] | None,
         on_end: Callable[[], Any] | None,
         on_error: Callable[[BaseException], Any] | None,
+        owner: tuple[Runner, Registration] | None = None,
     ) -> None:
         self._below = below
         self._on_chunk = on_chunk
         self._on_end = on_end
         self._on_error = on_error
         self._ended = False
+        self._owner = owner
 
     def __aiter__(self) -> Tap:
         return self
@@ -90,7 +96,7 @@ class Tap:
                 on_chunk(chunk)
             except Exception as error:
                 self._on_chunk = None
-                _broken("on_chunk", error)
+                self._broken("on_chunk", error)
         return chunk
 
     def _failed(self, error: Exception) -> None:
@@ -100,7 +106,7 @@ class Tap:
                 on_error(error)
             except Exception as callback_error:
                 self._on_error = None
-                _broken("on_error", callback_error)
+                self._broken("on_error", callback_error)
 
     def _finish(self) -> None:
         if not self._ended:
@@ -110,16 +116,20 @@ class Tap:
                 try:
                     on_end()
                 except Exception as error:
-                    _broken("on_end", error)
+                    self._broken("on_end", error)
 
-
-def _broken(name: str, error: Exception) -> None:
-    """A callback raised: the caller switched it off; say so once, and the stream goes on."""
-    _log.warning(
-        "stream tap callback failed; stream goes on without it",
-        callback=name,
-        error_type=type(error).__name__,
-    )
+    def _broken(self, name: str, error: Exception) -> None:
+        """A callback raised and is switched off: the tapping plugin's failure; stream goes on."""
+        owner = self._owner
+        if owner is not None:
+            runner, reg = owner
+            runner.failed(reg, error, f"in tap {name}")
+            return
+        _log.warning(
+            "stream tap callback failed; stream goes on without it",
+            callback=name,
+            error_type=type(error).__name__,
+        )
 
 
 def tap(
@@ -134,4 +144,11 @@ def tap(
     The chunk is returned to the caller right after `on_chunk` returns; callbacks are synchronous
     so no chunk ever waits on a plugin's own async work (start that with `engine.spawn`).
     """
-    return Tap(stream, on_chunk, on_end, on_error)
+    owner = None
+    dispatch = current_dispatch.get()
+    if dispatch is not None:
+        # The handler running now is the one tapping: its failures are counted as its own.
+        frame = position(dispatch)
+        if frame is not None and frame.reg is not None:
+            owner = (dispatch.runner, frame.reg)
+    return Tap(stream, on_chunk, on_end, on_error, owner)

@@ -65,6 +65,22 @@ class MemoryBackend:
     def __init__(self) -> None:
         self.url = "memory://"
         self._data: dict[str, tuple[str, float | None]] = {}
+        self._writes = 0
+
+    def _wrote(self) -> None:
+        # Expired entries nobody reads again are dropped too: one sweep per half as many writes
+        # as there are entries (at least 64), so a write pays for looking at two (amortised).
+        self._writes += 1
+        if self._writes >= max(64, len(self._data) // 2):
+            self._writes = 0
+            now = time.time()
+            doomed = [
+                k
+                for k, (_, expires) in self._data.items()
+                if expires is not None and expires <= now
+            ]
+            for key in doomed:
+                del self._data[key]
 
     def _live(self, key: str) -> str | None:
         entry = self._data.get(key)
@@ -82,6 +98,7 @@ class MemoryBackend:
 
     async def set(self, key: str, value: Any, *, ttl: float | None = None) -> None:
         self._data[key] = (_memory_copy(value), None if ttl is None else time.time() + ttl)
+        self._wrote()
 
     async def delete(self, key: str) -> None:
         self._data.pop(key, None)
@@ -96,6 +113,7 @@ class MemoryBackend:
         text = self._live(key)
         new = fn(None if text is None else _memory_decode(text))
         self._data[key] = (_memory_copy(new), None if ttl is None else time.time() + ttl)
+        self._wrote()
         return new
 
     async def clear(self, prefix: str = "") -> int:

@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+import structlog
 
 from framework.stores.base import StoreError, encode_value
 
@@ -24,33 +25,99 @@ CREATE TABLE IF NOT EXISTS kv (
 ) WITHOUT ROWID
 """
 
+_EXPIRY_INDEX = (
+    "CREATE INDEX IF NOT EXISTS kv_expires ON kv (expires_at) WHERE expires_at IS NOT NULL"
+)
+
+
+IDENTITY_CHECK_S = 1.0
+"""At most this often (seconds) a backend checks that its path still names the file it opened."""
+
+PURGE_EVERY_S = 600.0
+"""How often (seconds) expired rows are deleted, besides once on open."""
+
+_log = structlog.get_logger("hookchain.store")
+
 
 class SQLiteBackend:
-    """A SQLite file in WAL mode, safe for many processes at once; updates in BEGIN IMMEDIATE."""
+    """A SQLite file in WAL mode, safe for many processes at once; updates in BEGIN IMMEDIATE.
+
+    A store file deleted or replaced under a running host would leave it writing into an unlinked
+    inode while every new host and the CLI read another file: before a call, at most once per
+    `IDENTITY_CHECK_S`, the path's (device, inode) is compared with the open file's, and on a
+    change the backend logs it and reopens the path. Expired rows are purged on open and every
+    `PURGE_EVERY_S` (one indexed DELETE).
+    """
 
     process_local = False
 
     def __init__(self, path: Path, *, busy_timeout_ms: int = 10_000) -> None:
         self.url = f"sqlite:///{path}"
         self.path = path
+        self._busy_timeout_ms = int(busy_timeout_ms)
         self._lock = threading.Lock()
+        self._checked_at = 0.0
+        self._purged_at = 0.0
+        self._db, self._identity = self._open()
+        self._purge_now()
+
+    def _open(self) -> tuple[sqlite3.Connection, tuple[int, int]]:
+        path = self.path
         try:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fresh = not path.exists()
             # isolation_level=None: transactions are ours (BEGIN IMMEDIATE), not the module's.
-            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
             if fresh:
                 os.chmod(path, 0o600)
-            self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")
-            self._db.execute(_SCHEMA)
+            db.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+            db.execute(_SCHEMA)
+            db.execute(_EXPIRY_INDEX)
+            found = os.stat(path)
         except (OSError, sqlite3.Error) as error:
             raise StoreError(f"cannot open SQLite store {path}: {error}") from error
+        return db, (found.st_dev, found.st_ino)
+
+    def _same_file(self) -> None:
+        """Reopen the path if it no longer names the file we hold (deleted, replaced, moved)."""
+        now = time.monotonic()
+        if now - self._checked_at < IDENTITY_CHECK_S:
+            return
+        self._checked_at = now
+        try:
+            found = os.stat(self.path)
+            identity: tuple[int, int] | None = (found.st_dev, found.st_ino)
+        except FileNotFoundError:
+            identity = None
+        if identity == self._identity:
+            return
+        _log.warning(
+            "SQLite store file was deleted or replaced under the host; reopening its path",
+            path=str(self.path),
+            found="missing" if identity is None else "another file",
+        )
+        old = self._db
+        self._db, self._identity = self._open()
+        old.close()
+
+    def _purge_now(self) -> int:
+        self._purged_at = time.monotonic()
+        try:
+            cursor = self._db.execute(
+                "DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?", (time.time(),)
+            )
+        except sqlite3.Error as error:
+            raise StoreError(f"SQLite store {self.path}: {error}") from error
+        return cursor.rowcount
 
     async def _run(self, fn: Callable[[], Any]) -> Any:
         def locked() -> Any:
             with self._lock:
+                self._same_file()
+                if time.monotonic() - self._purged_at >= PURGE_EVERY_S:
+                    self._purge_now()
                 try:
                     return fn()
                 except sqlite3.Error as error:
@@ -134,14 +201,8 @@ class SQLiteBackend:
     async def purge_expired(self) -> int:
         """Drop expired rows (the TTL backstop for per-session state)."""
 
-        def remove() -> int:
-            cursor = self._db.execute(
-                "DELETE FROM kv WHERE expires_at IS NOT NULL AND expires_at <= ?", (time.time(),)
-            )
-            return cursor.rowcount
-
-        count: int = await self._run(remove)
+        count: int = await self._run(self._purge_now)
         return count
 
     async def aclose(self) -> None:
-        await self._run(self._db.close)
+        await self._run(lambda: self._db.close())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -148,7 +149,8 @@ def _check_line(line: bytes) -> None:
         raise ValueError("a log line must be exactly one newline-terminated line")
 
 
-_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+# Read as well as append: the last byte tells whether a short write left a fragment at the end.
+_APPEND_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 def _open_for_append(path: Path) -> tuple[int, os.stat_result]:
@@ -167,7 +169,22 @@ def _open_for_append(path: Path) -> tuple[int, os.stat_result]:
 
 
 def _write_line(descriptor: int, path: Path, line: bytes, *, durable: bool) -> None:
-    written = os.write(descriptor, line)
+    """Write one line in one `write`; after a fragment, behind a newline in that same write.
+
+    A short write (a full disk) leaves a piece of a line at the end of the file, and the next
+    line would be glued onto it. So under an exclusive `flock` (which every writer of the log
+    takes, so no other line is half-way in) the last byte is read first: when it is not a
+    newline, the line goes out as `\n` + line, and the fragment stays a line of its own (read
+    as unreadable, never merged with a good one).
+    """
+    fcntl.flock(descriptor, fcntl.LOCK_EX)
+    try:
+        size = os.fstat(descriptor).st_size
+        if size and os.pread(descriptor, 1, size - 1) != b"\n":
+            line = b"\n" + line
+        written = os.write(descriptor, line)
+    finally:
+        fcntl.flock(descriptor, fcntl.LOCK_UN)
     if written != len(line):
         raise OSError(f"short write to {path}: {written} of {len(line)} bytes")
     if durable:

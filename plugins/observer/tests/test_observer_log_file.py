@@ -355,3 +355,57 @@ def test_concurrent_writer_processes_never_tear_or_interleave(tmp_path: Path, ke
         )
         seen[record["writer"]].append(record["index"])
     assert all(indexes == list(range(lines)) for indexes in seen.values())
+
+
+def _short_writes(monkeypatch: pytest.MonkeyPatch, cut: int) -> list[int]:
+    """The next `os.write` of the log writes only its first `cut` bytes (as on a full disk)."""
+    import observer._log_file as log_file
+
+    real_write = os.write
+    calls: list[int] = []
+
+    def short_once(descriptor: int, data: bytes) -> int:
+        calls.append(len(data))
+        if len(calls) == 1:
+            return real_write(descriptor, bytes(data[:cut]))
+        return real_write(descriptor, data)
+
+    monkeypatch.setattr(log_file.os, "write", short_once)
+    return calls
+
+
+@pytest.mark.parametrize("cut", [1, 10, 0])
+def test_a_short_write_never_glues_the_next_line_onto_its_fragment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cut: int
+) -> None:
+    log = MonthLog()
+    data_dir = tmp_path / "observer"
+    log.append(data_dir, {"record": "episode", "id": "a"}, JAN_2026_MS)
+    _short_writes(monkeypatch, cut)
+    with pytest.raises(OSError, match="short write"):
+        log.append(data_dir, {"record": "episode", "id": "torn"}, JAN_2026_MS)
+    log.append(data_dir, {"record": "episode", "id": "b"}, JAN_2026_MS)
+    log.close()
+    contents = read_log(data_dir)
+    assert [record["id"] for record in contents.records] == ["a", "b"]
+    assert contents.unreadable_lines == (1 if cut else 0)
+
+
+def test_a_fragment_left_by_another_writer_is_isolated_at_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data_dir = tmp_path / "observer"
+    path = append_record(data_dir, {"record": "episode", "id": "a"}, JAN_2026_MS)
+    _short_writes(monkeypatch, 7)
+    with pytest.raises(OSError, match="short write"):
+        append_record(data_dir, {"record": "episode", "id": "torn"}, JAN_2026_MS)
+    # A fresh process: the plain appender and a new MonthLog both see the fragment.
+    append_record(data_dir, {"record": "episode", "id": "b"}, JAN_2026_MS)
+    with path.open("ab") as stream:
+        stream.write(b'{"record":"epi')
+    log = MonthLog()
+    log.append(data_dir, {"record": "episode", "id": "c"}, JAN_2026_MS)
+    log.close()
+    contents = read_log(data_dir)
+    assert [record["id"] for record in contents.records] == ["a", "b", "c"]
+    assert contents.unreadable_lines == 2
