@@ -91,7 +91,7 @@ def test_http_entries_take_the_token_from_the_environment_and_keep_command_only_
     pre = handlers(merged, "PreToolUse")[0]
     assert pre == {
         "type": "http",
-        "url": "http://127.0.0.1:4567/hook",
+        "url": "http://127.0.0.1:4567/hook?event=PreToolUse",
         "headers": {"Authorization": "Bearer $HOOKCHAIN_TOKEN"},
         "allowedEnvVars": ["HOOKCHAIN_TOKEN"],
         "timeout": inst.DEFAULT_TIMEOUT_S,

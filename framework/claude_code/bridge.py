@@ -6,6 +6,7 @@ so they share the same chains and the same suspended calls.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Mapping
@@ -48,6 +49,7 @@ class _Suspended:
     """A `tool.call` chain held at its terminal until the tool's result arrives."""
 
     call: ToolCall
+    host: Host
     reached: anyio.Event = field(default_factory=anyio.Event)
     resumed: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
@@ -93,6 +95,19 @@ async def _step_stream(last_message: str | None, stop_reason: str) -> AsyncItera
     yield StreamChunk(kind="stop", stop_reason=stop_reason)
 
 
+def _plugin_raised(error: BaseException) -> bool:
+    """Whether `error` came out of plugin code rather than from this host being cancelled or
+    stopped: a plugin's SystemExit, KeyboardInterrupt or stray CancelledError must end one
+    answer, never the warm host and every session's suspended calls with it."""
+    if isinstance(error, Exception):
+        return True
+    if isinstance(error, asyncio.CancelledError):
+        task = asyncio.current_task()
+        # A real cancellation (a deadline, the host stopping) is pending on the task.
+        return task is not None and task.cancelling() == 0
+    return isinstance(error, (SystemExit, KeyboardInterrupt, GeneratorExit))
+
+
 class ClaudeBridge:
     """Turns Claude Code hook payloads into host dispatches and their outcomes into answers."""
 
@@ -117,6 +132,10 @@ class ClaudeBridge:
         self.cancelled_calls = 0
 
     # -- what `hookchain status` shows --
+
+    def holds_call(self, key: str) -> bool:
+        """Whether a suspended call waits for the result of the call `key` (see `call_key`)."""
+        return self._take_suspended(key) is not None
 
     @property
     def suspended_count(self) -> int:
@@ -160,7 +179,9 @@ class ClaudeBridge:
         except cmap.PayloadError as error:
             self.payload_errors += 1
             return cmap.payload_error_answer(error)
-        except Exception as error:  # a chain failure must never block Claude Code
+        except BaseException as error:  # a chain failure must never block Claude Code
+            if not _plugin_raised(error):
+                raise
             self.dispatch_errors += 1
             _log.warning("hook dispatch failed", error_type=type(error).__name__)
             return cmap.HookAnswer(stderr=f"hookchain: hook failed ({type(error).__name__})\n")
@@ -215,7 +236,7 @@ class ClaudeBridge:
 
     async def _pre_tool_use(self, payload: Mapping[str, Any]) -> cmap.HookAnswer:
         call = cmap.tool_call(payload)
-        pending = _Suspended(call=call)
+        pending = _Suspended(call=call, host=self.host)
         self._park(call.tool_use_id, pending)
         self._task_group.start_soon(self._run_suspended, pending)
         await pending.reached.wait()
@@ -270,8 +291,10 @@ class ClaudeBridge:
         pending.scope.deadline = anyio.current_time() + self.suspend_timeout
         try:
             with pending.scope:
-                pending.outcome = await self.host.dispatch(pending.call, terminal=terminal)
-        except Exception as error:
+                pending.outcome = await pending.host.dispatch(pending.call, terminal=terminal)
+        except BaseException as error:
+            if not _plugin_raised(error):
+                raise
             self.dispatch_errors += 1
             _log.warning("tool.call chain failed", error_type=type(error).__name__)
         finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -12,6 +13,7 @@ import anyio
 import typer
 
 from framework import _client_core
+from framework import _launch as wire
 from framework.claude_code import daemon, http
 from framework.claude_code import install as inst
 
@@ -56,12 +58,21 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Show the running host: pid, uptime, sessions, plugins and error counts."""
-    answer = daemon.request_control(daemon.ServeOptions.from_env(), "@status")
+    options = daemon.ServeOptions.from_env()
+    answer = daemon.request_control(options, "@status")
     if answer is None:
+        folder = str(options.runtime_dir)
+        failed, age = wire.read_start_error(folder, time.time())
+        problem = wire.runtime_dir_problem(folder) if os.path.isdir(folder) else ""
         if as_json:
-            typer.echo(json.dumps({"pid": None, "running": False}))
+            shown = {"pid": None, "running": False, "start_error": failed or problem or None}
+            typer.echo(json.dumps(shown))
         else:
             typer.echo("hookchain: no host running")
+            if failed:
+                typer.echo(f"last start failed {age:.0f} s ago: {failed}")
+            elif problem:
+                typer.echo(f"a host cannot start: {problem}")
         raise typer.Exit(1)
     if as_json:
         typer.echo(json.dumps({"running": True, **answer}))
@@ -80,6 +91,15 @@ def status(
     ]
     if answer.get("http_port"):
         lines.append(f"http           127.0.0.1:{answer['http_port']}")
+    for entry in answer.get("projects", []):
+        config = entry.get("config") or "no hookchain.toml"
+        lines.append(f"project        {entry['root']}")
+        lines.append(f"  config       {config} (fingerprint {entry.get('fingerprint')})")
+        lines.append(f"  sessions     {entry.get('sessions')}, idle {entry.get('idle_s')} s")
+        if entry.get("store"):
+            lines.append(f"  store        {entry['store']}")
+        if entry.get("error"):
+            lines.append(f"  not served   {entry['error']}")
     typer.echo("\n".join(lines))
 
 

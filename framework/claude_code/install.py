@@ -105,7 +105,7 @@ def http_handler(event: str, port: int) -> dict[str, Any]:
     """An http hook whose token comes from the environment, never from this (committable) file."""
     return {
         "type": "http",
-        "url": f"http://127.0.0.1:{port}/hook",
+        "url": f"http://127.0.0.1:{port}/hook?event={event}",
         "headers": {"Authorization": f"Bearer ${TOKEN_ENV}"},
         "allowedEnvVars": [TOKEN_ENV],
         "timeout": TIMEOUTS_S.get(event, DEFAULT_TIMEOUT_S),

@@ -11,6 +11,7 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
+from framework import _launch as wire
 from framework.core.contract import (
     Classic,
     ClassicResult,
@@ -34,7 +35,7 @@ TEXT_CAP = 10_000
 
 CUT_MARKER = "\n[… cut by hookchain: over Claude Code's 10,000-character limit]"
 
-MAX_PAYLOAD_BYTES = 8 * 1024 * 1024
+MAX_PAYLOAD_BYTES = wire.MAX_PAYLOAD_BYTES
 """Larger stdin is refused: no real hook payload comes close, and the host must stay small."""
 
 PERSON_ACTION_KINDS = frozenset({"toast", "transcript", "status"})
@@ -493,6 +494,20 @@ def classic_answer(result: ClassicResult | None, actions: Sequence[Any] = ()) ->
         lines = [existing, *person] if isinstance(existing, str) and existing else person
         output["systemMessage"] = "\n".join(lines)
     return _json(_cap_all(output))
+
+
+def skipped_answer(event: str | None, why: str, env: Mapping[str, str]) -> HookAnswer:
+    """A call no guard has seen (`why`): skipped, or a tool call blocked when the session asked
+    for HOOKCHAIN_UNREACHABLE=closed (the client's own rule for an unreachable host)."""
+    if env.get("HOOKCHAIN_UNREACHABLE", "open") == "closed" and event == "PreToolUse":
+        closed = "blocking this tool call because HOOKCHAIN_UNREACHABLE=closed"
+        return HookAnswer(exit_code=2, stderr=f"hookchain: {why}; {closed}\n")
+    return HookAnswer(stderr=f"hookchain: {why}; hook skipped\n")
+
+
+def too_large_answer(event: str | None, size: int, env: Mapping[str, str]) -> HookAnswer:
+    why = f"hook payload too large ({size} bytes; limit {MAX_PAYLOAD_BYTES >> 20} MiB)"
+    return skipped_answer(event, why, env)
 
 
 def payload_error_answer(error: PayloadError) -> HookAnswer:
