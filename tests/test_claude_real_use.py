@@ -263,7 +263,7 @@ def test_a_store_that_cannot_open_is_named_in_the_answer_and_in_status(store: st
 
 def test_a_payload_over_the_limit_is_answered_too_large_under_the_fail_mode() -> None:
     with claude_side() as side:
-        big = json.dumps({**pre("ls", "t1", "s"), "pad": "x" * _launch.MAX_PAYLOAD_BYTES})
+        big = json.dumps({**pre("ls", "t1", "s"), "pad": "x" * (8 * 1024 * 1024)})
         started = time.monotonic()
         opened = side.hook("PreToolUse", big.encode())
         assert opened.code == 0
@@ -275,10 +275,11 @@ def test_a_payload_over_the_limit_is_answered_too_large_under_the_fail_mode() ->
 
 
 def test_no_daemon_writes_only_the_answer_to_stdout() -> None:
-    with claude_side(HOOKCHAIN_LOG_LEVEL="debug") as side:
+    with guarded_side() as side:
+        # No cwd in the payload: write-guard logs a warning while it answers.
         process = subprocess.run(
             [sys.executable, "-S", CLIENT, "--no-daemon", "PreToolUse"],
-            input=json.dumps(pre("rm -rf c", "t", "s")).encode(),
+            input=json.dumps(write("/etc/x", "s", "t")).encode(),
             env=side.env,
             capture_output=True,
             timeout=60,
