@@ -288,3 +288,34 @@ def test_no_daemon_writes_only_the_answer_to_stdout() -> None:
         lines = process.stdout.decode().splitlines()
         assert len(lines) == 1, process.stdout
         assert json.loads(lines[0])["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+def test_switching_to_http_while_a_host_runs_serves_http_at_once() -> None:
+    from test_claude_http import post_hook
+
+    from framework.claude_code import http as _http
+
+    with claude_side() as side:
+        root = project(side.root / "p")
+        assert side.hook("SessionStart", {**START, "cwd": str(root)}).code == 0
+        pid = side.host_pid()
+        cli = [sys.executable, "-c", "from framework.cli.app import main; main()"]
+        done = subprocess.run(
+            [*cli, "install", "--transport", "http"],
+            env=side.env,
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "running host: http hooks served" in done.stdout
+        credentials = _http.load_credentials(Path(side.env["HOOKCHAIN_DATA_DIR"]))
+        assert credentials is not None
+        status, answer = post_hook(credentials.port, pre("rm -rf /", "t1", "s"), credentials.token)
+        assert status == 200
+        assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert side.host_pid() == pid
+
+
+START = {"session_id": "s", "hook_event_name": "SessionStart", "source": "startup"}

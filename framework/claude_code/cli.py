@@ -104,21 +104,30 @@ def status(
 
 
 ScopeOption = Annotated[
-    bool, typer.Option("--user", help="Change ~/.claude/settings.json instead of the project's.")
+    str,
+    typer.Option(
+        "--scope",
+        help="local: .claude/settings.local.json (default: the hook commands hold this machine's "
+        "paths, which do not belong in the file a team commits); project: .claude/settings.json; "
+        "user: ~/.claude/settings.json.",
+    ),
 ]
-ProjectOption = Annotated[
-    bool, typer.Option("--project", help="Change ./.claude/settings.json (the default).")
-]
+UserOption = Annotated[bool, typer.Option("--user", help="Same as --scope user.")]
+ProjectOption = Annotated[bool, typer.Option("--project", help="Same as --scope project.")]
 DryRunOption = Annotated[
     bool, typer.Option("--dry-run", help="Print the change as a diff; write nothing.")
 ]
 
 
-def _target(user: bool, project: bool) -> Path:
-    if user and project:
-        raise _fail("choose one of --user and --project")
-    scope: inst.Scope = "user" if user else "project"
-    return inst.settings_path(scope, Path.cwd())
+def _target(scope: str, user: bool, project: bool) -> Path:
+    chosen = [name for name, flag in (("user", user), ("project", project)) if flag]
+    if len(chosen) > 1 or (chosen and scope and scope != chosen[0]):
+        raise _fail("choose one scope: --scope, --user or --project")
+    picked = chosen[0] if chosen else (scope or inst.DEFAULT_SCOPE)
+    if picked not in inst.SCOPES:
+        raise _fail(f"--scope is one of {', '.join(inst.SCOPES)}; got {picked!r}")
+    named: inst.Scope = picked
+    return inst.settings_path(named, inst.find_project_root(Path.cwd()))
 
 
 def _apply(plan: inst.InstallPlan, dry_run: bool, done: str) -> None:
@@ -133,8 +142,9 @@ def _apply(plan: inst.InstallPlan, dry_run: bool, done: str) -> None:
 
 
 def install(
+    scope: ScopeOption = "",
     project: ProjectOption = False,
-    user: ScopeOption = False,
+    user: UserOption = False,
     events: Annotated[
         list[str] | None,
         typer.Option("--events", help="Events to hook (repeatable; default: every mapped one)."),
@@ -155,7 +165,7 @@ def install(
     if transport not in ("command", "http"):
         raise _fail("--transport is command or http")
     chosen: Literal["command", "http"] = "http" if transport == "http" else "command"
-    path = _target(user, project)
+    path = _target(scope, user, project)
     closed = fail_closed or _client_unreachable_closed()
     port = None
     if chosen == "http":
@@ -189,8 +199,20 @@ def install(
                 "hookchain: PreToolUse stays on the command client: an http hook that gets no "
                 "answer never blocks, so fail-closed needs the command transport."
             )
+    if chosen == "http" and not dry_run:
+        _switch_running_host()
     if not dry_run and plan.changed:
         typer.echo("hookchain: restart Claude Code (or review /hooks) for the change to apply")
+
+
+def _switch_running_host() -> None:
+    """A host that runs now serves http at once: no window in which http hooks get
+    "connection refused", which Claude Code takes as "go ahead"."""
+    answer = daemon.request_control(daemon.ServeOptions.from_env(), "@http")
+    if answer is None:
+        typer.echo("hookchain: no host runs now; the next command hook starts one serving http")
+        return
+    typer.echo(f"hookchain: running host: {answer.get('message')}")
 
 
 def _client_unreachable_closed() -> bool:
@@ -198,12 +220,13 @@ def _client_unreachable_closed() -> bool:
 
 
 def uninstall(
+    scope: ScopeOption = "",
     project: ProjectOption = False,
-    user: ScopeOption = False,
+    user: UserOption = False,
     dry_run: DryRunOption = False,
 ) -> None:
     """Remove hookchain's hooks (and only those) from Claude Code's settings."""
-    path = _target(user, project)
+    path = _target(scope, user, project)
     try:
         plan = inst.plan_uninstall(path)
     except inst.InstallError as error:
