@@ -301,13 +301,27 @@ def _cap_all(value: Any) -> Any:
     return value
 
 
+def labelled(by: str | None, text: str) -> str:
+    """`text` with its plugin's name in front, once: a text that already starts with the name
+    (`[loop-breaker] …`, `write-guard denied …`) is left as it is."""
+    name = by or "?"
+    head = text.lstrip()
+    if head.startswith((f"[{name}]", f"{name} ", f"{name}:")):
+        return text
+    return f"[{name}] {text}"
+
+
 def _kind_and_text(action: Any) -> tuple[str, str]:
-    return str(getattr(action, "kind", "")), f"[{getattr(action, 'by', '?')}] {action.text}"
+    return str(getattr(action, "kind", "")), labelled(getattr(action, "by", None), action.text)
 
 
 def person_messages(actions: Iterable[Any]) -> list[str]:
-    """Texts for the person (toasts, transcript lines, status), each with its plugin's name."""
-    return [text for kind, text in map(_kind_and_text, actions) if kind in PERSON_ACTION_KINDS]
+    """Texts for the person (toasts, transcript lines, status), each with its plugin's name.
+
+    A toast and a transcript line with the same text are one message: both reach the person
+    through the same `systemMessage`."""
+    texts = [text for kind, text in map(_kind_and_text, actions) if kind in PERSON_ACTION_KINDS]
+    return list(dict.fromkeys(texts))
 
 
 def model_messages(actions: Iterable[Any]) -> list[str]:
@@ -343,7 +357,7 @@ def _envelope(
 
 
 def _note_texts(result: ToolResult) -> list[str]:
-    return [f"[{note.by}] {note.text}" for note in result.notes]
+    return [labelled(note.by, note.text) for note in result.notes]
 
 
 def pre_tool_use_answer(
@@ -362,7 +376,7 @@ def pre_tool_use_answer(
     if result is not None:
         context = _note_texts(result) + context
         if result.denial is not None:
-            reason = cap(f"[{result.denial.by}] {result.denial.reason}")
+            reason = cap(labelled(result.denial.by, result.denial.reason))
             denial = {"permissionDecision": "deny", "permissionDecisionReason": reason}
             return _envelope("PreToolUse", context=context, person=person, specific=denial)
     specific: dict[str, Any] = {}
@@ -447,7 +461,7 @@ def prompt_answer(
     """UserPromptSubmit: a drop blocks the prompt (reason to the person), blocks become context."""
     person = person_messages(actions)
     if submitted is not None and submitted.drop is not None:
-        reason = cap(f"[{submitted.drop.by}] {submitted.drop.reason}")
+        reason = cap(labelled(submitted.drop.by, submitted.drop.reason))
         return _envelope(
             "UserPromptSubmit", person=person, top={"decision": "block", "reason": reason}
         )
@@ -478,7 +492,7 @@ def stop_answer(
     continuation = None if result is None else result.continuation
     if continuation is None:
         return _envelope(event_name, person=person)
-    reason = f"[{continuation.by}] {continuation.reason}"
+    reason = labelled(continuation.by, continuation.reason)
     if turn.stop_hook_active:
         note = f"{reason} (not continued: a stop hook already continued this turn)"
         return _envelope(event_name, person=[*person, note])
