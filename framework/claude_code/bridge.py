@@ -19,6 +19,7 @@ import structlog
 from anyio.abc import TaskGroup
 
 from framework.claude_code import mapping as cmap
+from framework.claude_code.mapping import subagent_type
 from framework.core.chain import Outcome
 from framework.core.contract import (
     ContextResult,
@@ -32,6 +33,7 @@ from framework.core.contract import (
     TurnStep,
 )
 from framework.core.dispatch import current_dispatch
+from framework.core.engine import AgentInfo
 from framework.core.host import Host
 
 _log = structlog.get_logger("hookchain.claude")
@@ -41,6 +43,7 @@ DEFAULT_SUSPEND_TIMEOUT_S = 3600.0
 STREAM_READ_TIMEOUT_S = 5.0
 FINISHED_MEMORY = 4096
 """How many calls answered in full at PreToolUse are remembered, so their result is not replayed."""
+MAX_PENDING_AGENT_TYPES = 64
 TURN_EVENTS = frozenset({"UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure"})
 
 
@@ -69,6 +72,9 @@ class _SessionState:
     events: int = 0
     turns: int = 0
     in_turn: bool = False
+    started_types: deque[str] = field(default_factory=deque)
+    """Subagent types of Task/Agent calls whose agent has not been seen yet, oldest first."""
+    agents: set[str] = field(default_factory=set)
 
 
 def _transcript_tail(payload: Mapping[str, Any]) -> list[bytes]:
@@ -193,6 +199,7 @@ class ClaudeBridge:
         if isinstance(cwd, str):
             # Every payload says where the session works now; plugins read it as session.cwd.
             self.host.update_session(payload["session_id"], cwd=cwd)
+        self._note_agents(payload, session)
         if name in TURN_EVENTS or (name == "Stop" and not session.in_turn):
             await self._maybe_start_turn(payload["session_id"], session)
         if name == "PreToolUse":
@@ -209,6 +216,36 @@ class ClaudeBridge:
             return await self._session_end(payload)
         outcome = await self.host.dispatch(cmap.classic(payload))
         return cmap.classic_answer(outcome.result, outcome.actions)
+
+    def _note_agents(self, payload: Mapping[str, Any], session: _SessionState) -> None:
+        """Record subagent types before the event's chain runs, so `engine.agents` (and rules such
+        as write-guard's `agent_presets`) know the type: from `agent_type` where Claude Code
+        sends it, else from the `subagent_type` of the Task/Agent call that started the agent."""
+        name = payload["hook_event_name"]
+        if name == "PreToolUse":
+            tool_input = payload.get("tool_input")
+            started = subagent_type(
+                str(payload.get("tool_name", "")),
+                tool_input if isinstance(tool_input, dict) else {},
+            )
+            if started is not None:
+                session.started_types.append(started)
+                while len(session.started_types) > MAX_PENDING_AGENT_TYPES:
+                    session.started_types.popleft()
+        agent = cmap.payload_agent(payload)
+        if agent is None:
+            return
+        agent_id, kind = agent
+        if agent_id in session.agents:
+            return
+        if kind is None and session.started_types:
+            kind = session.started_types.popleft()
+        elif kind is not None and kind in session.started_types:
+            session.started_types.remove(kind)
+        if kind is None:
+            return
+        session.agents.add(agent_id)
+        self.host.note_agent(payload["session_id"], AgentInfo(id=agent_id, type=kind))
 
     def _touch(self, session_id: str) -> _SessionState:
         now = time.time()

@@ -122,6 +122,30 @@ def _tool_input(payload: Mapping[str, Any]) -> dict[str, Any]:
     return value
 
 
+SUBAGENT_TOOLS = frozenset({"Task", "Agent"})
+"""The tool that starts a subagent: `Task` in older Claude Code, `Agent` in current docs."""
+
+
+def subagent_type(tool: str, tool_input: Mapping[str, Any]) -> str | None:
+    """The subagent type a Task/Agent tool call starts (`subagent_type` of its input), else None.
+
+    Pure, for both the live bridge and transcript readers."""
+    if tool not in SUBAGENT_TOOLS:
+        return None
+    value = tool_input.get("subagent_type")
+    return value if isinstance(value, str) and value else None
+
+
+def payload_agent(payload: Mapping[str, Any]) -> tuple[str, str | None] | None:
+    """The subagent a payload comes from: its `agent_id` and, when Claude Code sends it
+    (SubagentStart, SubagentStop, events inside a subagent), its `agent_type`."""
+    agent_id = _agent_id(payload)
+    if agent_id is None:
+        return None
+    kind = payload.get("agent_type")
+    return agent_id, kind if isinstance(kind, str) and kind else None
+
+
 def input_key(session_id: str, tool: str, tool_input: Mapping[str, Any]) -> str:
     """A call's key for payloads without `tool_use_id` (before 2.0.43): session, tool and input."""
     canonical = json.dumps([session_id, tool, tool_input], sort_keys=True, separators=(",", ":"))
