@@ -319,3 +319,16 @@ def test_switching_to_http_while_a_host_runs_serves_http_at_once() -> None:
 
 
 START = {"session_id": "s", "hook_event_name": "SessionStart", "source": "startup"}
+
+
+def test_the_runtime_dir_is_a_protected_host_file() -> None:
+    with guarded_side() as side:
+        root = project(side.root / "p")
+        # The runtime dir inside the workspace: only its protection can refuse these.
+        side.env["HOOKCHAIN_RUNTIME_DIR"] = str(root / "rt")
+        env = {"CLAUDE_PROJECT_DIR": str(root)}
+        assert decision(side, write(f"{root}/ok", "s", "t0"), **env) == "allow"
+        assert decision(side, write(f"{root}/rt/host.sock", "s", "t1"), **env) == "deny"
+        for number, command in enumerate([f"chmod 755 {root}/rt", f"rm -rf {root}/rt"]):
+            bash = pre(command, f"b{number}", "s")
+            assert decision(side, bash, **env) == "deny", command
