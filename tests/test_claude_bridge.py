@@ -453,3 +453,37 @@ async def test_subagent_types_from_real_payloads_reach_write_guard_agent_presets
         assert agents["a-later"] == kind_of_task
         assert later.get("hookSpecificOutput", {}).get("permissionDecision") != "deny"
         bridge.cancel_all()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("event", ["UserPromptSubmit", "UserPromptExpansion"])
+async def test_a_plugin_slash_command_is_answered_for_the_person_and_starts_no_turn(
+    event: str,
+) -> None:
+    import loop_breaker
+
+    async with (
+        Host(plugins=[loop_breaker, probe], entry_points=False, store="memory://", env={}) as host,
+        anyio.create_task_group() as task_group,
+    ):
+        bridge = ClaudeBridge(host, task_group)
+        typed = "/loop-breaker"
+        payload: dict[str, Any] = {"session_id": SESSION, "hook_event_name": event}
+        if event == "UserPromptSubmit":
+            payload["prompt"] = typed
+        else:
+            payload.update(
+                expansion_type="slash_command",
+                command_name="loop-breaker",
+                command_args="",
+                prompt=typed,
+            )
+        answer = await ask(bridge, payload)
+        assert answer["decision"] == "block"
+        # The reply names its plugin itself, so the host adds no second name.
+        assert answer["reason"].startswith("loop-breaker: on")
+        assert "Commands: /loop-breaker" in answer["reason"]
+        assert seen("turn.start") == []  # no model turn for a command
+        other = await ask(bridge, {**payload, "prompt": "/unknown-thing x", "command_name": "x"})
+        assert other.get("decision") != "block"
+        bridge.cancel_all()

@@ -19,9 +19,12 @@ import structlog
 from anyio.abc import TaskGroup
 
 from framework.claude_code import mapping as cmap
+from framework.claude_code.commands import declared_commands, parse_command
 from framework.claude_code.mapping import subagent_type
 from framework.core.chain import Outcome
 from framework.core.contract import (
+    CommandReply,
+    CommandRun,
     ContextResult,
     PromptResult,
     StreamChunk,
@@ -44,6 +47,7 @@ STREAM_READ_TIMEOUT_S = 5.0
 FINISHED_MEMORY = 4096
 """How many calls answered in full at PreToolUse are remembered, so their result is not replayed."""
 MAX_PENDING_AGENT_TYPES = 64
+COMMAND_EVENTS = frozenset({"UserPromptSubmit", "UserPromptExpansion"})
 TURN_EVENTS = frozenset({"UserPromptSubmit", "PreToolUse", "PostToolUse", "PostToolUseFailure"})
 
 
@@ -200,6 +204,14 @@ class ClaudeBridge:
             # Every payload says where the session works now; plugins read it as session.cwd.
             self.host.update_session(payload["session_id"], cwd=cwd)
         self._note_agents(payload, session)
+        if name in COMMAND_EVENTS:
+            # A plugin's slash command is answered here: no turn starts, the model sees nothing.
+            command = self._command_of(payload)
+            if command is not None:
+                return await self._run_command(payload["session_id"], *command)
+            if name == "UserPromptExpansion":
+                outcome = await self.host.dispatch(cmap.classic(payload))
+                return cmap.classic_answer(outcome.result, outcome.actions)
         if name in TURN_EVENTS or (name == "Stop" and not session.in_turn):
             await self._maybe_start_turn(payload["session_id"], session)
         if name == "PreToolUse":
@@ -216,6 +228,25 @@ class ClaudeBridge:
             return await self._session_end(payload)
         outcome = await self.host.dispatch(cmap.classic(payload))
         return cmap.classic_answer(outcome.result, outcome.actions)
+
+    def _command_of(self, payload: Mapping[str, Any]) -> tuple[str, str] | None:
+        known = declared_commands(self.host)
+        if not known:
+            return None
+        if payload["hook_event_name"] == "UserPromptExpansion":
+            name, arguments = payload.get("command_name"), payload.get("command_args")
+            if isinstance(name, str) and name in known:
+                return name, arguments if isinstance(arguments, str) else ""
+            return None
+        prompt = payload.get("prompt")
+        return parse_command(prompt, known) if isinstance(prompt, str) else None
+
+    async def _run_command(self, session_id: str, name: str, arguments: str) -> cmap.HookAnswer:
+        outcome = await self.host.dispatch(
+            CommandRun(session_id=session_id, command=name, arguments=arguments)
+        )
+        reply = outcome.result if isinstance(outcome.result, CommandReply) else None
+        return cmap.command_answer(name, reply, outcome.actions)
 
     def _note_agents(self, payload: Mapping[str, Any], session: _SessionState) -> None:
         """Record subagent types before the event's chain runs, so `engine.agents` (and rules such

@@ -119,7 +119,7 @@ DryRunOption = Annotated[
 ]
 
 
-def _target(scope: str, user: bool, project: bool) -> Path:
+def _scope(scope: str, user: bool, project: bool) -> inst.Scope:
     chosen = [name for name, flag in (("user", user), ("project", project)) if flag]
     if len(chosen) > 1 or (chosen and scope and scope != chosen[0]):
         raise _fail("choose one scope: --scope, --user or --project")
@@ -127,7 +127,42 @@ def _target(scope: str, user: bool, project: bool) -> Path:
     if picked not in inst.SCOPES:
         raise _fail(f"--scope is one of {', '.join(inst.SCOPES)}; got {picked!r}")
     named: inst.Scope = picked
-    return inst.settings_path(named, inst.find_project_root(Path.cwd()))
+    return named
+
+
+def _target(scope: inst.Scope) -> Path:
+    return inst.settings_path(scope, inst.find_project_root(Path.cwd()))
+
+
+def _plugin_commands() -> dict[str, tuple[str, str]]:
+    """The commands of the plugins installed here, as a host in this project loads them."""
+    from framework.claude_code.commands import declared_commands
+    from framework.core.host import Host
+
+    try:
+        host = Host(store="memory://")
+        host.load()
+    except Exception as error:  # settings or plugins broken: the hooks still install
+        typer.echo(f"hookchain: warning: plugin commands not listed ({error})", err=True)
+        return {}
+    return declared_commands(host)
+
+
+def _commands_step(scope: inst.Scope, dry_run: bool, remove: bool = False) -> None:
+    folder = inst.commands_folder(scope, inst.find_project_root(Path.cwd()))
+    if remove:
+        for path in inst.remove_command_files(folder, dry_run=dry_run):
+            typer.echo(f"hookchain: {'would remove' if dry_run else 'removed'} {path}")
+        return
+    written, skipped = inst.write_command_files(folder, _plugin_commands(), dry_run=dry_run)
+    for path in written:
+        command = "/" + path.stem
+        typer.echo(f"hookchain: {'would write' if dry_run else 'wrote'} {path} (for {command})")
+    for path in skipped:
+        typer.echo(
+            f"hookchain: warning: {path} exists and is not hookchain's; /{path.stem} stays with it",
+            err=True,
+        )
 
 
 def _apply(plan: inst.InstallPlan, dry_run: bool, done: str) -> None:
@@ -165,7 +200,8 @@ def install(
     if transport not in ("command", "http"):
         raise _fail("--transport is command or http")
     chosen: Literal["command", "http"] = "http" if transport == "http" else "command"
-    path = _target(scope, user, project)
+    chosen_scope = _scope(scope, user, project)
+    path = _target(chosen_scope)
     closed = fail_closed or _client_unreachable_closed()
     port = None
     if chosen == "http":
@@ -187,6 +223,7 @@ def install(
     except inst.InstallError as error:
         raise _fail(str(error)) from None
     _apply(plan, dry_run, "hooks installed in")
+    _commands_step(chosen_scope, dry_run)
     if not dry_run:
         inst.precompile_client()
     if chosen == "http" and not dry_run:
@@ -226,12 +263,13 @@ def uninstall(
     dry_run: DryRunOption = False,
 ) -> None:
     """Remove hookchain's hooks (and only those) from Claude Code's settings."""
-    path = _target(scope, user, project)
+    chosen_scope = _scope(scope, user, project)
     try:
-        plan = inst.plan_uninstall(path)
+        plan = inst.plan_uninstall(_target(chosen_scope))
     except inst.InstallError as error:
         raise _fail(str(error)) from None
     _apply(plan, dry_run, "hooks removed from")
+    _commands_step(chosen_scope, dry_run, remove=True)
 
 
 def register(app: typer.Typer) -> None:

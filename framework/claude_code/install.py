@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from framework import _client
+from framework.claude_code import commands as slash
 
 Scope = Literal["project", "local", "user"]
 SCOPES: tuple[Scope, ...] = ("project", "local", "user")
@@ -118,6 +119,44 @@ def settings_path(scope: Scope, project_dir: Path, home: Path | None = None) -> 
     if scope == "local":
         return project_dir / ".claude" / "settings.local.json"
     return project_dir / ".claude" / "settings.json"
+
+
+def commands_folder(scope: Scope, project_dir: Path, home: Path | None = None) -> Path:
+    """Where Claude Code looks for slash command files of that scope (`local` shares the
+    project's: a command file holds no machine-specific path)."""
+    base = (home or Path.home()) if scope == "user" else project_dir
+    return base / ".claude" / "commands"
+
+
+def write_command_files(
+    folder: Path, commands: Mapping[str, tuple[str, str]], *, dry_run: bool = False
+) -> tuple[list[Path], list[Path]]:
+    """One command file per plugin command, so Claude Code lets `/name` through to the hooks.
+    A file of the same name that hookchain did not write is left alone. (Written, skipped.)"""
+    written: list[Path] = []
+    skipped: list[Path] = []
+    for path, text in slash.command_files(folder, commands).items():
+        if path.exists() and not slash.is_ours(path):
+            skipped.append(path)
+            continue
+        if path.exists() and path.read_text(encoding="utf-8") == text:
+            continue
+        written.append(path)
+        if not dry_run:
+            folder.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+    return written, skipped
+
+
+def remove_command_files(folder: Path, *, dry_run: bool = False) -> list[Path]:
+    """The command files hookchain wrote in `folder`, removed."""
+    if not folder.is_dir():
+        return []
+    ours = sorted(path for path in folder.glob("*.md") if slash.is_ours(path))
+    if not dry_run:
+        for path in ours:
+            path.unlink()
+    return ours
 
 
 def find_project_root(cwd: Path, environ: Mapping[str, str] | None = None) -> Path:

@@ -15,6 +15,7 @@ from framework import _launch as wire
 from framework.core.contract import (
     Classic,
     ClassicResult,
+    CommandReply,
     ContextResult,
     PromptContext,
     PromptResult,
@@ -491,6 +492,19 @@ def prompt_answer(
         )
     texts = _block_texts(context) + model_messages(actions)
     return _envelope("UserPromptSubmit", context=texts, person=person)
+
+
+def command_answer(
+    name: str, reply: CommandReply | None, actions: Sequence[Any] = ()
+) -> HookAnswer:
+    """A plugin command's reply, for the person only: Claude Code shows a block's reason and
+    sends nothing to the model (UserPromptSubmit and UserPromptExpansion alike)."""
+    if reply is not None and reply.text:
+        text = labelled(reply.by, reply.text)
+    else:
+        text = f"hookchain: /{name} gave no reply"
+    person = person_messages(actions)
+    return _json({"decision": "block", "reason": cap("\n".join([text, *person]))})
 
 
 def _block_texts(context: ContextResult | None) -> list[str]:
