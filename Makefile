@@ -8,7 +8,7 @@ PLUGIN_TESTS := $(wildcard plugins/*/tests)
 PLUGIN_PACKAGES := $(foreach p,$(PLUGINS),$(p)$(notdir $(patsubst %/,%,$(p))))
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck pytest demo bench clean
+.PHONY: install harnesses test lint typecheck pytest demo bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,12 @@ typecheck: install
 	$(BIN)/mypy
 	$(if $(PLUGIN_PACKAGES),$(BIN)/mypy $(PLUGIN_PACKAGES))
 
-pytest: install
+# The real Claude Code binary of the end-to-end suite, npm-installed once into .cache/ (gitignored).
+# Without node/npm it says the suite will skip; under CI=true that is an error.
+harnesses:
+	$(PYTHON) tests/e2e_claude_code/harness.py install
+
+pytest: install harnesses
 	$(BIN)/python -m pytest -q tests $(PLUGIN_TESTS)
 
 test: lint typecheck pytest
@@ -44,4 +49,4 @@ bench: install
 	for script in $(filter-out benchmarks/dispatch.py,$(wildcard benchmarks/*.py)) $(wildcard plugins/*/benchmarks/*.py); do $(BIN)/python $$script || exit 1; done
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .import_linter_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .import_linter_cache .cache/harnesses
