@@ -18,6 +18,7 @@ have their results.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import time
@@ -62,7 +63,13 @@ class CallContext:
 
     @classmethod
     def parse(cls, block: bytes) -> CallContext:
-        """The client's context block: cwd, then `NAME=value` entries, NUL-separated."""
+        """The client's context block: cwd, then `NAME=value` entries, NUL-separated.
+
+        A session sends the same block with every call: the parsed one is reused."""
+        return _parse_context(block)
+
+    @classmethod
+    def _parse(cls, block: bytes) -> CallContext:
         if not block:
             return cls()
         cwd, *entries = block.split(b"\0")
@@ -72,6 +79,11 @@ class CallContext:
             if sep:
                 env[name.decode(errors="replace")] = value.decode(errors="surrogateescape")
         return cls(cwd=cwd.decode(errors="surrogateescape") or None, env=env)
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_context(block: bytes) -> CallContext:
+    return CallContext._parse(block)
 
 
 def project_root(start: str) -> str:
@@ -367,11 +379,16 @@ def _config_path(root: str, env: Mapping[str, str]) -> Path | None:
     override = env.get("HOOKCHAIN_CONFIG")
     if override:
         return Path(root, override)  # an absolute override stays itself
-    for folder in (Path(root), *Path(root).parents):
-        candidate = folder / CONFIG_FILE
-        if candidate.is_file():
-            return candidate
-    return None
+    # os.path, not pathlib: this runs before every event, and pathlib costs several times more.
+    folder = root
+    while True:
+        candidate = os.path.join(folder, CONFIG_FILE)
+        if os.path.isfile(candidate):
+            return Path(candidate)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
 
 
 def _project_status(project: Project) -> dict[str, Any]:
