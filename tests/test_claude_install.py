@@ -348,3 +348,24 @@ def test_the_original_settings_are_backed_up_once(tmp_path: Path) -> None:
     inst.apply(inst.plan_install(path, ("Stop", "PreToolUse")))
     inst.apply(inst.plan_uninstall(path))
     assert backup.read_text() == original
+
+
+def test_plugins_json_lists_commands_and_install_writes_their_command_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from framework.cli.app import app as hookchain_app
+
+    fake_claude(tmp_path, monkeypatch, "2.2.0")
+    listed = CliRunner().invoke(hookchain_app, ["plugins", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert json.loads(listed.output)["commands"] == {"loop-breaker": "loop-breaker"}
+    done = CliRunner().invoke(cli_app(), ["install"])
+    assert done.exit_code == 0, done.output
+    command = tmp_path / "project" / ".claude" / "commands" / "loop-breaker.md"
+    assert command.read_text().startswith("---\ndescription:")
+    theirs = tmp_path / "project" / ".claude" / "commands" / "other.md"
+    theirs.write_text("a command of the team's own\n")
+    removed = CliRunner().invoke(cli_app(), ["uninstall"])
+    assert removed.exit_code == 0, removed.output
+    assert not command.exists()
+    assert theirs.exists()
