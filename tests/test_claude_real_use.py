@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from claude_e2e_kit import CLIENT, ClaudeSide, claude_side, post, pre
+from claude_e2e_kit import ClaudeSide, claude_side, post, pre
 
 from framework import _launch
 from framework.claude_code import daemon as _daemon
@@ -277,16 +277,10 @@ def test_a_payload_over_the_limit_is_answered_too_large_under_the_fail_mode() ->
 def test_no_daemon_writes_only_the_answer_to_stdout() -> None:
     with guarded_side() as side:
         # No cwd in the payload: write-guard logs a warning while it answers.
-        process = subprocess.run(
-            [sys.executable, "-S", CLIENT, "--no-daemon", "PreToolUse"],
-            input=json.dumps(write("/etc/x", "s", "t")).encode(),
-            env=side.env,
-            capture_output=True,
-            timeout=60,
-        )
-        assert process.returncode == 0
-        lines = process.stdout.decode().splitlines()
-        assert len(lines) == 1, process.stdout
+        done = side.no_daemon("PreToolUse", write("/etc/x", "s", "t"))
+        assert done.code == 0
+        lines = done.stdout.splitlines()
+        assert len(lines) == 1, done.stdout
         assert json.loads(lines[0])["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
