@@ -61,6 +61,11 @@ def client_stamp(path: str) -> str:
     return f"{info.st_size}-{info.st_mtime_ns}"
 
 
+def private_to_user(info: posix.stat_result) -> bool:
+    """The one rule for the host's private files and folders: this user's, closed to others."""
+    return info.st_uid == posix.getuid() and not info.st_mode & 0o077
+
+
 def _package_root() -> str:
     here = __file__
     return here[: here.rfind("/")].rsplit("/", 1)[0] or "/"
@@ -107,12 +112,12 @@ def runtime_dir_problem(folder: str) -> str:
         info = posix.stat(folder)
     except OSError as error:
         return f"runtime dir {folder} cannot be read ({type(error).__name__})"
+    if private_to_user(info):
+        return ""
     if info.st_uid != posix.getuid():
         return f"runtime dir {folder} belongs to uid {info.st_uid}, not to you; remove it"
-    if info.st_mode & 0o077:
-        mode = f"{info.st_mode & 0o777:o}"
-        return f"runtime dir {folder} is open to other users (mode {mode}); run: chmod 700 {folder}"
-    return ""
+    mode = f"{info.st_mode & 0o777:o}"
+    return f"runtime dir {folder} is open to other users (mode {mode}); run: chmod 700 {folder}"
 
 
 def record_start_error(folder: str, message: str) -> None:

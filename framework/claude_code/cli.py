@@ -16,6 +16,7 @@ from framework import _client_core
 from framework import _launch as wire
 from framework.claude_code import daemon, http
 from framework.claude_code import install as inst
+from framework.core.hookspecs import hookimpl
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -272,7 +273,8 @@ def uninstall(
     _commands_step(chosen_scope, dry_run, remove=True)
 
 
-def register(app: typer.Typer) -> None:
+@hookimpl
+def register_cli(app: typer.Typer) -> None:
     """Add the Claude Code commands to the `hookchain` CLI."""
     app.command("hook")(hook)
     app.command("serve")(serve)

@@ -35,7 +35,7 @@ from anyio.abc import TaskGroup
 from framework.claude_code import mapping as cmap
 from framework.claude_code.bridge import ClaudeBridge
 from framework.core.host import Host
-from framework.core.loading import env_prefix
+from framework.core.names import env_prefix
 from framework.core.settings import CONFIG_FILE, SettingsError, load_settings, read_config
 
 _log = structlog.get_logger("hookchain.projects")

@@ -36,7 +36,7 @@ class Options(BaseSettings):
     cycle_escalate_at: int = Field(default=5, ge=2)
     idle_repeat_nudge_at: int = Field(default=3, ge=2)
     idle_repeat_escalate_at: int = Field(default=5, ge=2)
-    poll_nudge_at: int = Field(default=6, ge=2)
+    poll_nudge_at: int = Field(default=4, ge=2)
     poll_escalate_at: int = Field(default=12, ge=2)
     stop_block_alert_at: int = Field(default=3, ge=1)
 

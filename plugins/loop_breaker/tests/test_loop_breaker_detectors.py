@@ -210,16 +210,47 @@ def test_false_positive_polling_with_new_output(session: Factory) -> None:
     assert s.kinds() == []
 
 
-def test_poll_unchanged_output_nudges_at_six_and_escalates_at_twelve(session: Factory) -> None:
+def test_poll_unchanged_output_nudges_at_four_and_escalates_at_twelve(session: Factory) -> None:
     s = session()
-    for _ in range(5):
+    for _ in range(3):
         s.call("BashOutput", {"bash_id": "b1"}, text="still running")
     assert s.kinds() == []
     s.call("BashOutput", {"bash_id": "b1"}, text="still running")
     assert s.kinds() == ["poll"]
-    for _ in range(6):
+    for _ in range(8):
         s.call("BashOutput", {"bash_id": "b1"}, text="still running")
     assert s.kinds("escalate") == ["poll"]
+
+
+def test_a_polls_answer_that_changes_only_its_timestamp_is_unchanged(session: Factory) -> None:
+    s = session()
+    for minute in range(4):
+        s.call(
+            "BashOutput",
+            {"bash_id": "b2"},
+            text=f"<status>running</status>\n\n<timestamp>2025-08-24T21:0{minute}:12.402Z</timestamp>",
+        )
+    assert s.kinds() == ["poll"]
+
+
+def test_a_longer_wait_before_the_same_check_is_the_same_poll(session: Factory) -> None:
+    s = session()
+    for wait in (10, 15, 20, 30):
+        s.bash(f"sleep {wait} && curl -s localhost:8080/healthz", "ok", '{"status":"starting"}')
+    assert s.kinds() == ["poll"]
+
+
+def test_near_miss_a_poll_whose_answer_moves_on_under_the_same_timestamps(
+    session: Factory,
+) -> None:
+    s = session()
+    for step in range(6):
+        s.bash(
+            "sleep 30 && gh run view --json status,jobs",
+            "ok",
+            f'{{"status":"in_progress","step":{step},"at":"2026-01-01T10:00:00Z"}}',
+        )
+    assert s.kinds() == []
 
 
 def test_stop_block_alerts_at_three_identical_blocks(session: Factory) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from loop_breaker.core import LoopBreakerCore, Observation
+from loop_breaker.core.result_text import text_and_source
 
 from loop_breaker import judge
 
@@ -24,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 
 
 Step = tuple[Any, ...]
-"""("call", tool, input, outcome, text) or ("stop", feedback)."""
+"""("call", tool, input, outcome, text[, structured output]) or ("stop", feedback)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,26 @@ NOT_READ = (
 )
 NOT_FOUND = "<tool_use_error>String to replace not found in file.\nString: {}</tool_use_error>"
 TIMEOUT = "Command timed out after 2m 0.0s"
+
+
+PERSON_REFUSED = (
+    "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it "
+    "was a file edit, the new_string was NOT written to the file). STOP what you are doing and "
+    "wait for the user to tell you how to proceed."
+)
+FORCE_PUSH_BLOCKED = (
+    "PreToolUse:Bash hook error: [uv run ~/.claude/hooks/git_guard.py]: BLOCKED: force push to "
+    "protected branch main\n"
+)
+STARTING = '{"status":"starting","checks":{"db":"pending"}}'
+TASK_REPORT = "TestClusterJoin fails: nothing listens on 127.0.0.1:7946 (fixture not started)."
+
+
+def _bash_output(minute: int) -> str:
+    return (
+        "<status>running</status>\n\n<stdout>\n> app@1.0.0 dev\n> tsx watch src/index.ts\n"
+        f"</stdout>\n\n<timestamp>2025-08-24T21:0{minute}:1{minute}.402Z</timestamp>"
+    )
 
 
 def _lint(file: str, count: int) -> str:
@@ -235,11 +256,156 @@ LOOPS = [
     ),
     Labelled(
         "unchanged-polling",
-        "a background build polled with the same output again and again; polling is waiting, "
-        "so its nudge comes at the 6th unchanged check (see the README), not the 4th",
+        "a background build polled with the same output again and again: by the 4th unchanged "
+        "check (OpenHands' 4 identical pairs) waiting longer or looking elsewhere is due",
         [("call", "BashOutput", {"bash_id": "b1"}, "ok", "building… 40%")] * 7,
-        [(0, 6, 5)],
+        [(0, 6, 3)],
         frozenset({"poll"}),
+    ),
+    Labelled(
+        "polling-with-a-longer-wait-each-time",
+        "a health check polled behind a growing `sleep N &&`, byte-identical answer every time "
+        "and the logs never read: the wait before a command does not make it another check",
+        [
+            bash(f"sleep {wait} && curl -s localhost:8080/healthz", "ok", STARTING)
+            for wait in (10, 10, 15, 15, 20, 30)
+        ],
+        [(0, 5, 3)],
+        frozenset({"poll"}),
+    ),
+    Labelled(
+        "polling-whose-answer-changes-only-its-timestamp",
+        "BashOutput of a dev server that never says it listens: the only thing that changes is "
+        "the <timestamp> of each check",
+        [
+            ("call", "BashOutput", {"bash_id": "bash_2"}, "ok", _bash_output(minute))
+            for minute in range(7)
+        ],
+        [(0, 6, 3)],
+        frozenset({"poll"}),
+    ),
+    Labelled(
+        "polling-a-status-table-whose-age-grows",
+        "a pod polled every 30 s, always `0/1 Pending`; only its AGE column (12s, 43s, 2m5s, "
+        "…) grows, which says when it was asked, not that anything moved",
+        [
+            bash(
+                "sleep 30 && kubectl get pods -l app=api",
+                "ok",
+                f"NAME                   READY   STATUS    RESTARTS   AGE\n"
+                f"api-7d9f8c6b5d-x2k4q   0/1     Pending   0          {age}",
+            )
+            for age in ("12s", "43s", "74s", "2m5s", "2m36s", "3m7s")
+        ],
+        [(0, 5, 3)],
+        frozenset({"poll"}),
+    ),
+    Labelled(
+        "the-same-subagent-task-relaunched",
+        "the same Task launched four times with the same prompt, each coming back with the same "
+        "report; only the subagent's id, duration and token counts differ between the results",
+        [
+            (
+                "call",
+                "Task",
+                {"description": "Fix integration tests", "prompt": "Make go test pass."},
+                "ok",
+                TASK_REPORT,
+                {
+                    "status": "completed",
+                    "prompt": "Make go test pass.",
+                    "agentId": f"a{run}f3c9e1",
+                    "content": [{"type": "text", "text": TASK_REPORT}],
+                    "totalDurationMs": 81_000 + run * 977,
+                    "totalTokens": 40_000 + run * 313,
+                    "totalToolUseCount": 6 + run,
+                    "usage": {"input_tokens": 12 + run, "output_tokens": 900 + run},
+                },
+            )
+            for run in range(4)
+        ],
+        [(0, 3, 3)],
+        frozenset({"idle-repeat"}),
+    ),
+    Labelled(
+        "the-same-cloud-error-with-a-new-request-id-each-run",
+        "terraform apply fails five times with the same 403 AccessDenied on CreateBucket; only "
+        "the RequestID and HostID AWS gives each request differ",
+        [
+            bash(
+                "terraform apply -auto-approve",
+                "error",
+                "│ Error: creating S3 Bucket (assets): operation error S3: CreateBucket, https "
+                f"response error StatusCode: 403, RequestID: {run:04X}A1B2C3D4E5F6, HostID: "
+                f"{run}aGVsbG8gd29ybGQgaGVsbG8gd29ybGQ=, api error AccessDenied: Access Denied\n",
+            )
+            for run in range(5)
+        ],
+        [(0, 4, 3)],
+        frozenset({"repeat-failure"}),
+    ),
+    Labelled(
+        "refused-then-retried-in-other-words",
+        "the person refused deleting the build output and the agent asks for it again and "
+        "again, each time worded differently (rm -rf, rm -r, find -delete, rimraf)",
+        [
+            bash(command, "denied", PERSON_REFUSED)
+            for command in (
+                "rm -rf node_modules dist .cache",
+                "rm -rf dist .cache",
+                "rm -r dist",
+                "find . -maxdepth 1 -name dist -exec rm -rf {} +",
+                "npx rimraf dist",
+            )
+        ],
+        [(0, 4, 3)],
+        frozenset({"denied-retry"}),
+    ),
+    Labelled(
+        "hook-refusal-retried-in-other-words",
+        "a PreToolUse hook refuses force-pushing main with the same reason; the agent tries the "
+        "force push four more ways",
+        [
+            bash(command, "denied", FORCE_PUSH_BLOCKED)
+            for command in (
+                "git push --force origin HEAD:main",
+                "git push -f origin HEAD:main",
+                "git push --force-with-lease origin HEAD:main",
+                "git push origin +HEAD:main",
+            )
+        ],
+        [(0, 3, 3)],
+        frozenset({"denied-retry"}),
+    ),
+    Labelled(
+        "refused-edits-of-one-file",
+        "the person rejected an edit of README.md and the agent proposes other edits and a "
+        "rewrite of the same file (Edit, Edit, Write): the same refusal of the same file",
+        [
+            (
+                "call",
+                "Edit",
+                {"file_path": "/w/README.md", "old_string": "a", "new_string": "b"},
+                "denied",
+                PERSON_REFUSED,
+            ),
+            (
+                "call",
+                "Edit",
+                {"file_path": "/w/README.md", "old_string": "a", "new_string": "c"},
+                "denied",
+                PERSON_REFUSED,
+            ),
+            (
+                "call",
+                "Write",
+                {"file_path": "/w/README.md", "content": "c"},
+                "denied",
+                PERSON_REFUSED,
+            ),
+        ],
+        [(0, 2, 2)],
+        frozenset({"denied-retry"}),
     ),
 ]
 
@@ -378,6 +544,71 @@ HEALTHY = [
         ],
     ),
     Labelled(
+        "two-refusals-of-different-things",
+        "the person refuses a push and, later, an unrelated edit: two decisions about two "
+        "different things, neither retried",
+        [
+            bash("git push origin develop", "denied", PERSON_REFUSED),
+            bash("git status --short", "ok", " M src/app.ts"),
+            (
+                "call",
+                "Edit",
+                {"file_path": "/w/src/app.ts", "old_string": "a", "new_string": "b"},
+                "denied",
+                PERSON_REFUSED,
+            ),
+            read("/w/src/app.ts"),
+        ],
+    ),
+    Labelled(
+        "polling-ci-whose-status-moves-on",
+        "a CI run polled every 30 s: the same timestamp field, but the step changes each time",
+        [
+            bash(
+                "sleep 30 && gh run view --json status,jobs",
+                "ok",
+                f'{{"status":"in_progress","step":"{step}","at":"2026-01-01T10:00:00Z"}}',
+            )
+            for step in ("checkout", "lint", "test (3.11)", "test (3.12)", "build", "publish")
+        ]
+        + [bash("sleep 30 && gh run view --json status,jobs", "ok", '{"status":"completed"}')],
+    ),
+    Labelled(
+        "subagents-with-different-reports",
+        "three Tasks for three modules, each reporting its own result: the same tool and "
+        "bookkeeping fields, different work",
+        [
+            (
+                "call",
+                "Task",
+                {"description": f"Tests for {mod}", "prompt": f"Add tests for app/{mod}.py."},
+                "ok",
+                f"Added tests/test_{mod}.py; the suite passes.",
+                {
+                    "status": "completed",
+                    "agentId": f"a{mod}01",
+                    "content": [{"type": "text", "text": f"Added tests/test_{mod}.py."}],
+                    "totalDurationMs": 60_000,
+                },
+            )
+            for mod in ("api", "worker", "queue")
+        ]
+        + [bash("pytest -q", "ok", "17 passed")],
+    ),
+    Labelled(
+        "a-check-after-each-edit-while-the-server-reloads",
+        "after each CSS edit the dev server reloads and the same `sleep 2 && curl` of the API "
+        "answers the same, rightly: a check after a change, like a test rerun after an edit",
+        [
+            step
+            for part in ("border", "shadow", "radius", "hover", "title")
+            for step in (
+                edit("/w/src/AlbumCard.css", f"/* {part} */", f"/* {part} v2 */"),
+                bash("sleep 2 && curl -s localhost:5173/api/albums", "ok", '[{"id":1}]'),
+            )
+        ],
+    ),
+    Labelled(
         "rerun-after-a-real-edit",
         "the same passing command rerun after each edit that changed a file",
         [
@@ -399,9 +630,13 @@ def _run(labelled: Labelled) -> list[judge.Said]:
         if step[0] == "stop":
             decisions = core.turn_complete("main", "t1", True, step[1], 1000 + index)
         else:
-            _, tool, tool_input, outcome, text = step
+            _, tool, tool_input, outcome, text, *structured = step
+            source, chars = None, 0
+            if structured:
+                # As the plugin reads a structured result: its fingerprint's source, no text.
+                text, source, chars = text_and_source(tool, structured[0], is_error=False)
             observation = Observation(
-                f"c{index}", "main", tool, tool_input, outcome, text, 1000 + index
+                f"c{index}", "main", tool, tool_input, outcome, text, 1000 + index, source, chars
             )
             decisions = core.observe(observation)
         for decision in decisions:
@@ -470,13 +705,14 @@ def _transcript(labelled: Labelled, folder: Path) -> Path:
             add("assistant", [{"type": "text", "text": "Done."}])
             add("user", f"Stop hook feedback:\n{step[1]}", isMeta=True)
             continue
-        _, tool, tool_input, outcome, text = step
+        _, tool, tool_input, outcome, text, *structured = step
         call_id = f"toolu_{index:04d}"
         add("assistant", [{"type": "tool_use", "id": call_id, "name": tool, "input": tool_input}])
         result = {"type": "tool_result", "tool_use_id": call_id, "content": text}
         if outcome != "ok":
             result["is_error"] = True
-        add("user", [result])
+        # Claude Code records a tool's structured result beside the text the model read.
+        add("user", [result], **({"toolUseResult": structured[0]} if structured else {}))
     add("assistant", [{"type": "text", "text": "Finished."}])
     path = folder / f"{labelled.name}.jsonl"
     path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")

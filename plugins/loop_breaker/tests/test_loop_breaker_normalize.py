@@ -388,3 +388,23 @@ def test_an_environment_error_names_what_it_is_about(
 )
 def test_a_shell_command_that_may_change_files(command: str, changes: bool) -> None:
     assert may_change_files(command) is changes
+
+
+def test_request_ids_and_uuids_of_one_failure_do_not_make_it_another() -> None:
+    # A cloud API names each request anew (terraform's AWS errors: RequestID, HostID).
+    def s3(request: str, host: str, status: str = "403, api error AccessDenied") -> str:
+        return (
+            "│ Error: creating S3 Bucket (assets): operation error S3: CreateBucket, https "
+            f"response error StatusCode: {status}, RequestID: {request}, HostID: {host}\n"
+        )
+
+    first = failure_of(s3("1A2B3C4D5E6F7788", "aGVsbG8gd29ybGQgaGVsbG8="))
+    assert failure_of(s3("99FF00EE11DD22CC", "d29ybGQgaGVsbG8gd29ybGQ=")).signature == (
+        first.signature
+    )
+    other = failure_of(s3("99FF00EE11DD22CC", "x" * 24, "409, api error BucketAlreadyExists"))
+    assert other.signature != first.signature
+    job = "Error: job {} failed: quota exceeded"
+    assert failure_of(job.format("3f1c2b7e-1111-4abc-8def-0123456789ab")).signature == (
+        failure_of(job.format("0b9a8c7d-2222-4def-9abc-ba9876543210")).signature
+    )

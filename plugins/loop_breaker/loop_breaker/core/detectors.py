@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 
-from .normalize import PRECONDITION, digest
+from .normalize import PRECONDITION, TARGETED_TOOLS, digest
 from .types import CallRecord, CoreConfig, DetectorId, ResolveWhen, Signal
 
 Detector = Callable[[Sequence[CallRecord], str, CoreConfig], "Signal | None"]
@@ -92,27 +92,51 @@ def env_blocker(records: Sequence[CallRecord], loop_id: str, config: CoreConfig)
     )
 
 
+def _refusal(record: CallRecord) -> tuple[str, str]:
+    """What was refused and by whom: the refusal's signature (its text with volatile parts
+    stripped; a file tool's is about its file already) and, for other tools, the tool."""
+    return record.error_sig, "" if record.tool in TARGETED_TOOLS else record.tool
+
+
 def denied_retry(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
-    """A call retried after it was refused (by the person, a permission rule or a hook)."""
+    """A call retried after it was refused (by the person, a permission rule or a hook): the
+    same call again, or the same refusal again for the same tool or file asked another way."""
     last = records[-1]
-    if last.outcome != "denied" or _fewer_than(
+    if last.outcome != "denied":
+        return None
+    label, snippet, resolve = (
+        last.label,
+        last.snippet,
+        ResolveWhen("moves-on", value=last.action_key),
+    )
+    if not _fewer_than(
         config.limits("denied-retry").nudge_at, last.action_key, _action_key_of, records
     ):
-        return None
-    denials = [
-        record
-        for record in records
-        if record.outcome == "denied" and record.action_key == last.action_key
+        denials = [
+            record
+            for record in records
+            if record.outcome == "denied" and record.action_key == last.action_key
+        ]
+        return _signal(
+            "denied-retry", last.action_key, loop_id, denials, config, resolve, label, snippet
+        )
+    # Reworded retries (`rm -rf dist`, then `rm -r dist`, then `find … -delete`) refused the same
+    # way: each differs, so it is the retries after the first refusal that count, one more than
+    # for the same call again (two refusals of different calls may be two decisions).
+    refusal = _refusal(last)
+    same = [
+        record for record in records if record.outcome == "denied" and _refusal(record) == refusal
     ]
     return _signal(
         "denied-retry",
-        last.action_key,
+        digest("\x00".join(refusal)),
         loop_id,
-        denials,
+        same[1:],
         config,
-        ResolveWhen("moves-on", value=last.action_key),
-        last.label,
-        last.snippet,
+        resolve,
+        label,
+        snippet,
+        "reworded",
     )
 
 
@@ -326,7 +350,9 @@ def idle_repeat(records: Sequence[CallRecord], loop_id: str, config: CoreConfig)
 
 
 def poll(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
-    """Polling whose output does not change (polling with new output is never flagged)."""
+    """Polling whose output does not change while nothing else does (polling with new output is
+    never flagged, nor a check made again after a file changed: a dev server reloading after an
+    edit may answer the same, rightly)."""
     last = records[-1]
     if (
         last.outcome != "ok"
@@ -338,9 +364,14 @@ def poll(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Sig
         "poll",
         last.action_key,
         loop_id,
-        _same_output_streak(records, last, same_epoch=False),
+        _same_output_streak(records, last, same_epoch=True),
         config,
-        ResolveWhen("output-changes", value=last.action_key, keys=frozenset({last.outcome_fp})),
+        ResolveWhen(
+            "output-changes",
+            value=last.action_key,
+            keys=frozenset({last.outcome_fp}),
+            epoch=last.epoch,
+        ),
         last.label,
     )
 

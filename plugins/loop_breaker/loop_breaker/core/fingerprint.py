@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from .normalize import digest, tail
+from .normalize import digest, steady_text, tail
 from .result_text import result_text
 
 
-def output_fp(tool: str, source: Any) -> str:
-    """The fingerprint of a successful call's output: its text's tail, hashed."""
-    return digest(tail(result_text(tool, source)))
+def output_fp(tool: str, source: Any, *, poll: bool = False) -> str:
+    """The fingerprint of a successful call's output: its text's tail, hashed. A poll's answer
+    is read without its timestamps and durations: a status that says only when it was asked
+    has not changed."""
+    text = tail(result_text(tool, source))
+    return digest(steady_text(text) if poll else text)
 
 
 class Fingerprint:
@@ -24,24 +27,36 @@ class Fingerprint:
     have been hashed at once, and lets the output go.
     """
 
-    __slots__ = ("_action_key", "_cycle_key", "_outcome_fp", "_source", "_tool", "held_chars")
+    __slots__ = (
+        "_action_key",
+        "_cycle_key",
+        "_outcome_fp",
+        "_poll",
+        "_source",
+        "_tool",
+        "held_chars",
+    )
 
     def __init__(self, outcome_fp: str, cycle_key: str) -> None:
         self._outcome_fp: str | None = outcome_fp
         self._cycle_key: str | None = cycle_key
         self._tool = ""
+        self._poll = False
         self._action_key = ""
         self._source: Any = None
         # Characters of the output a pending fingerprint holds until it is read.
         self.held_chars = 0
 
     @classmethod
-    def of_output(cls, tool: str, action_key: str, source: Any, held_chars: int) -> Fingerprint:
+    def of_output(
+        cls, tool: str, action_key: str, source: Any, held_chars: int, *, poll: bool = False
+    ) -> Fingerprint:
         """The fingerprint of a successful call of `tool` whose output is `source` (its text, or a
         plain structured output `result_text` writes), computed when first read."""
         made = cls.__new__(cls)
         made._outcome_fp = made._cycle_key = None
         made._tool = tool
+        made._poll = poll
         made._action_key = action_key
         made._source = source
         made.held_chars = held_chars
@@ -51,7 +66,7 @@ class Fingerprint:
     def outcome_fp(self) -> str:
         known = self._outcome_fp
         if known is None:
-            known = self._outcome_fp = output_fp(self._tool, self._source)
+            known = self._outcome_fp = output_fp(self._tool, self._source, poll=self._poll)
             self._source = None
         return known
 

@@ -45,6 +45,12 @@ def nudge_text(signal: Signal) -> str:
         "hook looks broken; do not keep working around it: give a short summary and tell the "
         "person.",
     }[signal.detector]
+    if signal.hint == "reworded":
+        body = (
+            f"{label} was refused{snippet}, as were the {n} calls before it that asked for the "
+            "same in other words. A refused action does not go through by rewording it; take "
+            "another approach or ask the person why it is refused."
+        )
     if signal.hint == "precondition":
         body = (
             f"{label} failed the harness's own check on the same file {n} times{snippet}. Read "

@@ -28,6 +28,12 @@ and its summary, not a whole log."""
 # Fields that describe a call for people without changing what it does.
 COSMETIC_FIELDS = frozenset({"description", "explanation", "brief", "reason", "thought", "timeout"})
 
+# Fields of a structured result that say how a call ran (its duration, its tokens, a subagent's
+# id), not what it returned: two runs that found the same thing differ in them every time.
+RUN_FIELDS = frozenset(
+    {"durationMs", "totalDurationMs", "totalTokens", "totalToolUseCount", "usage", "agentId"}
+)
+
 NEVER_COUNTED_TOOLS = frozenset(
     {
         "TodoWrite",
@@ -95,6 +101,15 @@ _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _LINE_WORD = re.compile(r"line \d+")
 _GUTTER = re.compile(r"\s*>?\s*\d+\s*\|")
 _TMP_PATH = re.compile(r"(?:/private)?(?:/var/folders/|/tmp/)[\w.\-/]+")
+# What names one request or run, new every time: a cloud API's request, host or correlation id
+# (`RequestID: 1A2B…, HostID: base64…`), and any UUID.
+_RUN_ID = re.compile(
+    r"(?i)\b((?:request|correlation|trace|span|host|amz-request|activity)[ _-]?id)\b"
+    r"[\"']?\s*[:=]?\s*[\"']?[\w+/=.\-]{6,}"
+)
+_UUID = re.compile(
+    r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+)
 
 _ERROR_CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
@@ -236,6 +251,10 @@ def action_key(tool: str, tool_input: Mapping[str, Any]) -> str:
             continue
         value = tool_input[name]
         if isinstance(value, str):
+            if name == "command" and value.startswith("sleep"):
+                # The wait before a command does not change what it does: `sleep 10 && curl …`
+                # and `sleep 30 && curl …` ask the same thing, a little later.
+                value = without_wait(value)
             parts.append(f"{name}={collapse_whitespace(value)}")
         elif value is None or isinstance(value, (bool, int, float)):
             parts.append(f"{name}={value!r}")
@@ -247,6 +266,29 @@ def action_key(tool: str, tool_input: Mapping[str, Any]) -> str:
         except (TypeError, ValueError):
             parts.append(repr(nested))
     return digest("\x00".join(parts))
+
+
+_WAIT_PREFIX = re.compile(r"sleep\s+\d+(?:\.\d+)?[smh]?\s*(?:&&|;)\s*")
+
+
+def without_wait(command: str) -> str:
+    """`command` without a leading `sleep N &&` (or `sleep N;`)."""
+    wait = _WAIT_PREFIX.match(command)
+    return command[wait.end() :] if wait is not None else command
+
+
+# A duration or age as status tables print it: `12s`, `2m5s`, `3h`, `250ms`, `1.5s`.
+_AGE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?:ms|[dhms])(?:\d+(?:ms|[hms]))*(?!\w)")
+
+
+def steady_text(text: str) -> str:
+    """`text` without the parts that change while nothing happens (timestamps, times of day,
+    durations and ages): what a poll's answer is compared by."""
+    if "-" in text:
+        text = _TIMESTAMP.sub("#", text)
+    if ":" in text:
+        text = _TIME_OF_DAY.sub("#", text)
+    return _DURATION.sub("#", _AGE.sub("#", text))
 
 
 def collapse_whitespace(text: str) -> str:
@@ -390,6 +432,8 @@ def _has_digit(line: str) -> bool:
 def _clean_line(line: str) -> str:
     if "/tmp/" in line or "/var/folders/" in line:
         line = _TMP_PATH.sub("#", line)
+    if "id" in line or "ID" in line or "Id" in line:
+        line = _RUN_ID.sub(r"\1 #", line)
     if not _has_digit(line):
         return " ".join(line.split())
     gutter = _GUTTER.match(line)
@@ -398,7 +442,7 @@ def _clean_line(line: str) -> str:
     if "0x" in line:
         line = _HEX.sub("#", line)
     if "-" in line:
-        line = _TIMESTAMP.sub("#", line)
+        line = _UUID.sub("#", _TIMESTAMP.sub("#", line))
     if ":" in line:
         line = _TIME_OF_DAY.sub("#", line)
     if "line " in line:

@@ -10,6 +10,7 @@ from .normalize import (
     EDIT_TOOLS,
     NEVER_COUNTED_TOOLS,
     OUTPUT_TAIL_CHARS,
+    RUN_FIELDS,
     output_text,
 )
 
@@ -27,7 +28,8 @@ _dumps = json.JSONEncoder(sort_keys=True, default=str).encode
 
 
 def result_text(tool: str, output: Any) -> str:
-    """`output_text(output)`, or as much of it as the core reads.
+    """`output_text(output)`, or as much of it as the core reads, without a structured
+    result's `RUN_FIELDS`.
 
     The core never reads the output of a tool it does not count. Any other text is read only in
     its first `DENIAL_HEAD_CHARS` characters (the cancel, interrupt and refusal markers of an
@@ -39,6 +41,9 @@ def result_text(tool: str, output: Any) -> str:
     if tool in NEVER_COUNTED_TOOLS:
         return ""
     kind = type(output)
+    if kind is dict and not RUN_FIELDS.isdisjoint(output):
+        # How the call ran (its duration, tokens, a subagent's id) is not what it returned.
+        output = {name: value for name, value in output.items() if name not in RUN_FIELDS}
     if kind is dict or kind is list or kind is tuple:
         shortened = _without_middles(output, 0)
         if shortened is not output:

@@ -150,7 +150,9 @@ class LoopBreakerCore:
         return failure
 
     @staticmethod
-    def _output_fingerprint(observation: Observation, key: str, window: LoopWindow) -> Fingerprint:
+    def _output_fingerprint(
+        observation: Observation, key: str, window: LoopWindow, poll: bool
+    ) -> Fingerprint:
         """A successful call's fingerprint, left to be computed when first read while the outputs
         its window holds for that stay within `HELD_OUTPUT_CHARS`."""
         source: Any = observation.source
@@ -160,9 +162,9 @@ class LoopBreakerCore:
         else:
             held = observation.source_chars
         if window.held_chars + held > HELD_OUTPUT_CHARS:
-            computed = output_fp(observation.tool, source)
+            computed = output_fp(observation.tool, source, poll=poll)
             return Fingerprint(computed, f"{key}:{computed}")
-        return Fingerprint.of_output(observation.tool, key, source, held)
+        return Fingerprint.of_output(observation.tool, key, source, held, poll=poll)
 
     def _record(self, observation: Observation) -> CallRecord | None:
         tool = observation.tool
@@ -182,6 +184,8 @@ class LoopBreakerCore:
         changed = reverted = False
         error_sig = error_class = token = snippet = ""
         key = action_key(tool, tool_input)
+        # `is_poll` reads the input only for a Bash command; other tools need no call.
+        polling = tool in POLL_TOOLS or (tool == "Bash" and is_poll(tool, tool_input))
         if outcome == "ok":
             if is_edit:
                 # An edit's reply says nothing new; its effect is the file state it leaves.
@@ -189,7 +193,7 @@ class LoopBreakerCore:
                 if file:
                     changed, reverted = window.apply_edit(file, edit_transition(tool, tool_input))
             else:
-                fingerprint = self._output_fingerprint(observation, key, window)
+                fingerprint = self._output_fingerprint(observation, key, window, polling)
                 command = tool_input.get("command") if tool == "Bash" else None
                 if isinstance(command, str) and may_change_files(command):
                     # Files changed outside the edit tools (a heredoc, `sed -i`, `git
@@ -234,8 +238,7 @@ class LoopBreakerCore:
             file,
             changed,
             reverted,
-            # `is_poll` reads the input only for a Bash command; other tools need no call.
-            tool in POLL_TOOLS or (tool == "Bash" and is_poll(tool, tool_input)),
+            polling,
             window.epoch,
             observation.at_ms,
         )

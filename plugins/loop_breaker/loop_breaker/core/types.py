@@ -157,7 +157,7 @@ def _default_thresholds() -> dict[str, Thresholds]:
         "edit-thrash": Thresholds(2, 4),
         "cycle": Thresholds(3, 5),
         "idle-repeat": Thresholds(3, 5),
-        "poll": Thresholds(6, 12),
+        "poll": Thresholds(4, 12),
         "stop-block": Thresholds(3, 3),
     }
 
