@@ -250,7 +250,7 @@ class ClaudeBridge:
 
     def _note_agents(self, payload: Mapping[str, Any], session: _SessionState) -> None:
         """Record subagent types before the event's chain runs, so `engine.agents` (and rules such
-        as write-guard's `agent_presets`) know the type: from `agent_type` where Claude Code
+        as a guard's per-agent-type presets) know the type: from `agent_type` where Claude Code
         sends it, else from the `subagent_type` of the Task/Agent call that started the agent."""
         name = payload["hook_event_name"]
         if name == "PreToolUse":

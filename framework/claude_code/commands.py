@@ -1,4 +1,4 @@
-"""Plugin slash commands under Claude Code: `/loop-breaker ignore …` typed by the person.
+"""Plugin slash commands under Claude Code: `/<command> arguments` typed by the person.
 
 What Claude Code 2.1.197 does (found with the real binary): a `/name` with no command file is
 answered "Unknown command: /name" and no hook fires. With `.claude/commands/<name>.md` present,

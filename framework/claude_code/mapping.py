@@ -328,7 +328,7 @@ def _cap_all(value: Any) -> Any:
 
 def labelled(by: str | None, text: str) -> str:
     """`text` with its plugin's name in front, once: a text that already starts with the name
-    (`[loop-breaker] …`, `write-guard denied …`) is left as it is."""
+    (`[my-plugin] …`, `my-plugin denied …`) is left as it is."""
     name = by or "?"
     head = text.lstrip()
     if head.startswith((f"[{name}]", f"{name} ", f"{name}:")):
