@@ -1,11 +1,14 @@
 """Claude Code hook latency: interpreter start-up against a round trip through client and warm host.
 
     python benchmarks/hook_latency.py [--runs 50] [--cold-runs 50] [--rss-events 2000]
+                                      [--long-events 100000] [--long-sessions 20]
 
 (a) `<python> -S -c pass`; (b) a PreToolUse through `_client.py` and a warm host with the installed
 plugins; (c) the same with `--no-daemon`; (d) the same PreToolUse POSTed over http, one connection
 per request as Claude Code does. Prints p50s, the host's RSS before and after serving many events,
-the peak RSS of this process, and the two ratios (last lines).
+the host's RSS after 10,000 and after 100,000 events spread over 20 sessions (sent on the socket
+as the client sends them, without a process per call), the peak RSS of this process, and the
+two ratios (last lines).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import os
 import resource
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -88,6 +92,22 @@ def private_host() -> Iterator[dict[str, str]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def socket_event(path: str, env: dict[str, str], event: str, payload: bytes) -> None:
+    """One hook call on the host's socket, framed as the client frames it (cwd + environment)."""
+    context = b"\0".join([os.getcwdb(), *(f"{k}={v}".encode() for k, v in env.items())])
+    stamp = _daemon.host_stamp()
+    head = f"{_launch.PROTOCOL} {stamp} {event}\n{os.urandom(8).hex()} {len(context)}\n"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(30)
+        sock.connect(path)
+        sock.sendall(head.encode() + context + payload)
+        sock.shutdown(socket.SHUT_WR)
+        answer = b"".join(iter(lambda: sock.recv(65536), b""))
+    parsed = _launch.parse_answer(answer[1:] if answer[:1] == _launch.ACCEPTED else answer)
+    if parsed is None or parsed[0] != 0 or parsed[1]:
+        raise SystemExit(f"socket hook failed: {answer[:300]!r}")
+
+
 def run_hook(env: dict[str, str], argv: list[str], payload: bytes) -> None:
     done = subprocess.run(argv, input=payload, env=env, capture_output=True, check=False)
     if done.returncode != 0 or done.stderr:
@@ -99,6 +119,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--cold-runs", type=int, default=50)
     parser.add_argument("--rss-events", type=int, default=2000)
+    parser.add_argument("--long-events", type=int, default=100_000)
+    parser.add_argument("--long-sessions", type=int, default=20)
     args = parser.parse_args()
     python = sys.executable
     base = pre_tool_use()
@@ -173,6 +195,22 @@ def main() -> None:
         rss_after = rss_kib(host_pid)
         suspended = _daemon.request_control(_daemon.ServeOptions.from_env(env), "@status")
 
+        # The long run: Pre/Post pairs round-robin over the sessions, RSS read at 10 % and 100 %.
+        sock_path = str(_daemon.ServeOptions.from_env(env).socket_path)
+        sessions = [f"bench-{n}" for n in range(args.long_sessions)]
+        long_rss: dict[int, int] = {}
+        checkpoints = {args.long_events // 10, args.long_events}
+        sent = 0
+        while sent < args.long_events:
+            session = sessions[(sent // 2) % len(sessions)]
+            pre = {**base, "session_id": session, "tool_use_id": f"long{sent}"}
+            socket_event(sock_path, env, "PreToolUse", json.dumps(pre).encode())
+            after = {**pre, "hook_event_name": "PostToolUse", "tool_response": {}}
+            socket_event(sock_path, env, "PostToolUse", json.dumps(after).encode())
+            sent += 2
+            if sent in checkpoints:
+                long_rss[sent] = rss_kib(host_pid)
+
     with private_host() as env:
         cold = timed(
             args.cold_runs,
@@ -192,6 +230,12 @@ def main() -> None:
         f"host RSS                  {rss_before} KiB after 200 warm-up pairs, {rss_after} KiB "
         f"after {args.rss_events} more Pre/Post pairs ({rss_after - rss_before:+d} KiB); "
         f"suspended calls left: {suspended['suspended_calls'] if suspended else '?'}"
+    )
+    first, last = sorted(long_rss)
+    change = 100 * (long_rss[last] - long_rss[first]) / long_rss[first]
+    print(
+        f"host RSS over {args.long_sessions} sessions {long_rss[first]} KiB after {first} events, "
+        f"{long_rss[last]} KiB after {last} events ({change:+.1f} %)"
     )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss

@@ -13,8 +13,20 @@ import posix
 import sys
 
 PROTOCOL = "HC1"
-VERSION = "1"
+VERSION = "2"
 """Bump when the wire format or the host's behaviour changes incompatibly."""
+
+ACCEPTED = b"A"
+"""The host's first byte once it has read a whole request and starts on it: a client that saw it
+never sends that request again (the host may have dispatched it, even if it died after)."""
+RESTART = b"R\n"
+"""The whole answer of a host of another version: it stops; the client starts its own, resends."""
+MAX_PAYLOAD_BYTES = 8 * 1024 * 1024
+"""Larger payloads are answered "too large" (under the chosen fail mode) and never sent."""
+START_ERROR_NAME = "start-error"
+"""Why the last host start failed, with the fix; written by the host, shown by client and status."""
+START_BACKOFF_S = 5.0
+"""After a failed start, clients report it without starting another host for this long."""
 
 SOCKET_NAME = "host.sock"
 LOCK_NAME = "host.lock"
@@ -78,9 +90,10 @@ def host_main(mode: str, event: str) -> int:
     except FileNotFoundError:
         mode = "serve-unlocked"  # its parents are missing: the host creates them and locks
     if mode == "serve":
-        info = posix.stat(folder)
-        if not private_to_user(info):
-            return 1  # the host refuses a shared runtime dir; the client fails open
+        problem = runtime_dir_problem(folder)
+        if problem:
+            record_start_error(folder, problem)
+            return 1  # the host refuses a shared runtime dir; the client reports why
         fd = posix.open(folder + "/" + LOCK_NAME, posix.O_RDWR | posix.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -91,6 +104,55 @@ def host_main(mode: str, event: str) -> int:
         ["once" if mode == "once" else "serve", event], lock_fd=fd
     )
     return code
+
+
+def runtime_dir_problem(folder: str) -> str:
+    """Why `folder` must not hold a host (not this user's, or open to others); "" when fine."""
+    try:
+        info = posix.stat(folder)
+    except OSError as error:
+        return f"runtime dir {folder} cannot be read ({type(error).__name__})"
+    if private_to_user(info):
+        return ""
+    if info.st_uid != posix.getuid():
+        return f"runtime dir {folder} belongs to uid {info.st_uid}, not to you; remove it"
+    mode = f"{info.st_mode & 0o777:o}"
+    return f"runtime dir {folder} is open to other users (mode {mode}); run: chmod 700 {folder}"
+
+
+def record_start_error(folder: str, message: str) -> None:
+    """Keep why this start failed where clients and `hookchain status` look (best effort)."""
+    path = folder + "/" + START_ERROR_NAME
+    try:
+        fd = posix.open(path + ".tmp", posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC, 0o600)
+        try:
+            posix.write(fd, message.encode(errors="replace")[:4096])
+        finally:
+            posix.close(fd)
+        posix.rename(path + ".tmp", path)
+    except OSError:
+        pass
+
+
+def clear_start_error(folder: str) -> None:
+    try:
+        posix.unlink(folder + "/" + START_ERROR_NAME)
+    except OSError:
+        return
+
+
+def read_start_error(folder: str, now: float) -> tuple[str, float]:
+    """The last failed start's message and its age in seconds; ("", inf) when none is recorded."""
+    path = folder + "/" + START_ERROR_NAME
+    try:
+        age = now - posix.stat(path).st_mtime
+        fd = posix.open(path, posix.O_RDONLY)
+    except OSError:
+        return "", float("inf")
+    try:
+        return posix.read(fd, 4096).decode(errors="replace").strip(), age
+    finally:
+        posix.close(fd)
 
 
 def parse_answer(answer: bytes) -> tuple[int, bytes, bytes] | None:

@@ -92,6 +92,17 @@ class ClaudeSide:
     def hook(self, event: str, payload: Mapping[str, Any] | bytes, **env: str) -> HookResult:
         return self.finish(self.start(event, payload, **env))
 
+    def no_daemon(self, event: str, payload: Mapping[str, Any]) -> HookResult:
+        """`_client.py --no-daemon EVENT`: the chain in the client's own process."""
+        done = subprocess.run(
+            [sys.executable, "-S", CLIENT, "--no-daemon", event],
+            input=json.dumps(payload).encode(),
+            env=self.env,
+            capture_output=True,
+            timeout=60,
+        )
+        return HookResult(done.returncode, done.stdout.decode(), done.stderr.decode())
+
     def host_pid(self) -> int | None:
         status = _daemon.request_control(self.options(), "@status")
         return None if status is None else int(status["pid"])

@@ -6,8 +6,10 @@ JSON lines (tests that run the host as its own process).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import signal
 from typing import Any
 
 import anyio
@@ -39,8 +41,22 @@ def record(*entry: Any) -> None:
             handle.write(json.dumps(entry) + "\n")
 
 
+def misbehave(text: str) -> None:
+    """`RAISE <class>` raises what no plugin should; `KILLHOST` ends the host process."""
+    if text.startswith("RAISE "):
+        record("raise", text)
+        kind = text.split()[1]
+        if kind == "CancelledError":
+            raise asyncio.CancelledError
+        raise {"SystemExit": SystemExit, "KeyboardInterrupt": KeyboardInterrupt}[kind]()
+    if text == "KILLHOST":
+        record("killhost")
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 async def guard(engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
     command = str(event.input.get("command", ""))
+    misbehave(command)
     if "rm -rf" in command:
         return ToolResult.denied("destructive command", by=plugin.name)
     if command.startswith("echo REWRITE"):
@@ -68,6 +84,7 @@ async def guard(engine: Engine, event: ToolCall, call_next: CallNext) -> ToolRes
 
 
 async def prompt(engine: Engine, event: PromptSubmit, call_next: CallNext) -> PromptResult:
+    misbehave(event.text)
     result: PromptResult = await call_next(event)
     if "BLOCKME" in event.text:
         return result.dropped("blocked by probe", by=plugin.name)

@@ -396,3 +396,94 @@ async def test_every_payload_tells_the_session_where_it_works() -> None:
         await ask(bridge, {**pre("ls", "toolu_cwd2"), "cwd": "/work/project-a/sub"})
         assert bridge.host.engine("claude-probe", SESSION).session.cwd == "/work/project-a/sub"
         bridge.cancel_all()
+
+
+def _corpus_payload(event: str, **has: str) -> dict[str, Any]:
+    for _name, line in payload_lines():
+        payload = json.loads(line)
+        if payload["hook_event_name"] == event and all(
+            payload.get(k) == v or (v == "*" and k in payload) for k, v in has.items()
+        ):
+            return dict(payload)
+    raise AssertionError(f"no {event} payload with {has} in the corpus")
+
+
+@pytest.mark.anyio
+async def test_subagent_types_from_real_payloads_reach_write_guard_agent_presets(
+    tmp_path: Path,
+) -> None:
+    import write_guard
+
+    start = _corpus_payload("SubagentStart", agent_type="*")
+    session, agent, kind = start["session_id"], start["agent_id"], start["agent_type"]
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    options = {"write-guard": {"agent_presets": {kind: "read-only"}}}
+    async with (
+        Host(
+            plugins=[write_guard],
+            entry_points=False,
+            store="memory://",
+            env={"CLAUDE_PROJECT_DIR": str(workspace), "HOME": str(tmp_path)},
+            options=options,
+        ) as host,
+        anyio.create_task_group() as task_group,
+    ):
+        bridge = ClaudeBridge(host, task_group)
+        await bridge.answer(json.dumps({**start, "cwd": str(workspace)}).encode())
+        write = {
+            "session_id": session,
+            "hook_event_name": "PreToolUse",
+            "cwd": str(workspace),
+            "tool_name": "Write",
+            "tool_input": {"file_path": str(workspace / "f"), "content": "x"},
+        }
+        inside = await ask(bridge, {**write, "agent_id": agent, "tool_use_id": "w1"})
+        assert inside["hookSpecificOutput"]["permissionDecision"] == "deny"
+        main_loop = await ask(bridge, {**write, "tool_use_id": "w2"})
+        assert "permissionDecision" not in main_loop.get("hookSpecificOutput", {})
+        # Older Claude Code: no agent_type on the subagent's events; the Task call's input
+        # `subagent_type` names it.
+        task = _corpus_payload("PreToolUse", tool_name="Task")
+        kind_of_task = task["tool_input"]["subagent_type"]
+        await bridge.answer(json.dumps({**task, "session_id": session}).encode())
+        later = await ask(bridge, {**write, "agent_id": "a-later", "tool_use_id": "w3"})
+        agents = {a.id: a.type for a in await host.engine("write-guard", session).agents.list()}
+        assert agents[agent] == kind
+        assert agents["a-later"] == kind_of_task
+        assert later.get("hookSpecificOutput", {}).get("permissionDecision") != "deny"
+        bridge.cancel_all()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("event", ["UserPromptSubmit", "UserPromptExpansion"])
+async def test_a_plugin_slash_command_is_answered_for_the_person_and_starts_no_turn(
+    event: str,
+) -> None:
+    import loop_breaker
+
+    async with (
+        Host(plugins=[loop_breaker, probe], entry_points=False, store="memory://", env={}) as host,
+        anyio.create_task_group() as task_group,
+    ):
+        bridge = ClaudeBridge(host, task_group)
+        typed = "/loop-breaker"
+        payload: dict[str, Any] = {"session_id": SESSION, "hook_event_name": event}
+        if event == "UserPromptSubmit":
+            payload["prompt"] = typed
+        else:
+            payload.update(
+                expansion_type="slash_command",
+                command_name="loop-breaker",
+                command_args="",
+                prompt=typed,
+            )
+        answer = await ask(bridge, payload)
+        assert answer["decision"] == "block"
+        # The reply names its plugin itself, so the host adds no second name.
+        assert answer["reason"].startswith("loop-breaker: on")
+        assert "Commands: /loop-breaker" in answer["reason"]
+        assert seen("turn.start") == []  # no model turn for a command
+        other = await ask(bridge, {**payload, "prompt": "/unknown-thing x", "command_name": "x"})
+        assert other.get("decision") != "block"
+        bridge.cancel_all()

@@ -168,15 +168,9 @@ def test_an_idle_host_exits_on_its_own() -> None:
 
 def test_no_daemon_runs_the_chain_in_the_client_process() -> None:
     with claude_side() as side:
-        process = subprocess.run(
-            [sys.executable, "-S", CLIENT, "--no-daemon", "PreToolUse"],
-            input=json.dumps(pre("rm -rf c", "t", "s")).encode(),
-            env=side.env,
-            capture_output=True,
-            timeout=60,
-        )
-        assert process.returncode == 0
-        assert json.loads(process.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
+        done = side.no_daemon("PreToolUse", pre("rm -rf c", "t", "s"))
+        assert done.code == 0
+        assert done.answer["hookSpecificOutput"]["permissionDecision"] == "deny"
         assert not (side.runtime / _launch.SOCKET_NAME).exists()
 
 

@@ -91,7 +91,7 @@ def test_http_entries_take_the_token_from_the_environment_and_keep_command_only_
     pre = handlers(merged, "PreToolUse")[0]
     assert pre == {
         "type": "http",
-        "url": "http://127.0.0.1:4567/hook",
+        "url": "http://127.0.0.1:4567/hook?event=PreToolUse",
         "headers": {"Authorization": "Bearer $HOOKCHAIN_TOKEN"},
         "allowedEnvVars": ["HOOKCHAIN_TOKEN"],
         "timeout": inst.DEFAULT_TIMEOUT_S,
@@ -166,7 +166,7 @@ def test_cli_dry_run_prints_a_diff_and_writes_nothing(
     assert shown.exit_code == 0, shown.output
     assert "+++" in shown.output
     assert '"Stop"' in shown.output
-    settings = tmp_path / ".claude" / "settings.json"
+    settings = tmp_path / ".claude" / "settings.local.json"  # the default scope: local
     assert not settings.exists()
     done = runner.invoke(app, ["install", "--events", "Stop", "--events", "PreToolUse"])
     assert done.exit_code == 0, done.output
@@ -225,13 +225,15 @@ def fake_claude(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, version: str | 
     monkeypatch.setenv("HOOKCHAIN_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.delenv("HOOKCHAIN_UNREACHABLE", raising=False)
     monkeypatch.delenv("HOOKCHAIN_HTTP_PORT", raising=False)
+    monkeypatch.delenv("CLAUDE_PROJECT_DIR", raising=False)
+    monkeypatch.setenv("HOOKCHAIN_RUNTIME_DIR", str(tmp_path / "rt"))
     (tmp_path / "project").mkdir()
     monkeypatch.chdir(tmp_path / "project")
 
 
 def installed(tmp_path: Path) -> dict[str, Any]:
     settings: dict[str, Any] = json.loads(
-        (tmp_path / "project" / ".claude" / "settings.json").read_text()
+        (tmp_path / "project" / ".claude" / "settings.local.json").read_text()
     )
     return settings
 
@@ -285,3 +287,85 @@ def test_cli_warns_when_claude_is_not_found_and_user_scope_writes_home(
     user_file = tmp_path / "home" / ".claude" / "settings.json"
     assert handlers(json.loads(user_file.read_text()), "PreToolUse")[0]["type"] == "http"
     assert not (tmp_path / "project" / ".claude").exists()
+
+
+def test_scopes_name_their_files_and_the_default_is_local(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_claude(tmp_path, monkeypatch, "2.2.0")
+    claude = tmp_path / "project" / ".claude"
+    assert CliRunner().invoke(cli_app(), ["install"]).exit_code == 0
+    assert (claude / "settings.local.json").exists()
+    assert not (claude / "settings.json").exists()
+    assert CliRunner().invoke(cli_app(), ["install", "--scope", "project"]).exit_code == 0
+    assert (claude / "settings.json").exists()
+    assert CliRunner().invoke(cli_app(), ["install", "--scope", "user"]).exit_code == 0
+    assert (tmp_path / "home" / ".claude" / "settings.json").exists()
+    refused = CliRunner().invoke(cli_app(), ["install", "--scope", "team"])
+    assert refused.exit_code == 2
+    assert "project, local, user" in refused.output
+
+
+def test_install_from_a_subfolder_changes_the_project_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_claude(tmp_path, monkeypatch, "2.2.0")
+    root = tmp_path / "project"
+    (root / ".git").mkdir()
+    (root / "src" / "deep").mkdir(parents=True)
+    monkeypatch.chdir(root / "src" / "deep")
+    assert CliRunner().invoke(cli_app(), ["install"]).exit_code == 0
+    assert (root / ".claude" / "settings.local.json").exists()
+    assert not (root / "src" / "deep" / ".claude").exists()
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(other))
+    assert CliRunner().invoke(cli_app(), ["install"]).exit_code == 0
+    assert (other / ".claude" / "settings.local.json").exists()
+
+
+def test_unknown_events_are_refused_with_the_known_list_and_a_suggestion(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_claude(tmp_path, monkeypatch, "2.2.0")
+    bogus = CliRunner().invoke(cli_app(), ["install", "--events", "Bogus"])
+    assert bogus.exit_code == 2
+    assert "'Bogus' is not a Claude Code hook event" in bogus.output
+    assert "PreToolUse" in bogus.output and "SubagentStart" in bogus.output
+    lower = CliRunner().invoke(cli_app(), ["install", "--events", "pretooluse"])
+    assert lower.exit_code == 2
+    assert "did you mean PreToolUse?" in lower.output
+    assert not (tmp_path / "project" / ".claude").exists()
+
+
+def test_the_original_settings_are_backed_up_once(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    original = json.dumps(EXISTING, indent=4)
+    path.write_text(original)
+    backup = inst.apply(inst.plan_install(path, ("Stop",)))
+    assert backup is not None
+    inst.apply(inst.plan_install(path, ("Stop", "PreToolUse")))
+    inst.apply(inst.plan_uninstall(path))
+    assert backup.read_text() == original
+
+
+def test_plugins_json_lists_commands_and_install_writes_their_command_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from framework.cli.app import app as hookchain_app
+
+    fake_claude(tmp_path, monkeypatch, "2.2.0")
+    listed = CliRunner().invoke(hookchain_app, ["plugins", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert json.loads(listed.output)["commands"] == {"loop-breaker": "loop-breaker"}
+    done = CliRunner().invoke(cli_app(), ["install"])
+    assert done.exit_code == 0, done.output
+    command = tmp_path / "project" / ".claude" / "commands" / "loop-breaker.md"
+    assert command.read_text().startswith("---\ndescription:")
+    theirs = tmp_path / "project" / ".claude" / "commands" / "other.md"
+    theirs.write_text("a command of the team's own\n")
+    removed = CliRunner().invoke(cli_app(), ["uninstall"])
+    assert removed.exit_code == 0, removed.output
+    assert not command.exists()
+    assert theirs.exists()

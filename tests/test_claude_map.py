@@ -376,3 +376,22 @@ def test_a_stop_after_a_tool_use_step_completes_the_turn_as_a_replay_would() -> 
     event = cmap.turn_complete(payload, "turn-1", tail)
     assert event.reason == "end_turn"
     assert cmap.stop_reason(payload, tail) == "tool_use"  # the step itself did stop for tools
+
+
+def test_the_plugin_name_is_added_once_and_a_toast_and_line_alike_reach_the_person_once() -> None:
+    alert = "[loop-breaker] repeat-failure: `make` failed 3 times"
+    actions = [
+        Action(by="loop-breaker", kind="toast", text=alert, event="tool.call"),
+        Action(by="loop-breaker", kind="transcript", text=alert, event="tool.call"),
+        Action(by="observer", kind="toast", text="episode saved", event="tool.call"),
+    ]
+    assert cmap.person_messages(actions) == [alert, "[observer] episode saved"]
+    call = ToolCall(session_id="s", tool_use_id="t", tool="Write", input={"file_path": "/x"})
+    denied = ToolResult.denied("write-guard denied this (outside-roots): /x", by="write-guard")
+    answer = json.loads(cmap.pre_tool_use_answer(call, denied, None, actions).stdout)
+    reason = answer["hookSpecificOutput"]["permissionDecisionReason"]
+    assert reason == "write-guard denied this (outside-roots): /x"
+    assert answer["systemMessage"] == f"{alert}\n[observer] episode saved"
+    assert cmap.labelled("write-guard", "outside the workspace") == (
+        "[write-guard] outside the workspace"
+    )

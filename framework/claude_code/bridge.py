@@ -6,6 +6,7 @@ so they share the same chains and the same suspended calls.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Mapping
@@ -18,8 +19,12 @@ import structlog
 from anyio.abc import TaskGroup
 
 from framework.claude_code import mapping as cmap
+from framework.claude_code.commands import declared_commands, parse_command
+from framework.claude_code.mapping import subagent_type
 from framework.core.chain import Outcome
 from framework.core.contract import (
+    CommandReply,
+    CommandRun,
     ContextResult,
     PromptResult,
     StreamChunk,
@@ -31,6 +36,7 @@ from framework.core.contract import (
     TurnStep,
 )
 from framework.core.dispatch import current_dispatch
+from framework.core.engine import AgentInfo
 from framework.core.host import Host
 from framework.core.turns import agent_turn_id, main_turn_id
 
@@ -47,6 +53,8 @@ dropped (`framework.core.turns`)."""
 STOP_FAILURE_WAIT_S = 0.5
 """How long a prompt after a turn that never stopped waits for that turn's StopFailure: Claude Code
 runs StopFailure without waiting for it, so the next prompt's hook may reach the host first."""
+MAX_PENDING_AGENT_TYPES = 64
+COMMAND_EVENTS = frozenset({"UserPromptSubmit", "UserPromptExpansion"})
 
 
 @dataclass(slots=True)
@@ -54,6 +62,7 @@ class _Suspended:
     """A `tool.call` chain held at its terminal until the tool's result arrives."""
 
     call: ToolCall
+    host: Host
     reached: anyio.Event = field(default_factory=anyio.Event)
     resumed: anyio.Event = field(default_factory=anyio.Event)
     done: anyio.Event = field(default_factory=anyio.Event)
@@ -77,6 +86,9 @@ class _SessionState:
     """Lines for the person from an answer Claude Code ignores (StopFailure), shown with the next
     answer it shows."""
     failure_done: anyio.Event | None = None
+    started_types: deque[str] = field(default_factory=deque)
+    """Subagent types of Task/Agent calls whose agent has not been seen yet, oldest first."""
+    agents: set[str] = field(default_factory=set)
 
 
 def _transcript_tail(payload: Mapping[str, Any]) -> list[bytes]:
@@ -103,6 +115,19 @@ async def _step_stream(last_message: str | None, stop_reason: str) -> AsyncItera
     yield StreamChunk(kind="stop", stop_reason=stop_reason)
 
 
+def _plugin_raised(error: BaseException) -> bool:
+    """Whether `error` came out of plugin code rather than from this host being cancelled or
+    stopped: a plugin's SystemExit, KeyboardInterrupt or stray CancelledError must end one
+    answer, never the warm host and every session's suspended calls with it."""
+    if isinstance(error, Exception):
+        return True
+    if isinstance(error, asyncio.CancelledError):
+        task = asyncio.current_task()
+        # A real cancellation (a deadline, the host stopping) is pending on the task.
+        return task is not None and task.cancelling() == 0
+    return isinstance(error, (SystemExit, KeyboardInterrupt, GeneratorExit))
+
+
 class ClaudeBridge:
     """Turns Claude Code hook payloads into host dispatches and their outcomes into answers."""
 
@@ -127,6 +152,10 @@ class ClaudeBridge:
         self.cancelled_calls = 0
 
     # -- what `hookchain status` shows --
+
+    def holds_call(self, key: str) -> bool:
+        """Whether a suspended call waits for the result of the call `key` (see `call_key`)."""
+        return self._take_suspended(key) is not None
 
     @property
     def suspended_count(self) -> int:
@@ -170,7 +199,9 @@ class ClaudeBridge:
         except cmap.PayloadError as error:
             self.payload_errors += 1
             return cmap.payload_error_answer(error)
-        except Exception as error:  # a chain failure must never block Claude Code
+        except BaseException as error:  # a chain failure must never block Claude Code
+            if not _plugin_raised(error):
+                raise
             self.dispatch_errors += 1
             _log.warning("hook dispatch failed", error_type=type(error).__name__)
             return cmap.HookAnswer(stderr=f"hookchain: hook failed ({type(error).__name__})\n")
@@ -182,6 +213,15 @@ class ClaudeBridge:
         if isinstance(cwd, str):
             # Every payload says where the session works now; plugins read it as session.cwd.
             self.host.update_session(payload["session_id"], cwd=cwd)
+        self._note_agents(payload, session)
+        if name in COMMAND_EVENTS:
+            # A plugin's slash command is answered here: no turn starts, the model sees nothing.
+            command = self._command_of(payload)
+            if command is not None:
+                return await self._run_command(payload["session_id"], *command)
+            if name == "UserPromptExpansion":
+                outcome = await self.host.dispatch(cmap.classic(payload))
+                return cmap.classic_answer(outcome.result, outcome.actions)
         if name == "UserPromptSubmit" and session.in_turn:
             await self._await_stop_failure(session)
         if name in TURN_EVENTS or (name == "Stop" and not session.in_turn):
@@ -204,6 +244,55 @@ class ClaudeBridge:
             await self._subagent_start(payload)
         outcome = await self.host.dispatch(cmap.classic(payload))
         return cmap.classic_answer(outcome.result, outcome.actions)
+
+    def _command_of(self, payload: Mapping[str, Any]) -> tuple[str, str] | None:
+        known = declared_commands(self.host)
+        if not known:
+            return None
+        if payload["hook_event_name"] == "UserPromptExpansion":
+            name, arguments = payload.get("command_name"), payload.get("command_args")
+            if isinstance(name, str) and name in known:
+                return name, arguments if isinstance(arguments, str) else ""
+            return None
+        prompt = payload.get("prompt")
+        return parse_command(prompt, known) if isinstance(prompt, str) else None
+
+    async def _run_command(self, session_id: str, name: str, arguments: str) -> cmap.HookAnswer:
+        outcome = await self.host.dispatch(
+            CommandRun(session_id=session_id, command=name, arguments=arguments)
+        )
+        reply = outcome.result if isinstance(outcome.result, CommandReply) else None
+        return cmap.command_answer(name, reply, outcome.actions)
+
+    def _note_agents(self, payload: Mapping[str, Any], session: _SessionState) -> None:
+        """Record subagent types before the event's chain runs, so `engine.agents` (and rules such
+        as a guard's per-agent-type presets) know the type: from `agent_type` where Claude Code
+        sends it, else from the `subagent_type` of the Task/Agent call that started the agent."""
+        name = payload["hook_event_name"]
+        if name == "PreToolUse":
+            tool_input = payload.get("tool_input")
+            started = subagent_type(
+                str(payload.get("tool_name", "")),
+                tool_input if isinstance(tool_input, dict) else {},
+            )
+            if started is not None:
+                session.started_types.append(started)
+                while len(session.started_types) > MAX_PENDING_AGENT_TYPES:
+                    session.started_types.popleft()
+        agent = cmap.payload_agent(payload)
+        if agent is None:
+            return
+        agent_id, kind = agent
+        if agent_id in session.agents:
+            return
+        if kind is None and session.started_types:
+            kind = session.started_types.popleft()
+        elif kind is not None and kind in session.started_types:
+            session.started_types.remove(kind)
+        if kind is None:
+            return
+        session.agents.add(agent_id)
+        self.host.note_agent(payload["session_id"], AgentInfo(id=agent_id, type=kind))
 
     def _touch(self, session_id: str) -> _SessionState:
         now = time.time()
@@ -241,7 +330,7 @@ class ClaudeBridge:
 
     async def _pre_tool_use(self, payload: Mapping[str, Any]) -> cmap.HookAnswer:
         call = cmap.tool_call(payload)
-        pending = _Suspended(call=call)
+        pending = _Suspended(call=call, host=self.host)
         self._park(call.tool_use_id, pending)
         self._task_group.start_soon(self._run_suspended, pending)
         await pending.reached.wait()
@@ -296,8 +385,10 @@ class ClaudeBridge:
         pending.scope.deadline = anyio.current_time() + self.suspend_timeout
         try:
             with pending.scope:
-                pending.outcome = await self.host.dispatch(pending.call, terminal=terminal)
-        except Exception as error:
+                pending.outcome = await pending.host.dispatch(pending.call, terminal=terminal)
+        except BaseException as error:
+            if not _plugin_raised(error):
+                raise
             self.dispatch_errors += 1
             _log.warning("tool.call chain failed", error_type=type(error).__name__)
         finally:

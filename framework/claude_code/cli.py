@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -12,6 +13,7 @@ import anyio
 import typer
 
 from framework import _client_core
+from framework import _launch as wire
 from framework.claude_code import daemon, http
 from framework.claude_code import install as inst
 from framework.core.hookspecs import hookimpl
@@ -57,12 +59,21 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Show the running host: pid, uptime, sessions, plugins and error counts."""
-    answer = daemon.request_control(daemon.ServeOptions.from_env(), "@status")
+    options = daemon.ServeOptions.from_env()
+    answer = daemon.request_control(options, "@status")
     if answer is None:
+        folder = str(options.runtime_dir)
+        failed, age = wire.read_start_error(folder, time.time())
+        problem = wire.runtime_dir_problem(folder) if os.path.isdir(folder) else ""
         if as_json:
-            typer.echo(json.dumps({"pid": None, "running": False}))
+            shown = {"pid": None, "running": False, "start_error": failed or problem or None}
+            typer.echo(json.dumps(shown))
         else:
             typer.echo("hookchain: no host running")
+            if failed:
+                typer.echo(f"last start failed {age:.0f} s ago: {failed}")
+            elif problem:
+                typer.echo(f"a host cannot start: {problem}")
         raise typer.Exit(1)
     if as_json:
         typer.echo(json.dumps({"running": True, **answer}))
@@ -81,25 +92,78 @@ def status(
     ]
     if answer.get("http_port"):
         lines.append(f"http           127.0.0.1:{answer['http_port']}")
+    for entry in answer.get("projects", []):
+        config = entry.get("config") or "no hookchain.toml"
+        lines.append(f"project        {entry['root']}")
+        lines.append(f"  config       {config} (fingerprint {entry.get('fingerprint')})")
+        lines.append(f"  sessions     {entry.get('sessions')}, idle {entry.get('idle_s')} s")
+        if entry.get("store"):
+            lines.append(f"  store        {entry['store']}")
+        if entry.get("error"):
+            lines.append(f"  not served   {entry['error']}")
     typer.echo("\n".join(lines))
 
 
 ScopeOption = Annotated[
-    bool, typer.Option("--user", help="Change ~/.claude/settings.json instead of the project's.")
+    str,
+    typer.Option(
+        "--scope",
+        help="local: .claude/settings.local.json (default: the hook commands hold this machine's "
+        "paths, which do not belong in the file a team commits); project: .claude/settings.json; "
+        "user: ~/.claude/settings.json.",
+    ),
 ]
-ProjectOption = Annotated[
-    bool, typer.Option("--project", help="Change ./.claude/settings.json (the default).")
-]
+UserOption = Annotated[bool, typer.Option("--user", help="Same as --scope user.")]
+ProjectOption = Annotated[bool, typer.Option("--project", help="Same as --scope project.")]
 DryRunOption = Annotated[
     bool, typer.Option("--dry-run", help="Print the change as a diff; write nothing.")
 ]
 
 
-def _target(user: bool, project: bool) -> Path:
-    if user and project:
-        raise _fail("choose one of --user and --project")
-    scope: inst.Scope = "user" if user else "project"
-    return inst.settings_path(scope, Path.cwd())
+def _scope(scope: str, user: bool, project: bool) -> inst.Scope:
+    chosen = [name for name, flag in (("user", user), ("project", project)) if flag]
+    if len(chosen) > 1 or (chosen and scope and scope != chosen[0]):
+        raise _fail("choose one scope: --scope, --user or --project")
+    picked = chosen[0] if chosen else (scope or inst.DEFAULT_SCOPE)
+    if picked not in inst.SCOPES:
+        raise _fail(f"--scope is one of {', '.join(inst.SCOPES)}; got {picked!r}")
+    named: inst.Scope = picked
+    return named
+
+
+def _target(scope: inst.Scope) -> Path:
+    return inst.settings_path(scope, inst.find_project_root(Path.cwd()))
+
+
+def _plugin_commands() -> dict[str, tuple[str, str]]:
+    """The commands of the plugins installed here, as a host in this project loads them."""
+    from framework.claude_code.commands import declared_commands
+    from framework.core.host import Host
+
+    try:
+        host = Host(store="memory://")
+        host.load()
+    except Exception as error:  # settings or plugins broken: the hooks still install
+        typer.echo(f"hookchain: warning: plugin commands not listed ({error})", err=True)
+        return {}
+    return declared_commands(host)
+
+
+def _commands_step(scope: inst.Scope, dry_run: bool, remove: bool = False) -> None:
+    folder = inst.commands_folder(scope, inst.find_project_root(Path.cwd()))
+    if remove:
+        for path in inst.remove_command_files(folder, dry_run=dry_run):
+            typer.echo(f"hookchain: {'would remove' if dry_run else 'removed'} {path}")
+        return
+    written, skipped = inst.write_command_files(folder, _plugin_commands(), dry_run=dry_run)
+    for path in written:
+        command = "/" + path.stem
+        typer.echo(f"hookchain: {'would write' if dry_run else 'wrote'} {path} (for {command})")
+    for path in skipped:
+        typer.echo(
+            f"hookchain: warning: {path} exists and is not hookchain's; /{path.stem} stays with it",
+            err=True,
+        )
 
 
 def _apply(plan: inst.InstallPlan, dry_run: bool, done: str) -> None:
@@ -114,8 +178,9 @@ def _apply(plan: inst.InstallPlan, dry_run: bool, done: str) -> None:
 
 
 def install(
+    scope: ScopeOption = "",
     project: ProjectOption = False,
-    user: ScopeOption = False,
+    user: UserOption = False,
     events: Annotated[
         list[str] | None,
         typer.Option("--events", help="Events to hook (repeatable; default: every mapped one)."),
@@ -136,7 +201,8 @@ def install(
     if transport not in ("command", "http"):
         raise _fail("--transport is command or http")
     chosen: Literal["command", "http"] = "http" if transport == "http" else "command"
-    path = _target(user, project)
+    chosen_scope = _scope(scope, user, project)
+    path = _target(chosen_scope)
     closed = fail_closed or _client_unreachable_closed()
     port = None
     if chosen == "http":
@@ -158,6 +224,7 @@ def install(
     except inst.InstallError as error:
         raise _fail(str(error)) from None
     _apply(plan, dry_run, "hooks installed in")
+    _commands_step(chosen_scope, dry_run)
     if not dry_run:
         inst.precompile_client()
     if chosen == "http" and not dry_run:
@@ -170,8 +237,20 @@ def install(
                 "hookchain: PreToolUse stays on the command client: an http hook that gets no "
                 "answer never blocks, so fail-closed needs the command transport."
             )
+    if chosen == "http" and not dry_run:
+        _switch_running_host()
     if not dry_run and plan.changed:
         typer.echo("hookchain: restart Claude Code (or review /hooks) for the change to apply")
+
+
+def _switch_running_host() -> None:
+    """A host that runs now serves http at once: no window in which http hooks get
+    "connection refused", which Claude Code takes as "go ahead"."""
+    answer = daemon.request_control(daemon.ServeOptions.from_env(), "@http")
+    if answer is None:
+        typer.echo("hookchain: no host runs now; the next command hook starts one serving http")
+        return
+    typer.echo(f"hookchain: running host: {answer.get('message')}")
 
 
 def _client_unreachable_closed() -> bool:
@@ -179,17 +258,19 @@ def _client_unreachable_closed() -> bool:
 
 
 def uninstall(
+    scope: ScopeOption = "",
     project: ProjectOption = False,
-    user: ScopeOption = False,
+    user: UserOption = False,
     dry_run: DryRunOption = False,
 ) -> None:
     """Remove hookchain's hooks (and only those) from Claude Code's settings."""
-    path = _target(user, project)
+    chosen_scope = _scope(scope, user, project)
     try:
-        plan = inst.plan_uninstall(path)
+        plan = inst.plan_uninstall(_target(chosen_scope))
     except inst.InstallError as error:
         raise _fail(str(error)) from None
     _apply(plan, dry_run, "hooks removed from")
+    _commands_step(chosen_scope, dry_run, remove=True)
 
 
 @hookimpl

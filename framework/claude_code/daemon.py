@@ -11,11 +11,10 @@ import stat
 import struct
 import sys
 import time
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from importlib import import_module
 from pathlib import Path
-from types import ModuleType
 from typing import Any, BinaryIO
 
 import anyio
@@ -25,15 +24,19 @@ from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 from framework import _launch as wire
 from framework.claude_code import mapping as cmap
 from framework.claude_code.bridge import DEFAULT_SUSPEND_TIMEOUT_S, ClaudeBridge
+from framework.claude_code.projects import CallContext, ProjectRouter, load_plugin_modules
 from framework.core.host import Host
 
 _log = structlog.get_logger("hookchain.serve")
 
-MAX_REQUEST_BYTES = cmap.MAX_PAYLOAD_BYTES + 1024
+MAX_REQUEST_BYTES = cmap.MAX_PAYLOAD_BYTES + 1024 * 1024
+"""The payload limit plus room for the client's context (cwd and environment)."""
 DEFAULT_IDLE_EXIT_S = 30 * 60.0
 LOCK_NAME = wire.LOCK_NAME
 LOG_NAME = "host.log"
 _PEERCRED = struct.Struct("3i")
+_serving = False
+"""Set once this process serves: a later failure is no start failure for clients to report."""
 
 
 class RuntimeDirError(RuntimeError):
@@ -97,23 +100,45 @@ def encode_answer(answer: cmap.HookAnswer) -> bytes:
     return f"{answer.exit_code} {len(stderr)}\n".encode() + stderr + answer.stdout.encode()
 
 
-def load_plugin_modules(names: Sequence[str]) -> list[ModuleType]:
-    return [import_module(name) for name in names]
+ANSWERED_MEMORY = 1024
+"""How many request ids are remembered with their answers, so a retried request is answered
+again rather than dispatched twice."""
+
+
+class _Request:
+    """A request id's answer, awaited by any retry of the same request."""
+
+    __slots__ = ("answer", "done")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.answer = b""
 
 
 class Server:
-    """One host per user: the socket, the bridge to the plugin host, idle exit and status."""
+    """One host per user: the socket, the projects' hosts, idle exit and status.
 
-    def __init__(self, options: ServeOptions, host: Host) -> None:
+    `host`, when given, serves every call (tests, embedding); otherwise each project gets its
+    own host (see `projects`)."""
+
+    def __init__(self, options: ServeOptions, host: Host | None = None) -> None:
         self.options = options
-        self.host = host
+        self._fixed_host = host
         self.stamp = host_stamp()
-        self.bridge: ClaudeBridge | None = None
+        self.router: ProjectRouter | None = None
         self.in_flight = 0
         self.last_activity = time.monotonic()
         self.refused_peers = 0
+        self.retried_requests = 0
         self.http_port: int | None = None
+        self._http: Any = None
+        self._requests: OrderedDict[str, _Request] = OrderedDict()
         self._task_group: TaskGroup | None = None
+
+    @property
+    def bridge(self) -> ClaudeBridge | None:
+        """The bridge of the fixed host, when one was given."""
+        return None if self.router is None else self.router.fixed_bridge
 
     def stop(self) -> None:
         if self._task_group is not None:
@@ -126,15 +151,18 @@ class Server:
             "version": wire.VERSION,
             "in_flight": self.in_flight,
             "refused_peers": self.refused_peers,
+            "retried_requests": self.retried_requests,
             "idle_exit_s": self.options.idle_exit_s,
             "http_port": self.http_port,
+            "uptime_s": round(time.monotonic() - self._started, 1),
         }
-        if self.bridge is not None:
-            base.update(self.bridge.status())
+        if self.router is not None:
+            base.update(self.router.status())
         return base
 
     async def run(self) -> None:
         """Serve until stopped, idle for too long, or replaced by a host of another version."""
+        self._started = time.monotonic()
         path = self.options.socket_path
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
@@ -148,8 +176,12 @@ class Server:
         try:
             async with anyio.create_task_group() as task_group, listener:
                 self._task_group = task_group
-                self.bridge = ClaudeBridge(
-                    self.host, task_group, suspend_timeout=self.options.suspend_timeout_s
+                self.router = ProjectRouter(
+                    task_group,
+                    base_env=os.environ,
+                    suspend_timeout=self.options.suspend_timeout_s,
+                    fixed_host=self._fixed_host,
+                    runtime_dir=str(self.options.runtime_dir),
                 )
                 task_group.start_soon(self._idle_watch, identity)
                 await self._start_http(task_group)
@@ -165,24 +197,31 @@ class Server:
         except OSError:
             return False
 
-    async def _start_http(self, task_group: TaskGroup) -> None:
-        """Serve http hooks too when they were set up; the socket keeps working if that fails."""
+    async def _start_http(self, task_group: TaskGroup) -> str:
+        """Serve http hooks too when they were set up; the socket keeps working if that fails.
+
+        Called at start, on `@http` (sent by `install --transport http`) and now and then, so a
+        transport switch takes effect without a restart. What happened, in words."""
         from framework.claude_code import http as _http
 
+        if self._http is not None:
+            return f"http hooks served on 127.0.0.1:{self.http_port}"
         try:
             credentials = _http.load_credentials()
         except (OSError, ValueError, _http.CredentialsError) as error:
             _log.warning("http hooks not served", error=str(error))
-            return
-        if credentials is None or self.bridge is None:
-            return
-        frontend = _http.HttpFrontend(self.bridge, credentials)
+            return f"http hooks not served: {error}"
+        if credentials is None or self.router is None:
+            return "http hooks not set up (no token file)"
+        frontend = _http.HttpFrontend(self.router, credentials)
         try:
             await task_group.start(frontend.serve, task_group)
         except OSError as error:
             _log.warning("http hooks not served", port=credentials.port, error=str(error))
-            return
+            return f"http hooks not served: port {credentials.port}: {error}"
+        self._http = frontend
         self.http_port = credentials.port
+        return f"http hooks served on 127.0.0.1:{self.http_port}"
 
     async def _idle_watch(self, identity: int) -> None:
         period = max(0.05, min(5.0, self.options.idle_exit_s / 10))
@@ -192,8 +231,12 @@ class Server:
                 _log.info("socket removed or replaced: host exits")
                 self.stop()
                 return
+            if self._task_group is not None and self._http is None:
+                await self._start_http(self._task_group)
+            if self.router is not None:
+                self.router.retire_stale()
             quiet = time.monotonic() - self.last_activity
-            busy = self.in_flight or (self.bridge is not None and self.bridge.suspended_count)
+            busy = self.in_flight or (self.router is not None and self.router.suspended_count)
             if quiet >= self.options.idle_exit_s and not busy:
                 _log.info("idle: host exits", idle_s=round(quiet))
                 self.stop()
@@ -212,7 +255,12 @@ class Server:
                     return
                 request = await _read_request(stream)
                 if request is not None:
-                    answer, then_stop = await self._respond(request)
+                    try:
+                        answer, then_stop = await self._respond(request, stream)
+                    except Exception as error:  # one request's failure never ends the host
+                        _log.error("request failed", error_type=type(error).__name__)
+                        failed = f"hookchain: host error ({type(error).__name__}); hook skipped\n"
+                        answer, then_stop = encode_answer(cmap.HookAnswer(stderr=failed)), False
                     await stream.send(answer)
                     if then_stop:
                         self.stop()
@@ -222,9 +270,9 @@ class Server:
             self.in_flight -= 1
             self.last_activity = time.monotonic()
 
-    async def _respond(self, request: bytes) -> tuple[bytes, bool]:
+    async def _respond(self, request: bytes, stream: SocketStream) -> tuple[bytes, bool]:
         """The answer's bytes, and whether the host stops once it is sent."""
-        head, _, body = request.partition(b"\n")
+        head, _, rest = request.partition(b"\n")
         parts = head.decode(errors="replace").split(" ")
         if len(parts) != 4 or parts[0] != wire.PROTOCOL:
             return encode_answer(
@@ -235,12 +283,45 @@ class Server:
             return encode_answer(cmap.HookAnswer(stdout=json.dumps(self.status()))), False
         if event == "@stop":
             return encode_answer(cmap.HookAnswer(stdout='{"stopping": true}')), True
+        if event == "@http":
+            assert self._task_group is not None
+            said = await self._start_http(self._task_group)
+            reply = json.dumps({"http_port": self.http_port, "message": said})
+            return encode_answer(cmap.HookAnswer(stdout=reply)), False
         if f"{version} {client_stamp}" != self.stamp:
             _log.info("client of another version: host restarts")
-            return b"R\n", True
-        assert self.bridge is not None
-        answer = await self.bridge.answer(body, None if event == "-" else event)
-        return encode_answer(answer), False
+            return wire.RESTART, True
+        second, _, rest = rest.partition(b"\n")
+        fields = second.split(b" ")
+        if len(fields) != 2 or not fields[1].isdigit():
+            return encode_answer(
+                cmap.HookAnswer(stderr="hookchain: unknown request format\n")
+            ), False
+        request_id = fields[0].decode(errors="replace")
+        length = int(fields[1])
+        context, body = CallContext.parse(rest[:length]), rest[length:]
+        # Taken: from here on the client never sends this request again.
+        await stream.send(wire.ACCEPTED)
+        known = self._requests.get(request_id)
+        if known is not None:
+            self.retried_requests += 1
+            await known.done.wait()
+            return known.answer, False
+        entry = self._requests[request_id] = _Request()
+        while len(self._requests) > ANSWERED_MEMORY:
+            self._requests.popitem(last=False)
+        assert self.router is not None
+        try:
+            if len(body) > cmap.MAX_PAYLOAD_BYTES:
+                answer = cmap.too_large_answer(
+                    None if event == "-" else event, len(body), context.env or {}
+                )
+            else:
+                answer = await self.router.answer(body, None if event == "-" else event, context)
+            entry.answer = encode_answer(answer)
+        finally:
+            entry.done.set()
+        return entry.answer, False
 
 
 async def _read_request(stream: SocketStream) -> bytes | None:
@@ -253,9 +334,9 @@ async def _read_request(stream: SocketStream) -> bytes | None:
             return b"".join(parts)
         size += len(chunk)
         if size > MAX_REQUEST_BYTES:
-            await stream.send(
-                encode_answer(cmap.HookAnswer(stderr="hookchain: request too large\n"))
-            )
+            limit = cmap.MAX_PAYLOAD_BYTES >> 20
+            too_large = f"hookchain: request too large (limit {limit} MiB); hook skipped\n"
+            await stream.send(encode_answer(cmap.HookAnswer(stderr=too_large)))
             return None
         parts.append(chunk)
 
@@ -283,11 +364,12 @@ def _log_to_file(runtime_dir: Path) -> None:
     os.close(fd)
 
 
-def _configure_logging(host: Host) -> None:
-    with contextlib.suppress(ImportError):
-        from framework.core.logging import configure_logging
+def _configure_logging(json_lines: bool = True) -> None:
+    """Logs to stderr (never stdout: that is the answer), at HOOKCHAIN_LOG_LEVEL."""
+    from framework.core.logging import configure_logging
 
-        configure_logging(host.settings.log_level, json=True)
+    level = os.environ.get("HOOKCHAIN_LOG_LEVEL", "warning").lower()
+    configure_logging(level, json=json_lines)
 
 
 async def serve(options: ServeOptions, lock_fd: int = -1) -> int:
@@ -310,10 +392,11 @@ async def serve(options: ServeOptions, lock_fd: int = -1) -> int:
         lock.flush()
         if not sys.stderr.isatty():
             _log_to_file(options.runtime_dir)
-        plugins = load_plugin_modules(options.plugin_modules)
-        async with Host(plugins=plugins) as host:
-            _configure_logging(host)
-            await Server(options, host).run()
+        _configure_logging()
+        wire.clear_start_error(str(options.runtime_dir))
+        global _serving
+        _serving = True
+        await Server(options).run()
     return 0
 
 
@@ -328,7 +411,10 @@ async def run_once(event: str, payload: bytes, options: ServeOptions) -> cmap.Ho
 
 
 def answer_once(event: str, payload: bytes) -> int:
-    """`--no-daemon`: answer one hook call in this process and write the answer out; its code."""
+    """`--no-daemon`: answer one hook call in this process and write the answer out; its code.
+
+    Only the answer goes to stdout: Claude Code reads it as the hook's JSON."""
+    _configure_logging(json_lines=False)
     answer = anyio.run(run_once, event, payload, ServeOptions.from_env())
     sys.stderr.write(answer.stderr)
     sys.stdout.write(answer.stdout)
@@ -376,8 +462,22 @@ def main(argv: Sequence[str], lock_fd: int = -1) -> int:
     mode = argv[0] if argv else "serve"
     if mode == "once":
         return answer_once(argv[1] if len(argv) > 1 else "", sys.stdin.buffer.read())
+    options = ServeOptions.from_env()
     try:
-        return anyio.run(serve, ServeOptions.from_env(), lock_fd)
+        return anyio.run(serve, options, lock_fd)
     except RuntimeDirError as error:
         sys.stderr.write(f"hookchain: {error}\n")
+        wire.record_start_error(str(options.runtime_dir), str(error))
+        return 1
+    except Exception as error:
+        if _serving:
+            _log.error("host failed", error_type=type(error).__name__, error=str(error))
+            return 1
+        # Kept for the clients and `hookchain status`: the log alone is where nobody looks.
+        cause: BaseException = error
+        while isinstance(cause, BaseExceptionGroup) and cause.exceptions:
+            cause = cause.exceptions[0]  # the cause, not anyio's wrapper
+        message = f"the host failed to start: {type(cause).__name__}: {cause}"
+        _log.error("host failed to start", error_type=type(error).__name__, error=str(error))
+        wire.record_start_error(str(options.runtime_dir), message)
         return 1

@@ -16,7 +16,8 @@ import secrets
 import socket
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+from urllib.parse import parse_qs
 
 import anyio
 import h11
@@ -24,7 +25,6 @@ import structlog
 from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 
 from framework.claude_code import mapping as cmap
-from framework.claude_code.bridge import ClaudeBridge
 from framework.core.settings import data_dir
 
 _log = structlog.get_logger("hookchain.http")
@@ -43,6 +43,19 @@ _REASONS = {
     405: b"Method Not Allowed",
     413: b"Content Too Large",
 }
+
+
+class PayloadAnswerer(Protocol):
+    """What answers a parsed payload: the projects' router (or one bridge)."""
+
+    async def answer_payload(self, payload: dict[str, Any]) -> cmap.HookAnswer: ...
+
+
+class _TooLarge(Exception):
+    def __init__(self, size: int, event: str | None) -> None:
+        super().__init__(f"body over {MAX_BODY_BYTES} bytes")
+        self.size = size
+        self.event = event
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +122,20 @@ def load_credentials(base: Path | None = None) -> HttpCredentials | None:
     return ensure_credentials(folder)
 
 
+def _too_large_payload(event: str | None, size: int) -> dict[str, Any]:
+    """The socket's "too large" answer as an http hook's JSON: a denial when fail-closed."""
+    answer = cmap.too_large_answer(event, size, os.environ)
+    reason = answer.stderr.strip()
+    if answer.exit_code == 2:
+        specific = {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+        return {"hookSpecificOutput": specific}
+    return {"systemMessage": reason}
+
+
 def _is_loopback(address: Any) -> bool:
     host = address[0] if isinstance(address, tuple) else address
     try:
@@ -136,7 +163,7 @@ class _Reject(Exception):
 class HttpFrontend:
     """Answers `POST /hook` with the bridge the socket uses: same chains, same suspended calls."""
 
-    def __init__(self, bridge: ClaudeBridge, credentials: HttpCredentials) -> None:
+    def __init__(self, bridge: PayloadAnswerer, credentials: HttpCredentials) -> None:
         self.bridge = bridge
         self.credentials = credentials
         self._expected = f"Bearer {credentials.token}".encode()
@@ -161,6 +188,10 @@ class HttpFrontend:
                 with anyio.fail_after(READ_TIMEOUT_S):
                     request, body = await self._read(stream, connection)
                 status, payload = await self._answer(request, body)
+            except _TooLarge as too_large:
+                # A 413 would be non-blocking without a word: answer it as the socket does.
+                status = 200
+                payload = _too_large_payload(too_large.event, too_large.size)
             except _Reject as rejection:
                 self.rejected += 1
                 status, payload = rejection.status, {"error": str(rejection)}
@@ -177,6 +208,7 @@ class HttpFrontend:
         self, stream: SocketStream, connection: h11.Connection
     ) -> tuple[h11.Request, bytes]:
         request: h11.Request | None = None
+        event_name: str | None = None
         parts: list[bytes] = []
         size = 0
         while True:
@@ -186,18 +218,19 @@ class HttpFrontend:
                 continue
             if isinstance(event, h11.Request):
                 request = event
-                self._check_head(event)
+                event_name = self._check_head(event)
             elif isinstance(event, h11.Data):
                 size += len(event.data)
                 if size > MAX_BODY_BYTES:
-                    raise _Reject(413, f"body over {MAX_BODY_BYTES} bytes")
+                    raise _TooLarge(size, event_name)
                 parts.append(bytes(event.data))
             elif isinstance(event, h11.EndOfMessage) and request is not None:
                 return request, b"".join(parts)
             elif isinstance(event, h11.ConnectionClosed):
                 raise anyio.EndOfStream
 
-    def _check_head(self, request: h11.Request) -> None:
+    def _check_head(self, request: h11.Request) -> str | None:
+        """Refuse a bad request head; the event named in the URL (`/hook?event=PreToolUse`)."""
         headers = dict(request.headers)
         given = headers.get(b"authorization", b"")
         if not hmac.compare_digest(given, self._expected):
@@ -207,8 +240,11 @@ class HttpFrontend:
         if request.method != b"POST":
             raise _Reject(405, "hook requests are POSTs")
         length = headers.get(b"content-length")
+        query = parse_qs(request.target.partition(b"?")[2].decode(errors="replace"))
+        event_name = (query.get("event") or [""])[0] or None
         if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
-            raise _Reject(413, f"body over {MAX_BODY_BYTES} bytes")
+            raise _TooLarge(int(length), event_name)
+        return event_name
 
     async def _answer(self, request: h11.Request, body: bytes) -> tuple[int, dict[str, Any]]:
         try:

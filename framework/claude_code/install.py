@@ -19,8 +19,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from framework import _client
+from framework.claude_code import commands as slash
 
-Scope = Literal["project", "user"]
+Scope = Literal["project", "local", "user"]
+SCOPES: tuple[Scope, ...] = ("project", "local", "user")
+DEFAULT_SCOPE: Scope = "local"
+"""`.claude/settings.local.json`: the hook commands name this machine's interpreter and client by
+absolute path, which do not belong in `.claude/settings.json`, the file a team commits."""
 Transport = Literal["command", "http"]
 
 MARKER = "# hookchain"
@@ -47,7 +52,40 @@ TIMEOUTS_S: Mapping[str, int] = {"SessionEnd": 2}
 DEFAULT_TIMEOUT_S = 30
 BACKUP_SUFFIX = ".hookchain-backup"
 
-_EVENT_NAME = re.compile(r"^[A-Z][A-Za-z]+$")
+KNOWN_EVENTS: tuple[str, ...] = (
+    "PreToolUse",
+    "PermissionRequest",
+    "PermissionDenied",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PostToolBatch",
+    "UserPromptSubmit",
+    "UserPromptExpansion",
+    "Stop",
+    "SubagentStop",
+    "SubagentStart",
+    "StopFailure",
+    "SessionStart",
+    "SessionEnd",
+    "Setup",
+    "PreCompact",
+    "PostCompact",
+    "Notification",
+    "MessageDisplay",
+    "TaskCreated",
+    "TaskCompleted",
+    "TeammateIdle",
+    "InstructionsLoaded",
+    "ConfigChange",
+    "CwdChanged",
+    "FileChanged",
+    "DirectoryAdded",
+    "WorktreeCreate",
+    "WorktreeRemove",
+    "Elicitation",
+    "ElicitationResult",
+)
+"""Every Claude Code hook event (docs/claude-code.md has what hookchain does with each)."""
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 
@@ -80,7 +118,78 @@ class InstallPlan:
 def settings_path(scope: Scope, project_dir: Path, home: Path | None = None) -> Path:
     if scope == "user":
         return (home or Path.home()) / ".claude" / "settings.json"
+    if scope == "local":
+        return project_dir / ".claude" / "settings.local.json"
     return project_dir / ".claude" / "settings.json"
+
+
+def commands_folder(scope: Scope, project_dir: Path, home: Path | None = None) -> Path:
+    """Where Claude Code looks for slash command files of that scope (`local` shares the
+    project's: a command file holds no machine-specific path)."""
+    base = (home or Path.home()) if scope == "user" else project_dir
+    return base / ".claude" / "commands"
+
+
+def write_command_files(
+    folder: Path, commands: Mapping[str, tuple[str, str]], *, dry_run: bool = False
+) -> tuple[list[Path], list[Path]]:
+    """One command file per plugin command, so Claude Code lets `/name` through to the hooks.
+    A file of the same name that hookchain did not write is left alone. (Written, skipped.)"""
+    written: list[Path] = []
+    skipped: list[Path] = []
+    for path, text in slash.command_files(folder, commands).items():
+        if path.exists() and not slash.is_ours(path):
+            skipped.append(path)
+            continue
+        if path.exists() and path.read_text(encoding="utf-8") == text:
+            continue
+        written.append(path)
+        if not dry_run:
+            folder.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+    return written, skipped
+
+
+def remove_command_files(folder: Path, *, dry_run: bool = False) -> list[Path]:
+    """The command files hookchain wrote in `folder`, removed."""
+    if not folder.is_dir():
+        return []
+    ours = sorted(path for path in folder.glob("*.md") if slash.is_ours(path))
+    if not dry_run:
+        for path in ours:
+            path.unlink()
+    return ours
+
+
+def find_project_root(cwd: Path, environ: Mapping[str, str] | None = None) -> Path:
+    """Where Claude Code reads project settings: $CLAUDE_PROJECT_DIR, else the git root above
+    `cwd`, else `cwd` (so `install` run from a subfolder changes the project's file)."""
+    env = os.environ if environ is None else environ
+    given = env.get("CLAUDE_PROJECT_DIR")
+    if given:
+        return Path(given).resolve()
+    here = cwd.resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():
+            return folder
+    return here
+
+
+def check_events(events: Sequence[str]) -> tuple[str, ...]:
+    """The events, each a known Claude Code hook event; else an error naming the known ones."""
+    by_lower = {name.lower(): name for name in KNOWN_EVENTS}
+    for event in events:
+        if event in KNOWN_EVENTS:
+            continue
+        suggestion = by_lower.get(event.lower()) or next(
+            iter(difflib.get_close_matches(event, KNOWN_EVENTS, n=1)), None
+        )
+        hint = f"; did you mean {suggestion}?" if suggestion else ""
+        raise InstallError(
+            f"{event!r} is not a Claude Code hook event{hint} Known events: "
+            + ", ".join(KNOWN_EVENTS)
+        )
+    return tuple(events)
 
 
 def client_command(event: str, python: str | None = None, client: str | None = None) -> str:
@@ -107,7 +216,7 @@ def http_handler(event: str, port: int) -> dict[str, Any]:
     """An http hook whose token comes from the environment, never from this (committable) file."""
     return {
         "type": "http",
-        "url": f"http://127.0.0.1:{port}/hook",
+        "url": f"http://127.0.0.1:{port}/hook?event={event}",
         "headers": {"Authorization": f"Bearer ${TOKEN_ENV}"},
         "allowedEnvVars": [TOKEN_ENV],
         "timeout": TIMEOUTS_S.get(event, DEFAULT_TIMEOUT_S),
@@ -179,9 +288,7 @@ def merge(
     client: str | None = None,
 ) -> dict[str, Any]:
     """`settings` with one hookchain handler per event (matcher `""`), replacing earlier ones."""
-    for event in events:
-        if not _EVENT_NAME.match(event):
-            raise InstallError(f"{event!r} is not a Claude Code hook event name")
+    check_events(events)
     if transport == "http" and port is None:
         raise InstallError("the http transport needs the host's port")
     result = remove(settings)
@@ -245,7 +352,8 @@ def _same(before: str, after: str) -> bool:
 
 
 def apply(plan: InstallPlan) -> Path | None:
-    """Write the plan atomically; the previous file is kept beside it. The backup's path, if any."""
+    """Write the plan atomically. The file as it was before hookchain first changed it is kept
+    beside it, once: later changes never overwrite that backup. The backup's path, if any."""
     if not plan.changed:
         return None
     plan.path.parent.mkdir(parents=True, exist_ok=True)
@@ -254,8 +362,9 @@ def apply(plan: InstallPlan) -> Path | None:
     if plan.path.exists():
         mode = plan.path.stat().st_mode & 0o777
         backup = plan.path.with_name(plan.path.name + BACKUP_SUFFIX)
-        shutil.copy2(plan.path, backup)
-        backup.chmod(0o600)
+        if not backup.exists():
+            shutil.copy2(plan.path, backup)
+            backup.chmod(0o600)
     fd, temp = tempfile.mkstemp(dir=plan.path.parent, prefix=".settings-", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

@@ -11,9 +11,11 @@ from typing import Any
 import structlog
 from pydantic import ValidationError
 
+from framework import _launch as wire
 from framework.core.contract import (
     Classic,
     ClassicResult,
+    CommandReply,
     ContextResult,
     PromptContext,
     PromptResult,
@@ -35,7 +37,7 @@ TEXT_CAP = 10_000
 
 CUT_MARKER = "\n[… cut by hookchain: over Claude Code's 10,000-character limit]"
 
-MAX_PAYLOAD_BYTES = 8 * 1024 * 1024
+MAX_PAYLOAD_BYTES = wire.MAX_PAYLOAD_BYTES
 """Larger stdin is refused: no real hook payload comes close, and the host must stay small."""
 
 PERSON_ACTION_KINDS = frozenset({"toast", "transcript", "status"})
@@ -118,6 +120,30 @@ def _tool_input(payload: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise PayloadError("tool_input must be a JSON object")
     return value
+
+
+SUBAGENT_TOOLS = frozenset({"Task", "Agent"})
+"""The tool that starts a subagent: `Task` in older Claude Code, `Agent` in current docs."""
+
+
+def subagent_type(tool: str, tool_input: Mapping[str, Any]) -> str | None:
+    """The subagent type a Task/Agent tool call starts (`subagent_type` of its input), else None.
+
+    Pure, for both the live bridge and transcript readers."""
+    if tool not in SUBAGENT_TOOLS:
+        return None
+    value = tool_input.get("subagent_type")
+    return value if isinstance(value, str) and value else None
+
+
+def payload_agent(payload: Mapping[str, Any]) -> tuple[str, str | None] | None:
+    """The subagent a payload comes from: its `agent_id` and, when Claude Code sends it
+    (SubagentStart, SubagentStop, events inside a subagent), its `agent_type`."""
+    agent_id = _agent_id(payload)
+    if agent_id is None:
+        return None
+    kind = payload.get("agent_type")
+    return agent_id, kind if isinstance(kind, str) and kind else None
 
 
 def input_key(session_id: str, tool: str, tool_input: Mapping[str, Any]) -> str:
@@ -326,8 +352,18 @@ def _cap_all(value: Any) -> Any:
     return value
 
 
+def labelled(by: str | None, text: str) -> str:
+    """`text` with its plugin's name in front, once: a text that already starts with the name
+    (`[my-plugin] …`, `my-plugin denied …`) is left as it is."""
+    name = by or "?"
+    head = text.lstrip()
+    if head.startswith((f"[{name}]", f"{name} ", f"{name}:")):
+        return text
+    return f"[{name}] {text}"
+
+
 def _kind_and_text(action: Any) -> tuple[str, str]:
-    return str(getattr(action, "kind", "")), f"[{getattr(action, 'by', '?')}] {action.text}"
+    return str(getattr(action, "kind", "")), labelled(getattr(action, "by", None), action.text)
 
 
 def person_messages(actions: Iterable[Any]) -> list[str]:
@@ -414,7 +450,7 @@ def _envelope(
 
 
 def _note_texts(result: ToolResult) -> list[str]:
-    return [f"[{note.by}] {note.text}" for note in result.notes]
+    return [labelled(note.by, note.text) for note in result.notes]
 
 
 def pre_tool_use_answer(
@@ -433,7 +469,7 @@ def pre_tool_use_answer(
     if result is not None:
         context = _note_texts(result) + context
         if result.denial is not None:
-            reason = cap(f"[{result.denial.by}] {result.denial.reason}")
+            reason = cap(labelled(result.denial.by, result.denial.reason))
             denial = {"permissionDecision": "deny", "permissionDecisionReason": reason}
             return _envelope("PreToolUse", context=context, person=person, specific=denial)
     specific: dict[str, Any] = {}
@@ -518,12 +554,25 @@ def prompt_answer(
     """UserPromptSubmit: a drop blocks the prompt (reason to the person), blocks become context."""
     person = person_messages(actions)
     if submitted is not None and submitted.drop is not None:
-        reason = cap(f"[{submitted.drop.by}] {submitted.drop.reason}")
+        reason = cap(labelled(submitted.drop.by, submitted.drop.reason))
         return _envelope(
             "UserPromptSubmit", person=person, top={"decision": "block", "reason": reason}
         )
     texts = _block_texts(context) + model_messages(actions)
     return _envelope("UserPromptSubmit", context=texts, person=person)
+
+
+def command_answer(
+    name: str, reply: CommandReply | None, actions: Sequence[Any] = ()
+) -> HookAnswer:
+    """A plugin command's reply, for the person only: Claude Code shows a block's reason and
+    sends nothing to the model (UserPromptSubmit and UserPromptExpansion alike)."""
+    if reply is not None and reply.text:
+        text = labelled(reply.by, reply.text)
+    else:
+        text = f"hookchain: /{name} gave no reply"
+    person = person_messages(actions)
+    return _json({"decision": "block", "reason": cap("\n".join([text, *person]))})
 
 
 def _block_texts(context: ContextResult | None) -> list[str]:
@@ -549,7 +598,7 @@ def stop_answer(
     continuation = None if result is None else result.continuation
     if continuation is None:
         return _envelope(event_name, person=person)
-    reason = f"[{continuation.by}] {continuation.reason}"
+    reason = labelled(continuation.by, continuation.reason)
     if turn.stop_hook_active:
         note = f"{reason} (not continued: a stop hook already continued this turn)"
         return _envelope(event_name, person=[*person, note])
@@ -565,6 +614,20 @@ def classic_answer(result: ClassicResult | None, actions: Sequence[Any] = ()) ->
         lines = [existing, *person] if isinstance(existing, str) and existing else person
         output["systemMessage"] = "\n".join(lines)
     return _json(_cap_all(output))
+
+
+def skipped_answer(event: str | None, why: str, env: Mapping[str, str]) -> HookAnswer:
+    """A call no guard has seen (`why`): skipped, or a tool call blocked when the session asked
+    for HOOKCHAIN_UNREACHABLE=closed (the client's own rule for an unreachable host)."""
+    if env.get("HOOKCHAIN_UNREACHABLE", "open") == "closed" and event == "PreToolUse":
+        closed = "blocking this tool call because HOOKCHAIN_UNREACHABLE=closed"
+        return HookAnswer(exit_code=2, stderr=f"hookchain: {why}; {closed}\n")
+    return HookAnswer(stderr=f"hookchain: {why}; hook skipped\n")
+
+
+def too_large_answer(event: str | None, size: int, env: Mapping[str, str]) -> HookAnswer:
+    why = f"hook payload too large ({size} bytes; limit {MAX_PAYLOAD_BYTES >> 20} MiB)"
+    return skipped_answer(event, why, env)
 
 
 def payload_error_answer(error: PayloadError) -> HookAnswer:

@@ -12,6 +12,7 @@ import typer
 
 from framework import __version__
 from framework.claude_code import cli as claude_code_commands
+from framework.claude_code.commands import declared_commands
 from framework.cli import check as check_commands
 from framework.core.chain import Outcome
 from framework.core.contract import CONTRACT_VERSION, ContractError, Event, build_event
@@ -106,7 +107,7 @@ def plugins_report(host: Host) -> dict[str, Any]:
             ]
             for event, chain in sorted(host.chains().items())
         },
-        "commands": {name: plugin for name, (plugin, _) in sorted(host.commands.items())},
+        "commands": {name: plugin for name, (plugin, _) in declared_commands(host).items()},
     }
 
 

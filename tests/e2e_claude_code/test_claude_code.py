@@ -100,7 +100,14 @@ def test_a_healthy_session_gets_no_denials_or_notes_and_the_edit_is_made(box: Sa
     results = run.tool_results()
     assert [r.is_error for r in results] == [False] * 4, results
     assert results[-1].text.strip() == "2"
-    for marker in ("[write-guard]", "[loop-breaker]", "[refusal-watch]", "[observer]"):
+    markers = (
+        "[write-guard]",
+        "write-guard denied",
+        "[loop-breaker]",
+        "[refusal-watch]",
+        "[observer]",
+    )
+    for marker in markers:
         assert not run.api.seen(marker), marker
     assert run.system_messages() == []
     assert {r["exit_code"] for r in run.hook_responses()} == {0}

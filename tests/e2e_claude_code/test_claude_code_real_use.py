@@ -44,7 +44,6 @@ def shown(run: Run, text: str) -> int:
     return sum(message.count(text) for message in run.system_messages())
 
 
-@issue(17, "the warm host serves every project with the config and workspace of the first one")
 def test_two_projects_on_one_host_each_get_their_own_policy(box: Sandbox) -> None:
     shared = box.outside / "shared"
     shared.mkdir()
@@ -73,7 +72,6 @@ def test_two_projects_on_one_host_each_get_their_own_policy(box: Sandbox) -> Non
     assert not (a.path / "into-a.txt").exists(), "B wrote into A's workspace"
 
 
-@issue(17, "after `install --transport http` the running host does not listen on http")
 def test_switching_to_http_while_a_host_runs_keeps_the_guards_on(box: Sandbox) -> None:
     project = box.project()
     project.install()
@@ -112,7 +110,6 @@ def frozen_run(box: Sandbox, project: Project, script: list[Turn], **env: str) -
     return run
 
 
-@issue(17, "the client has no read timeout: a SIGSTOPped host holds each hook for 30 s")
 def test_a_stopped_host_does_not_hold_hooks_past_the_deadline(box: Sandbox) -> None:
     project = box.project()
     project.install()
@@ -126,7 +123,6 @@ def test_a_stopped_host_does_not_hold_hooks_past_the_deadline(box: Sandbox) -> N
     assert run.wall_s < 4 * deadline_s + 6, run.wall_s
 
 
-@issue(17, "the client has no read timeout: HOOKCHAIN_UNREACHABLE=closed never applies to a hang")
 def test_a_stopped_host_blocks_tool_calls_when_asked_to_fail_closed(box: Sandbox) -> None:
     project = box.project()
     project.install()
@@ -183,7 +179,6 @@ def test_a_host_killed_during_a_tool_is_replaced_and_the_guards_stay_on(box: San
     assert status["replayed_calls"] == 1
 
 
-@issue(17, "nothing maps a prompt to command.run: Claude Code answers `Unknown command`")
 def test_the_loop_breaker_slash_command_is_answered(box: Sandbox) -> None:
     project = box.project()
     project.install()
@@ -216,10 +211,10 @@ def test_an_agent_preset_makes_a_subagent_read_only(box: Sandbox) -> None:
     assert not notes.exists(), run.tool_results("SUBAGENT-JOB")
     [denied] = run.tool_results("SUBAGENT-JOB")
     assert denied.is_error
-    assert "[write-guard]" in denied.text
+    # Named once: the reason names its plugin, so the host adds no `[write-guard]` before it.
+    assert denied.text.startswith("write-guard denied this (read-only)"), denied.text
 
 
-@issue(17, "the host adds the plugin name to texts that carry it; toast + transcript shown twice")
 def test_a_loop_is_nudged_with_one_prefix_and_its_alert_shown_once(box: Sandbox) -> None:
     project = box.project()
     project.install()
@@ -233,7 +228,6 @@ def test_a_loop_is_nudged_with_one_prefix_and_its_alert_shown_once(box: Sandbox)
     assert shown(run, alert) == 1, run.system_messages()
 
 
-@issue(17, "a host that cannot start is invisible: `FileNotFoundError`, 2 s lost per hook call")
 def test_a_host_that_cannot_start_says_why_and_costs_little(box: Sandbox) -> None:
     project = box.project()
     project.install()
@@ -250,7 +244,6 @@ def test_a_host_that_cannot_start_says_why_and_costs_little(box: Sandbox) -> Non
     assert run.wall_s < 5, run.wall_s
 
 
-@issue(17, "the runtime dir is not protected: an allowed Bash command can loosen or move it")
 def test_the_model_cannot_loosen_or_move_the_runtime_dir(box: Sandbox) -> None:
     project = box.project()
     project.install()
@@ -268,7 +261,7 @@ def test_the_model_cannot_loosen_or_move_the_runtime_dir(box: Sandbox) -> None:
     assert runtime.stat().st_mode & 0o777 == 0o700
     results = run.tool_results()
     assert [r.is_error for r in results] == [True, True], results
-    assert all("[write-guard]" in r.text for r in results)
+    assert all(r.text.startswith("write-guard denied this") for r in results), results
 
 
 def refusal_log(box: Sandbox) -> list[str]:
