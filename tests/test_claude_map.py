@@ -387,10 +387,10 @@ def test_the_plugin_name_is_added_once_and_a_toast_and_line_alike_reach_the_pers
     ]
     assert cmap.person_messages(actions) == [alert, "[observer] episode saved"]
     call = ToolCall(session_id="s", tool_use_id="t", tool="Write", input={"file_path": "/x"})
-    denied = ToolResult.denied("write-guard denied this (outside-roots): /x", by="write-guard")
+    denied = ToolResult.denied("[write-guard] denied this (outside-roots): /x", by="write-guard")
     answer = json.loads(cmap.pre_tool_use_answer(call, denied, None, actions).stdout)
     reason = answer["hookSpecificOutput"]["permissionDecisionReason"]
-    assert reason == "write-guard denied this (outside-roots): /x"
+    assert reason == "[write-guard] denied this (outside-roots): /x"
     assert answer["systemMessage"] == f"{alert}\n[observer] episode saved"
     assert cmap.labelled("write-guard", "outside the workspace") == (
         "[write-guard] outside the workspace"

@@ -182,6 +182,7 @@ class HttpFrontend:
     async def handle(self, stream: SocketStream) -> None:
         async with stream:
             connection = h11.Connection(h11.SERVER, max_incomplete_event_size=16 * 1024)
+            unread = False  # an early answer leaves the rest of the request on the socket
             try:
                 if not _is_loopback(stream.extra(SocketAttribute.remote_address)):
                     raise _Reject(403, "only loopback clients are served")
@@ -190,7 +191,7 @@ class HttpFrontend:
                 status, payload = await self._answer(request, body)
             except _TooLarge as too_large:
                 # A 413 would be non-blocking without a word: answer it as the socket does.
-                status = 200
+                status, unread = 200, True
                 payload = _too_large_payload(too_large.event, too_large.size)
             except _Reject as rejection:
                 self.rejected += 1
@@ -201,7 +202,7 @@ class HttpFrontend:
                 return
             with contextlib.suppress(Exception):
                 await self._send(stream, connection, status, payload)
-                if status >= 400:
+                if unread or status >= 400:
                     await _drain(stream)
 
     async def _read(

@@ -353,11 +353,12 @@ def _cap_all(value: Any) -> Any:
 
 
 def labelled(by: str | None, text: str) -> str:
-    """`text` with its plugin's name in front, once: a text that already starts with the name
-    (`[my-plugin] …`, `my-plugin denied …`) is left as it is."""
+    """`text` with its plugin's name in front, once: a text that already starts with the label
+    (`[my-plugin] …`) or the name as a heading (`my-plugin: …`) is left as it is. A text that merely
+    begins with the same word (a plugin named `other` saying "other status") is still labelled."""
     name = by or "?"
     head = text.lstrip()
-    if head.startswith((f"[{name}]", f"{name} ", f"{name}:")):
+    if head.startswith((f"[{name}]", f"{name}:")):
         return text
     return f"[{name}] {text}"
 

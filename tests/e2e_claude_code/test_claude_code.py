@@ -102,7 +102,7 @@ def test_a_healthy_session_gets_no_denials_or_notes_and_the_edit_is_made(box: Sa
     assert results[-1].text.strip() == "2"
     markers = (
         "[write-guard]",
-        "write-guard denied",
+        "denied this",
         "[loop-breaker]",
         "[refusal-watch]",
         "[observer]",

@@ -212,7 +212,7 @@ def test_an_agent_preset_makes_a_subagent_read_only(box: Sandbox) -> None:
     [denied] = run.tool_results("SUBAGENT-JOB")
     assert denied.is_error
     # Named once: the reason names its plugin, so the host adds no `[write-guard]` before it.
-    assert denied.text.startswith("write-guard denied this (read-only)"), denied.text
+    assert denied.text.startswith("[write-guard] denied this (read-only)"), denied.text
 
 
 def test_a_loop_is_nudged_with_one_prefix_and_its_alert_shown_once(box: Sandbox) -> None:
@@ -261,7 +261,7 @@ def test_the_model_cannot_loosen_or_move_the_runtime_dir(box: Sandbox) -> None:
     assert runtime.stat().st_mode & 0o777 == 0o700
     results = run.tool_results()
     assert [r.is_error for r in results] == [True, True], results
-    assert all(r.text.startswith("write-guard denied this") for r in results), results
+    assert all(r.text.startswith("[write-guard] denied this") for r in results), results
 
 
 def refusal_log(box: Sandbox) -> list[str]:

@@ -23,7 +23,7 @@ from write_guard._surface import extract_surface
 
 FOLDERS = (TRANSCRIPTS, LABELLED)
 _HOME = re.compile(r'"cwd":"(/(?:Users|home)/[^/"]+)')
-_RULE = re.compile(r"write-guard denied this \(([a-z-]+)\)")
+_RULE = re.compile(r"denied this \(([a-z-]+)\)")
 
 # (file prefix, rule, what the denial names) → how many, and why the denial is right.
 EXPECTED: dict[tuple[str, str, str], tuple[int, str]] = {

@@ -68,7 +68,7 @@ def _assignment(word: str) -> bool:
 
 def control_reason(denial: ControlDenial) -> str:
     return (
-        f"write-guard denied this (control-plane): {denial.what}. hookchain and its guards are "
+        f"denied this (control-plane): {denial.what}. hookchain and its guards are "
         "the person's to run, stop or reconfigure. Instead: carry on without it, or tell the "
         "person what you would change and why"
     )

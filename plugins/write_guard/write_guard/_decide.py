@@ -42,9 +42,7 @@ class GitHold:
 
 def _deny(rule: str, path: str | None, what: str, instead: str) -> GuardDenial:
     where = f" Path: {path}." if path else ""
-    return GuardDenial(
-        rule, path, f"write-guard denied this ({rule}): {what}.{where} Instead: {instead}."
-    )
+    return GuardDenial(rule, path, f"denied this ({rule}): {what}.{where} Instead: {instead}.")
 
 
 def _from_verdict(verdict: PathVerdict) -> GuardDenial:

@@ -101,7 +101,7 @@ def _assignment(word: str) -> bool:
 
 def fallback_reason(doubt: str) -> str:
     return (
-        "write-guard denied this (no-sandbox): no OS sandbox is available here, so shell "
+        "denied this (no-sandbox): no OS sandbox is available here, so shell "
         f"writes are checked by reading the command line, and this one cannot be read "
         f"completely ({doubt}). Instead: write files with the Write or Edit tool, and run "
         "plain commands whose outputs are named on the line (one command per call)"
