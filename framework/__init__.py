@@ -53,6 +53,7 @@ from framework.core.loading import ENTRY_POINT_GROUP, LoadedPlugin, PluginInfo
 from framework.core.registration import BudgetExceeded, Registration
 from framework.core.settings import HostSettings, SettingsError, data_dir, load_settings
 from framework.core.tap import tap
+from framework.core.tools import HARNESSES, ToolAction, describe_tool
 from framework.replay.reader import Transcripts, read_transcripts
 from framework.replay.runner import ReplayReport, replay_paths
 from framework.stores.base import Store, StoreBackend, StoreError
@@ -65,6 +66,7 @@ __all__ = [
     "ENGINE_ORIGIN",
     "ENTRY_POINT_GROUP",
     "EVENT_TYPES",
+    "HARNESSES",
     "KNOWN_CONTRACT_VERSIONS",
     "PERSON_ORIGIN_KINDS",
     "Action",
@@ -106,6 +108,7 @@ __all__ = [
     "StoreError",
     "StreamChunk",
     "SystemClock",
+    "ToolAction",
     "ToolCall",
     "ToolResult",
     "Transcripts",
@@ -115,6 +118,7 @@ __all__ = [
     "TurnStep",
     "build_event",
     "data_dir",
+    "describe_tool",
     "hookimpl",
     "is_valid_result",
     "load_settings",

@@ -14,6 +14,7 @@ PINNED = {
     "ClassicResult", "Clock", "CommandReply", "CommandRun", "ContextBlock", "ContextResult",
     "Continue", "ContractError", "Denial", "Drop", "ENGINE_ORIGIN", "ENTRY_POINT_GROUP",
     "EVENT_TYPES", "Engine", "Event", "FakeClock", "HookSpecs", "Host", "HostSettings",
+    "HARNESSES", "ToolAction", "describe_tool",
     "KNOWN_CONTRACT_VERSIONS", "LoadedPlugin", "Note", "Outcome", "PERSON_ORIGIN_KINDS",
     "PluginInfo", "PromptContext", "PromptResult", "PromptSubmit", "Registration", "ReplayReport",
     "SessionEnd", "Transcripts", "read_transcripts", "replay_paths",
