@@ -27,9 +27,9 @@ from typing import Any
 from claude_e2e_kit import ClaudeSide, _reap_host
 from mock_api import MockAPI, Step, ToolResult
 
-from framework import _daemon
+from framework.claude_code import daemon as _daemon
 
-HOOKCHAIN = [sys.executable, "-c", "from framework._cli import main; main()"]
+HOOKCHAIN = [sys.executable, "-c", "from framework.cli.app import main; main()"]
 RUN_TIMEOUT_S = 90.0
 
 _DEBUG_MARKS = {
