@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from framework.core.tools import CLAUDE_CODE, ToolAction, describe_tool
+from framework.core.tools import ToolAction, current_harness, describe_tool
 
 CONTRACT_VERSION = "1.1"
 """The contract version this host speaks (and every earlier 1.x: minor versions only add)."""
@@ -159,7 +159,7 @@ class Event(_Value):
     result_type: ClassVar[type | None] = None
 
     session_id: str = "default"
-    harness: str = CLAUDE_CODE
+    harness: str = Field(default_factory=lambda: current_harness.get())
     """The harness the event came from (1.1): one of `HARNESSES` (`claude-code`, `gemini`, …)."""
 
     @property

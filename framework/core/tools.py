@@ -11,7 +11,9 @@ plugin passes on (no stale copy), and one table per harness is the one place for
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -24,6 +26,24 @@ CODEX = "codex"
 GEMINI = "gemini"
 HARNESSES: tuple[str, ...] = (CLAUDE_CODE, CLAUDE_AGENT_SDK, CODEX, GEMINI)
 """Harness names an adapter sets on events (`Event.harness`); other names are allowed."""
+
+current_harness: ContextVar[str] = ContextVar("hookchain_harness", default=CLAUDE_CODE)
+"""The default of `Event.harness` for events built in this context.
+
+An adapter that reuses the Claude Code mapping for another harness (Codex's Claude-shaped
+payloads, the Agent SDK's callbacks) answers each hook call inside `from_harness(name)`, so every
+event the shared mapping builds is tagged with the right harness without the mapping knowing.
+"""
+
+
+@contextmanager
+def from_harness(harness: str) -> Iterator[None]:
+    """Events built inside are from `harness` (unless they say otherwise)."""
+    token = current_harness.set(harness)
+    try:
+        yield
+    finally:
+        current_harness.reset(token)
 
 
 class ToolAction(BaseModel):
