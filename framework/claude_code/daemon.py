@@ -24,6 +24,7 @@ from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 
 from framework import _launch as wire
 from framework.claude_code import mapping as cmap
+from framework.claude_code import native
 from framework.claude_code.bridge import DEFAULT_SUSPEND_TIMEOUT_S, ClaudeBridge
 from framework.core.host import Host
 
@@ -239,7 +240,7 @@ class Server:
             _log.info("client of another version: host restarts")
             return b"R\n", True
         assert self.bridge is not None
-        answer = await self.bridge.answer(body, None if event == "-" else event)
+        answer = await native.answer(self.bridge, event, body)
         return encode_answer(answer), False
 
 
@@ -322,7 +323,7 @@ async def run_once(event: str, payload: bytes, options: ServeOptions) -> cmap.Ho
     plugins = load_plugin_modules(options.plugin_modules)
     async with Host(plugins=plugins) as host, anyio.create_task_group() as task_group:
         bridge = ClaudeBridge(host, task_group, suspend_timeout=options.suspend_timeout_s)
-        answer = await bridge.answer(payload, event or None)
+        answer = await native.answer(bridge, event, payload)
         bridge.cancel_all()
     return answer
 

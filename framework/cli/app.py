@@ -27,7 +27,12 @@ app = typer.Typer(
 )
 
 # Modules of the host that add their own commands; each exposes `register(app)`.
-_COMMAND_MODULES = ("framework.replay.cli", "framework.cli.check", "framework.claude_code.cli")
+_COMMAND_MODULES = (
+    "framework.replay.cli",
+    "framework.cli.check",
+    "framework.claude_code.cli",
+    "framework.cli.harnesses",
+)
 
 
 def _version(value: bool) -> None:
