@@ -37,17 +37,20 @@ BeforeToolSelection, PreCompress (sent before every model call) and Notification
 they map to no contract event and would only cost a round trip each."""
 
 _EXIT = re.compile(r"(?:^|\n)Exit Code: (-?\d+)\b")
+_PGID = re.compile(r"\nProcess Group PGID: \d+(?=\n|$)")
 _SIGNAL = re.compile(r"(?:^|\n)Signal: (\S+)")
 _SOURCES = {"startup": "startup", "resume": "resume", "clear": "clear", "compress": "compact"}
 
 
 def _response_text(response: Any) -> str:
+    """The text the model reads, without the shell's process-group line: it names a new
+    process group on every call, so the same output would never compare equal."""
     if isinstance(response, Mapping):
         content = response.get("llmContent")
         if isinstance(content, str):
-            return content
+            return _PGID.sub("", content)
         return json.dumps(content, ensure_ascii=False) if content is not None else ""
-    return response if isinstance(response, str) else ""
+    return _PGID.sub("", response) if isinstance(response, str) else ""
 
 
 def tool_failure(tool_name: str, response: Any) -> str | None:
@@ -85,8 +88,6 @@ def claude_payload(payload: dict[str, Any]) -> dict[str, Any]:
             moved["hook_event_name"] = "PostToolUseFailure"
             moved["error"] = error
         else:
-            # Gemini's shell output carries a new process-group id on every call: only the text
-            # for the model is the output a plugin compares.
             moved["tool_response"] = _response_text(response)
     elif native == "AfterAgent":
         response = payload.get("prompt_response")
