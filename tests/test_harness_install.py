@@ -100,10 +100,11 @@ def test_codex_hook_trust_is_read_from_the_app_servers_answer() -> None:
     assert [hook.key for hook in codex.untrusted_ours(hooks)] == ["k1"]
 
 
+MINE = {"matcher": "write_file", "hooks": [{"type": "command", "command": "mine"}]}
 GEMINI_SETTINGS = {
     "security": {"auth": {"selectedType": "gemini-api-key"}},
-    "hooks": {"BeforeTool": [{"matcher": "write_file", "hooks": [{"type": "command", "command": "mine"}]}]},
-}  # fmt: skip
+    "hooks": {"BeforeTool": [MINE]},
+}
 
 
 def test_gemini_install_merges_with_ms_timeouts_and_uninstalls_only_ours(tmp_path: Path) -> None:
@@ -112,7 +113,7 @@ def test_gemini_install_merges_with_ms_timeouts_and_uninstalls_only_ours(tmp_pat
     plan = gemini.plan_install(path, python=PY, client=CLIENT)
     after = json.loads(plan.after)
     before_tool = after["hooks"]["BeforeTool"]
-    assert before_tool[0] == GEMINI_SETTINGS["hooks"]["BeforeTool"][0]  # type: ignore[index]
+    assert before_tool[0] == MINE
     assert before_tool[1]["matcher"] == "*"
     ours = before_tool[1]["hooks"][0]
     assert ours["command"].endswith(" gemini:BeforeTool # hookchain") and ours["timeout"] == 30_000

@@ -174,7 +174,10 @@ def test_gemini_deny_is_its_own_format() -> None:
 
 
 def test_gemini_shell_failure_is_read_from_exit_code_and_pgid_dropped() -> None:
-    text = "<untrusted_context>\nOutput: no\nExit Code: 2\nProcess Group PGID: 4242\n</untrusted_context>"
+    text = (
+        "<untrusted_context>\nOutput: no\nExit Code: 2\nProcess Group PGID: 4242\n"
+        "</untrusted_context>"
+    )
 
     async def main() -> dict[str, Any]:
         async with bridged() as bridge:
