@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from loop_breaker.core import CoreConfig, Decision, LoopBreakerCore, Observation
-from loop_breaker.core.types import Outcome
+from loop_breaker.core.normalize import Outcome
 
 
 @pytest.fixture

@@ -335,3 +335,153 @@ def test_detect_speaks_as_the_first_detector_in_precedence_that_fires(seed: int)
         (found for d in DETECTORS if (found := d(records, "main", config)) is not None), None
     )
     assert detect(records, "main", config) == first
+
+
+# -- progress-aware counting (issue 18) --
+
+
+def test_repeat_failure_ignores_a_fix_and_rerun_cycle_with_a_new_error_each_time(
+    session: Factory,
+) -> None:
+    s = session()
+    for step in range(6):
+        s.bash("go build ./...", "error", f"cmd/a.go:{step}:2: undefined: name{step}")
+        s.edit("/w/cmd/a.go", f"name{step}", f"name{step + 1}")
+    assert s.kinds() == []
+
+
+def test_repeat_failure_counts_an_error_that_comes_back(session: Factory) -> None:
+    s = session()
+    first, second = "cmd/a.go:3:2: undefined: Foo", 'cmd/a.go:4:2: "fmt" imported and not used'
+    for error in (first, second, first):
+        s.bash("go build ./...", "error", error)
+    assert s.kinds() == []
+    s.bash("go build ./...", "error", second)
+    assert s.kinds() == ["repeat-failure"]
+
+
+def test_repeat_failure_waits_while_the_last_run_shows_a_new_error(session: Factory) -> None:
+    s = session()
+    for error in ("E1: a", "E1: a", "E2: b"):
+        s.bash("make", "error", error)
+    assert s.kinds() == []
+
+
+def test_env_blocker_needs_the_same_command_when_no_token_is_named(session: Factory) -> None:
+    s = session()
+    s.bash("curl -sS https://api.example/a", "error", "curl: (6) Could not resolve host: api")
+    s.bash(
+        "npm view left-pad", "error", "npm ERR! network request failed, reason: connection refused"
+    )
+    assert "env-blocker" not in s.kinds()
+
+
+def test_env_blocker_two_unrelated_timeouts_are_not_one_problem(session: Factory) -> None:
+    s = session()
+    s.bash("timeout 5 npm run dev", "error", "Command timed out after 5s")
+    s.bash("curl -sS https://example.org/big", "error", "Command timed out after 2m 0.0s")
+    assert s.kinds() == []
+
+
+def test_env_blocker_timeouts_of_one_command_need_three(session: Factory) -> None:
+    s = session()
+    for _ in range(2):
+        s.bash("npm run e2e", "error", "Command timed out after 2m 0.0s")
+    assert s.kinds() == []
+    s.bash("npm run e2e", "error", "Command timed out after 2m 0.0s")
+    assert s.kinds() == ["env-blocker"]
+
+
+def test_same_error_batch_edits_of_different_files_failing_a_precondition(
+    session: Factory,
+) -> None:
+    s = session()
+    not_read = "<tool_use_error>File has not been read yet. Read it first before writing to it."
+    for index in range(5):
+        s.call(
+            "Edit",
+            {"file_path": f"/w/m{index}.py", "old_string": "a", "new_string": "b"},
+            "error",
+            not_read,
+        )
+    assert s.kinds() == []
+
+
+def test_same_error_one_file_failing_a_precondition_again_and_again(session: Factory) -> None:
+    s = session()
+    missing = "<tool_use_error>String to replace not found in file.\nString: {}"
+    for index in range(3):
+        s.call(
+            "Edit",
+            {"file_path": "/w/m.py", "old_string": f"v{index}", "new_string": "w"},
+            "error",
+            missing.format(index),
+        )
+    assert s.kinds() == ["same-error"]
+    assert "Read the file again" in s.decisions[-1].text
+    assert "not reaching the cause" not in s.decisions[-1].text
+
+
+def test_same_error_reads_of_different_missing_files_are_exploration(session: Factory) -> None:
+    # The harness does not name the file ("File does not exist."): each path is its own error.
+    s = session()
+    for name in ("README.md", "docs/README.md", "src/app/page.tsx", "src/app/layout.tsx"):
+        s.call("Read", {"file_path": f"/w/{name}"}, "error", "<tool_use_error>File does not exist.")
+    assert s.kinds() == []
+
+
+def test_same_error_needs_more_than_a_bare_exit_code(session: Factory) -> None:
+    s = session()
+    for command in (
+        "printf 'gps\\n' | timeout 5 nc dev 23",
+        "timeout 5 nc -q1 dev 23",
+        "nc dev 23",
+    ):
+        s.bash(command, "error", "Exit code 124")
+    assert s.kinds() == []
+    for _ in range(3):
+        s.bash("make bump", "error", "Exit code 2")
+    assert s.kinds() == ["repeat-failure"]
+
+
+def test_a_precondition_nudge_names_the_call_not_the_harness_text(session: Factory) -> None:
+    s = session()
+    not_read = "File has not been read yet. Read it first before writing to it."
+    for version in range(3):
+        s.call(
+            "Write",
+            {"file_path": "/w/server/security_test.go", "content": f"v{version}"},
+            "error",
+            not_read,
+        )
+    assert s.kinds() == ["same-error"]
+    assert "`Write server/security_test.go`" in s.decisions[-1].text
+
+
+def test_env_blocker_variations_of_a_command_against_one_unreachable_host(
+    session: Factory,
+) -> None:
+    s = session()
+    s.bash(
+        "curl -sS https://api.example.com/v1/a",
+        "error",
+        "curl: (6) Could not resolve host: api.example.com",
+    )
+    s.bash(
+        "curl -sS https://api.example.com/v1/b",
+        "error",
+        "curl: (6) Could not resolve host: api.example.com",
+    )
+    assert s.kinds() == ["env-blocker"]
+
+
+def test_same_error_guessed_addresses_that_answer_404_are_exploration(session: Factory) -> None:
+    s = session()
+    for path in ("gis/nfhl", "gis/nfhl/MapServer", "gis/nfhl/layers", "gis", "gis/rest"):
+        s.call(
+            "WebFetch",
+            {"url": f"https://hazards.example.gov/{path}", "prompt": "list the layers"},
+            "error",
+            "Request failed with status code 404",
+        )
+    assert s.kinds() == []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from loop_breaker.core.normalize import (
 from loop_breaker.core.result_text import result_text, text_and_source
 from loop_breaker.core.types import CoreConfig
 from loop_breaker.core.window import HELD_OUTPUT_CHARS, WINDOW_CAP
+from loop_breaker.judge import content_blocks
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 TRANSCRIPTS = REPO_ROOT.parent / "shared" / "corpus" / "transcripts"
@@ -42,28 +42,17 @@ def _corpus_calls() -> list[tuple[str, list[Call]]]:
     for path in sorted(TRANSCRIPTS.glob("*.jsonl")):
         uses: dict[str, tuple[str, dict[str, Any]]] = {}
         calls: list[Call] = []
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            message = record.get("message") if isinstance(record, dict) else None
-            content = message.get("content") if isinstance(message, dict) else None
-            if not isinstance(content, list):
-                continue
+        for record, block in content_blocks(path):
             loop_id = str(record.get("agentId") or MAIN_LOOP)
-            for block in content:
-                if not isinstance(block, dict):
-                    continue
-                if block.get("type") == "tool_use" and isinstance(block.get("input"), dict):
-                    uses[str(block.get("id"))] = (str(block.get("name")), block["input"])
-                elif block.get("type") == "tool_result":
-                    tool, tool_input = uses.get(str(block.get("tool_use_id")), ("Unknown", {}))
-                    is_error = block.get("is_error") is True
-                    structured = record.get("toolUseResult")
-                    if structured is not None:
-                        calls.append((loop_id, tool, tool_input, structured, is_error))
-                    calls.append((loop_id, tool, tool_input, block.get("content"), is_error))
+            if block.get("type") == "tool_use" and isinstance(block.get("input"), dict):
+                uses[str(block.get("id"))] = (str(block.get("name")), block["input"])
+            elif block.get("type") == "tool_result":
+                tool, tool_input = uses.get(str(block.get("tool_use_id")), ("Unknown", {}))
+                is_error = block.get("is_error") is True
+                structured = record.get("toolUseResult")
+                if structured is not None:
+                    calls.append((loop_id, tool, tool_input, structured, is_error))
+                calls.append((loop_id, tool, tool_input, block.get("content"), is_error))
         made.append((path.name, calls))
     return made
 

@@ -412,7 +412,7 @@ async def _evicted_session_goes_on(host: Host) -> tuple[int, Any]:
 async def test_a_process_local_store_keeps_a_session_that_leaves_memory(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(loop_breaker._register, "MAX_HOT_SESSIONS", 1)
+    monkeypatch.setattr(loop_breaker._runtime, "MAX_HOT_SESSIONS", 1)
     async with _host() as host:
         notes, stored = await _evicted_session_goes_on(host)
     # Written when it left memory: the third failure is the third one seen, nothing lost.
@@ -423,7 +423,7 @@ async def test_a_process_local_store_keeps_a_session_that_leaves_memory(
 async def test_a_shared_store_drops_a_session_to_its_last_turn_end(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(loop_breaker._register, "MAX_HOT_SESSIONS", 1)
+    monkeypatch.setattr(loop_breaker._runtime, "MAX_HOT_SESSIONS", 1)
     backend = _shared(tmp_path)
     async with _host(store=backend) as host:
         notes, stored = await _evicted_session_goes_on(host)

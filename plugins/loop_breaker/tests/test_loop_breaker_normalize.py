@@ -19,6 +19,7 @@ from loop_breaker.core.normalize import (
     is_counted,
     is_poll,
     label_of,
+    may_change_files,
     output_text,
     redact,
     short_path,
@@ -59,8 +60,8 @@ def test_error_signature_keeps_counts_that_show_progress() -> None:
         ("bash: pnpm: command not found", "command-not-found", "pnpm"),
         ("zsh: command not found: rg", "command-not-found", "rg"),
         ("ModuleNotFoundError: No module named 'yaml'", "missing-module", "yaml"),
-        ("open /etc/x: permission denied", "permission", ""),
-        ("curl: (6) Could not resolve host: example.org", "network", ""),
+        ("open /etc/x: permission denied", "permission", "/etc/x"),
+        ("curl: (6) Could not resolve host: example.org", "network", "example.org"),
         ("HTTP 429 Too Many Requests", "rate-limit", ""),
         ("error: 401 Unauthorized", "auth", ""),
         ("write failed: No space left on device", "disk", ""),
@@ -202,3 +203,188 @@ def test_a_call_record_holds_each_derived_value_in_its_own_field() -> None:
     assert "[redacted]" in record.snippet
     core.observe(Observation("c2", MAIN_LOOP, "BashOutput", {"bash_id": "b"}, "ok", "x", 43))
     assert core.windows.loops[MAIN_LOOP].records[-1].is_poll
+
+
+# -- fingerprints that see the difference between failures, snippets that quote the failure --
+
+
+def test_a_linters_issue_lines_tell_its_runs_apart_under_a_constant_summary() -> None:
+    # golangci-lint (r12 of the shared labelled set): no error word on the issue lines, and
+    # the same summary every run; the file named is what changed.
+    def lint(file: str) -> str:
+        return (
+            f'{file}:41:12: "GET" can be http.MethodGet (usestdlibvars)\n'
+            '\treq, _ := http.NewRequest("GET", u, nil)\n\t                      ^\n'
+            "3 issues:\n* usestdlibvars: 3\n"
+        )
+
+    first, second = failure_of(lint("cmd/serve.go")), failure_of(lint("internal/api/x.go"))
+    assert first.signature != second.signature
+    assert first.snippet.startswith("cmd/serve.go:#")
+    # The same issue at another line is the same failure: line numbers still do not count.
+    assert failure_of(lint("cmd/serve.go").replace(":41:12:", ":44:2:")).signature == (
+        first.signature
+    )
+
+
+def test_an_eslint_file_header_line_tells_two_files_apart() -> None:
+    report = "/w/src/{}.ts\n  12:5  error  Unexpected any  no-explicit-any\n\n✖ 1 problem\n"
+    assert failure_of(report.format("a")).signature != failure_of(report.format("b")).signature
+
+
+def test_without_error_lines_the_whole_tail_is_the_identity_not_its_last_lines() -> None:
+    summary = "\nsummary: 3 items differ\nsee above"
+    first = failure_of("alpha.txt differs from beta.txt" + summary)
+    second = failure_of("gamma.txt differs from delta.txt" + summary)
+    assert first.signature != second.signature
+
+
+def test_a_pass_line_with_an_error_word_is_never_quoted() -> None:
+    # r13: a property test named "error ..." passed; the failure is further down.
+    text = (
+        "+ error HTML generation is safe: OK, passed 100 tests.\n"
+        "! lexer round trip: Falsified after 3 passed tests.\n"
+        "--- FAIL: TestProperties (0.02s)\nFAIL\n"
+    )
+    failure = failure_of(text)
+    assert "passed 100" not in failure.snippet
+    assert failure.snippet == "--- FAIL: TestProperties (#)"
+    assert error_lines("ok  \tgithub.com/x/y\t0.3s\n✓ renders (2 ms)\nPASSED t.py::a") == []
+
+
+def test_a_blob_of_data_is_never_quoted_or_fingerprinted() -> None:
+    blob = "QUJD" * 40 + "ZXJyb3I="  # base64 whose letters spell "fail" and "error" by chance
+    text = f"data: {blob}\n{blob}errorFAIL{blob}\nError: upload rejected (413)\n"
+    failure = failure_of(text)
+    assert failure.snippet == "Error: upload rejected (#)"
+    assert failure.signature == failure_of("Error: upload rejected (413)").signature
+
+
+def test_a_failed_edit_precondition_is_known_by_its_marker() -> None:
+    text = "<tool_use_error>Found 2 matches of the string to replace, but replace_all is false."
+    assert failure_of(text).precondition == "matches of the string to replace"
+    assert failure_of("<tool_use_error>File has not been read yet.").precondition
+    assert failure_of("Error: file not found: a.py").precondition == ""
+
+
+def test_a_precondition_error_is_keyed_by_the_file_it_names() -> None:
+    core = LoopBreakerCore()
+    not_read = "<tool_use_error>File has not been read yet. Read it first before writing to it."
+    for index, path in enumerate(["/w/a.py", "/w/b.py", "/w/a.py"]):
+        tool_input = {"file_path": path, "old_string": f"x{index}", "new_string": "y"}
+        core.observe(Observation(f"c{index}", MAIN_LOOP, "Edit", tool_input, "error", not_read, 1))
+    first, second, third = core.windows.loops[MAIN_LOOP].records
+    assert first.error_sig != second.error_sig
+    assert first.error_sig == third.error_sig
+    assert first.error_class == "precondition"
+
+
+@pytest.mark.parametrize(
+    ("text", "token"),
+    [
+        ("error: Failed to spawn: `pytest`\n  Caused by: No such file or directory", "pytest"),
+        ('exec: "golangci-lint": executable file not found in $PATH', "golangci-lint"),
+    ],
+)
+def test_a_missing_command_names_its_token(text: str, token: str) -> None:
+    failure = failure_of(text)
+    assert (failure.error_class, failure.token) == ("command-not-found", token)
+
+
+def test_temporary_folders_of_macos_do_not_count() -> None:
+    first = failure_of("FAILED /private/var/folders/ab/T/pytest-of-u/pytest-3/t.py::a - boom")
+    second = failure_of("FAILED /var/folders/cd/T/pytest-of-u/pytest-9/t.py::a - boom")
+    assert first.signature == second.signature
+
+
+def test_an_exit_code_line_is_not_the_failing_line() -> None:
+    failure = failure_of("Exit code 2\nmake: *** No rule to make target 'bump'.  Stop.")
+    assert failure.snippet == "make: *** No rule to make target 'bump'. Stop."
+    assert not failure.bare
+    assert failure_of("Exit code 124").bare
+    assert failure.signature != failure_of("Exit code 2\nmake: *** No rule for 'x'.").signature
+
+
+def test_log_timestamps_do_not_count() -> None:
+    log = "npm error A complete log of this run can be found in: /Users/u/.npm/_logs/{}-debug-0.log"
+    first = failure_of(log.format("2025-09-17T16_56_06_576Z") + "\nnpm error Missing script: lint")
+    second = failure_of(log.format("2025-09-18T10_00_01_001Z") + "\nnpm error Missing script: lint")
+    assert first.signature == second.signature
+    assert failure_of("[10:04:05.804] Error: no GPS fix").signature == (
+        failure_of("[11:05:06.000] Error: no GPS fix").signature
+    )
+
+
+def test_a_tracebacks_frames_tell_where_the_same_exception_came_from() -> None:
+    frame = 'Traceback (most recent call last):\n  File "/w/app/{}.py", line {}, in run\n'
+    text = frame + "    check()\nValueError: bad value\n"
+    first = failure_of(text.format("orders", 12))
+    assert first.signature != failure_of(text.format("users", 12)).signature
+    assert first.signature == failure_of(text.format("orders", 40)).signature
+    assert first.snippet == "ValueError: bad value"
+
+
+def test_an_assertions_expected_and_received_values_count() -> None:
+    report = (
+        "● Cycle › velocity\n\n    expect(received).toBe(expected)\n\n"
+        "    Expected: 2.5\n    Received: {}\n\nTests: 1 failed, 32 passed, 33 total\n"
+    )
+    assert failure_of(report.format("2.69")).signature != failure_of(report.format("2.6")).signature
+
+
+def test_a_bare_location_alone_does_not_hide_what_differs() -> None:
+    # shellcheck: the location line has no error word and its message is on the next lines, so
+    # the whole tail is read, and two different findings at one place stay different.
+    one = (
+        "In deploy.sh line 3:\nrm -rf $DIR\n^--^ SC2086 (info): Double quote to prevent globbing.\n"
+    )
+    two = "In deploy.sh line 9:\ncd $X\n^-^ SC2164 (warning): Use 'cd ... || exit'.\n"
+    assert failure_of(one).signature != failure_of(two).signature
+    assert error_lines(one) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "error_class", "token"),
+    [
+        ('cannot find package "github.com/x/y" in any of:', "missing-module", "github.com/x/y"),
+        (
+            "Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'zod' imported from /w/a.js",
+            "missing-module",
+            "zod",
+        ),
+        ("bash: ./deploy.sh: Permission denied", "permission", "./deploy.sh"),
+        ("curl: (6) Could not resolve host: api.example.com", "network", "api.example.com"),
+        ("Error: connect ECONNREFUSED 127.0.0.1:5432", "network", "127.0.0.1:5432"),
+        (
+            "curl: (7) Failed to connect to localhost port 3000 after 0 ms: Connection refused",
+            "network",
+            "localhost",
+        ),
+    ],
+)
+def test_an_environment_error_names_what_it_is_about(
+    text: str, error_class: str, token: str
+) -> None:
+    # A named token lets variations of a command hit "the same environment problem".
+    failure = failure_of(text)
+    assert (failure.error_class, failure.token) == (error_class, token)
+
+
+@pytest.mark.parametrize(
+    ("command", "changes"),
+    [
+        ("cat >> README.md << 'EOF'\nmore\nEOF", True),
+        ("echo hi > out.txt", True),
+        ("sed -i 's/a/b/' src/a.py", True),
+        ("git checkout main", True),
+        ("npm install", True),
+        ("ruff check --fix .", True),
+        ("npm test 2>&1", False),
+        ("ls -la > /dev/null", False),
+        ("git status", False),
+        ("pytest -q 2>&1 | tail -5", False),
+        ("grep -rn foo src", False),
+    ],
+)
+def test_a_shell_command_that_may_change_files(command: str, changes: bool) -> None:
+    assert may_change_files(command) is changes

@@ -29,9 +29,11 @@ EXPECTED: Mapping[str, tuple[set[str], set[str]]] = {
     # Three Edits of style.css fail with "File has been modified since read" without a re-read
     # in between: different attempts, same error. Stops at 3 (the model switches to `patch`).
     "17": ({"same-error"}, set()),
-    # The TDD loop: `npm test -- cycle.service.test.ts` and `-- comment.service.test.ts` each
-    # fail 5-6 times in a row in their subagents while edits go in between.
-    "18": ({"repeat-failure"}, {"repeat-failure"}),
+    # TDD in subagents: `npm test -- cycle.service.test.ts` and `-- comment.service.test.ts`
+    # fail 5-6 times in a row while edits go in between, each time with a different error
+    # (compile errors, then 14 -> 4 -> 3 -> 1 failed) until they pass: progress, not a loop
+    # (issue 18: this was a false nudge and a false alarm).
+    "18": (set(), set()),
     # TaskCreate/TaskUpdate bookkeeping is never counted; failures are scattered.
     "19": (set(), set()),
     # Hook blocks of different commands and "Sibling tool call errored" cascades (not counted).
@@ -41,8 +43,10 @@ EXPECTED: Mapping[str, tuple[set[str], set[str]]] = {
     "22": (set(), set()),
     # One prompt-hook denial, never retried.
     "23": (set(), set()),
-    # WebFetch of guessed documentation URLs: five different URLs all answer 404.
-    "24": ({"same-error"}, {"same-error"}),
+    # WebFetch of guessed documentation URLs: five different URLs all answer 404 until a
+    # search finds the real one. Each address is its own failure, as each guessed file path is
+    # (issue 18: failures of different targets are exploration, not the same error).
+    "24": (set(), set()),
     # Six refusals by the person, each of a different command.
     "25": (set(), set()),
 }
@@ -95,9 +99,10 @@ def yielded() -> dict[str, tuple[set[str], set[str]]]:
     return found
 
 
-def test_the_test_fix_loop_of_18_is_nudged(yielded: dict[str, tuple[set[str], set[str]]]) -> None:
-    nudges, _ = yielded["18"]
-    assert nudges & {"repeat-failure", "same-error"}
+def test_the_test_fix_cycles_of_18_are_left_alone(
+    yielded: dict[str, tuple[set[str], set[str]]],
+) -> None:
+    assert yielded["18"] == (set(), set())
 
 
 def test_the_broken_stop_hook_of_21_is_caught(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from operator import attrgetter
 
-from .normalize import digest
+from .normalize import PRECONDITION, digest
 from .types import CallRecord, CoreConfig, DetectorId, ResolveWhen, Signal
 
 Detector = Callable[[Sequence[CallRecord], str, CoreConfig], "Signal | None"]
@@ -33,6 +33,7 @@ def _signal(
     resolve: ResolveWhen,
     label: str,
     snippet: str = "",
+    hint: str = "",
 ) -> Signal | None:
     limits = config.limits(detector)
     if len(evidence) < limits.nudge_at:
@@ -49,27 +50,39 @@ def _signal(
         resolve=resolve,
         snippet=snippet,
         action_keys=frozenset(record.action_key for record in evidence),
+        hint=hint,
     )
 
 
+def _hint(record: CallRecord) -> str:
+    """Advice of its own for a failure that has one: a harness precondition of an edit."""
+    return "precondition" if record.error_class == PRECONDITION else ""
+
+
+TIMEOUT_AT_LEAST = 3
+"""Timeouts are often meant (a server started with a bound, a slow download): two say nothing."""
+
+
 def env_blocker(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
-    """The same class of error the model cannot fix itself, recurring within a few calls."""
+    """The same class of error the model cannot fix itself, recurring within a few calls: the
+    same named token (`pnpm`, a module) or, with none named, the same command."""
     last = records[-1]
-    if last.outcome != "error" or not last.error_class:
+    if last.outcome != "error" or not last.error_class or last.error_class == PRECONDITION:
         return None
     recent = records[-config.env_blocker_span :]
+    token = last.error_token
     matches = [
         record
         for record in recent
         if record.error_class == last.error_class
-        and (
-            record.error_token == last.error_token or not record.error_token or not last.error_token
-        )
+        and ((token and record.error_token == token) or record.action_key == last.action_key)
     ]
-    subject = last.error_token or last.error_class
+    if last.error_class == "timeout" and len(matches) < TIMEOUT_AT_LEAST:
+        return None
+    subject = token or last.label
     return _signal(
         "env-blocker",
-        f"{last.error_class}:{last.error_token}",
+        f"{last.error_class}:{token or last.action_key}",
         loop_id,
         matches,
         config,
@@ -106,11 +119,16 @@ def denied_retry(records: Sequence[CallRecord], loop_id: str, config: CoreConfig
 def repeat_failure(
     records: Sequence[CallRecord], loop_id: str, config: CoreConfig
 ) -> Signal | None:
-    """The same action failing again since it last worked."""
+    """The same action failing again with an error it already gave since it last worked.
+
+    A failure counts only when its error was already seen in the streak: the same error again
+    (whether or not files changed in between: the change did not reach it), or an error coming
+    back after others. A new error after an edit is progress, and a streak of only new errors
+    is a fix-and-rerun cycle, never a loop.
+    """
     last = records[-1]
-    if last.outcome != "error" or _fewer_than(
-        config.limits("repeat-failure").nudge_at, last.action_key, _action_key_of, records
-    ):
+    nudge_at = config.limits("repeat-failure").nudge_at
+    if last.outcome != "error" or _fewer_than(nudge_at, last.action_key, _action_key_of, records):
         return None
     streak: list[CallRecord] = []
     for record in reversed(records):
@@ -119,16 +137,26 @@ def repeat_failure(
         if record.outcome != "error":
             break
         streak.append(record)
+    if len(streak) < nudge_at:
+        return None
     streak.reverse()
+    errors = list(map(_error_sig_of, streak))
+    repeated = [
+        record for record, error in zip(streak, errors, strict=True) if errors.count(error) > 1
+    ]
+    if not repeated or repeated[-1] is not last:
+        # The last run gave a new error: progress, whatever came before.
+        return None
     return _signal(
         "repeat-failure",
         last.action_key,
         loop_id,
-        streak,
+        repeated,
         config,
         ResolveWhen("action-ok", keys=frozenset({last.action_key})),
         last.label,
         last.snippet,
+        _hint(last),
     )
 
 
@@ -141,7 +169,12 @@ def same_error(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) 
         return None
     actions: set[str] = set()
     streak: list[CallRecord] = []
+    # A failed precondition is fixed by reading the file and editing it: after a file changed,
+    # the same lesson of the same file is a new one.
+    precondition = last.error_class == PRECONDITION
     for record in reversed(records):
+        if precondition and record.epoch != last.epoch:
+            break
         if record.outcome == "error" and record.error_sig == last.error_sig:
             actions.add(record.action_key)
             streak.append(record)
@@ -157,8 +190,10 @@ def same_error(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) 
         streak,
         config,
         ResolveWhen("action-changes", keys=frozenset(actions), value=last.error_sig),
-        last.snippet or last.label,
+        # A precondition's text is the same for every file: the call says which one it was.
+        last.label if precondition else last.snippet or last.label,
         last.snippet,
+        _hint(last),
     )
 
 

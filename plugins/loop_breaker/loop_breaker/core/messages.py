@@ -45,6 +45,11 @@ def nudge_text(signal: Signal) -> str:
         "hook looks broken; do not keep working around it: give a short summary and tell the "
         "person.",
     }[signal.detector]
+    if signal.hint == "precondition":
+        body = (
+            f"{label} failed the harness's own check on the same file {n} times{snippet}. Read "
+            "the file again and copy the exact text to replace before the next edit."
+        )
     # The detector's name lets the person reading the transcript tell which check spoke.
     return _cap(f"{TAG} {signal.detector}: {body}", NUDGE_CAP)
 

@@ -7,9 +7,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from hashlib import blake2b
-from typing import Any
+from typing import Any, Literal
 
-from .types import Outcome
+Outcome = Literal["ok", "error", "denied"]
+"""What a call came to: `classify_outcome` decides it from the result."""
 
 OUTPUT_TAIL_CHARS = 4096
 """Only the tail of an output is looked at: errors surface at the end, and the cost stays flat."""
@@ -20,6 +21,9 @@ DENIAL_HEAD_CHARS = 300
 LABEL_CAP = 60
 SNIPPET_CAP = 160
 MAX_ERROR_LINES = 12
+WHOLE_TAIL_LINES = 24
+"""Lines of an output read as its identity when none says what failed: a linter's last issues
+and its summary, not a whole log."""
 
 # Fields that describe a call for people without changing what it does.
 COSMETIC_FIELDS = frozenset({"description", "explanation", "brief", "reason", "thought", "timeout"})
@@ -42,6 +46,9 @@ POLL_TOOLS = frozenset(
     {"BashOutput", "TaskOutput", "Monitor", "TaskGet", "TaskList", "GetTask", "Poll"}
 )
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
+TARGETED_TOOLS = EDIT_TOOLS | {"Read", "NotebookRead", "LS", "WebFetch"}
+"""Tools whose failures are about the one file, folder or address they name (`target_of`),
+whether or not the error text names it ("File does not exist.", "status code 404")."""
 
 _POLL_COMMAND = re.compile(r"^\s*(sleep\s+\d|watch\s|tail\s+-f|gh\s+run\s+watch)")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -70,6 +77,8 @@ _ERROR_WORDS = (
     "not permitted",
     "not recognized",
     "exit code",
+    "expected:",
+    "received:",
     "✕",
     "●",
 )
@@ -79,11 +88,13 @@ _CLASS_LINE_CAP = 160
 # each tried only when a cheap substring test says it can match: one big alternation is slow.
 _LINE_COL = re.compile(r"(?<=[:(])\d+(?:[:,]\d+)*")
 _DURATION = re.compile(r"\d+(?:\.\d+)?\s?(?:ms|s|sec|seconds)\b")
-_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:\.\d+)?Z?")
+# `2025-09-17T16:56:06.576Z`, and as npm writes it into a log file name, `2025-09-17T16_56_06_576Z`.
+_TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d[T _]\d\d[:_]\d\d[:_]\d\d(?:[._]\d+)?Z?")
+_TIME_OF_DAY = re.compile(r"(?<!\d)\d\d:\d\d:\d\d(?:[.,]\d+)?(?!\d)")
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _LINE_WORD = re.compile(r"line \d+")
 _GUTTER = re.compile(r"\s*>?\s*\d+\s*\|")
-_TMP_PATH = re.compile(r"/tmp/[\w.\-/]+")
+_TMP_PATH = re.compile(r"(?:/private)?(?:/var/folders/|/tmp/)[\w.\-/]+")
 
 _ERROR_CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
@@ -137,8 +148,27 @@ _COMMAND_TOKENS = tuple(
         r"'([\w.\-/]{1,60})' is not recognized",
         r"no module named '?([\w.]{1,60})",
         r"cannot find module '([^']{1,60})'",
+        r"failed to spawn:? `([\w.\-/]{1,60})`",
+        r"exec: \"([\w.\-/]{1,60})\": executable file not found",
+        r"cannot find package [\"']([^\"']{1,60})[\"']",
+        r"(?:^|\s)([\w.\-/]{1,60}): permission denied",
+        r"could not resolve host:?\s*([\w.\-]{1,60})",
+        r"(?:econnrefused|enotfound|econnreset)\s+([\w.:\-]{1,60})",
+        r"failed to connect to ([\w.\-]{1,60}) port",
     )
 )
+
+PRECONDITION = "precondition"
+"""The error class of a failed harness precondition of an edit (`PRECONDITION_MARKERS`)."""
+
+PRECONDITION_MARKERS = (
+    "file has not been read yet",
+    "string to replace not found",
+    "matches of the string to replace",
+    "file has been modified since read",
+    "file has been unexpectedly modified",
+)
+"""Claude Code's own checks before an edit (in a failed call's first lines, lower case)."""
 
 _PERSON_DENIAL = ("doesn't want to proceed", "tool use was rejected", "user rejected")
 _RULE_DENIAL = ("has been denied", "permission to use", "denied by")
@@ -250,6 +280,15 @@ def short_path(path: str) -> str:
     return "/".join(parts[-2:]) if parts else path
 
 
+def target_of(tool_input: Mapping[str, Any]) -> str:
+    """The file, folder or address a call names, or ""."""
+    for name in ("file_path", "notebook_path", "path", "url"):
+        value = tool_input.get(name)
+        if isinstance(value, str):
+            return value
+    return ""
+
+
 _LABEL_FIELDS = ("file_path", "notebook_path", "path", "url", "pattern")
 
 
@@ -268,6 +307,26 @@ def label_of(tool: str, tool_input: Mapping[str, Any]) -> str:
             path = ""
         text = f"{tool} {short_path(path)}" if path else tool
     return text if len(text) <= LABEL_CAP else text[: LABEL_CAP - 1] + "…"
+
+
+# A shell command that may change files: a redirection into a file, in-place editors, file
+# moves, version-control and package-manager commands that rewrite the tree, formatters.
+_MUTATING_COMMAND = re.compile(
+    r"(?:^|[^\d&>])>>?\s*(?!&|/dev/null)[\w~./$\"']"
+    r"|\b(?:tee|mv|cp|rm|touch|mkdir|patch|chmod|ln|truncate|unzip|tar\s+-?x\w*)\b"
+    r"|\bsed\s+(?:-\w*\s+)*-i|\bperl\s+-\w*i"
+    r"|\bgit\s+(?:checkout|switch|reset|restore|apply|am|stash|merge|rebase|pull|cherry-pick"
+    r"|revert|rm|mv|clean)\b"
+    r"|\b(?:npm|pnpm|yarn|bun|pip3?|uv|poetry|cargo|go)\s+(?:install|i|add|remove|uninstall"
+    r"|update|upgrade|get|sync|mod\s+tidy)\b"
+    r"|--fix\b|--write\b|\bgofmt\s+-\w*w|\bblack\b|\bruff\s+format\b"
+)
+
+
+def may_change_files(command: str) -> bool:
+    """Whether a successful shell command may have changed files (so a repeat after it may see
+    something new): cheap to over-answer, since it only keeps a repeat from counting."""
+    return bool(_MUTATING_COMMAND.search(command))
 
 
 def is_poll(tool: str, tool_input: Mapping[str, Any]) -> bool:
@@ -303,6 +362,12 @@ class Failure:
     error_class: str
     token: str
     snippet: str
+    bare: bool = False
+    """Whether the output says nothing but an exit code: the same only for the same command."""
+    precondition: str = ""
+    """The marker of a failed harness precondition of its edit tools ("file has not been read
+    yet"), or "": the harness teaching the model, which is a loop only when the same target
+    keeps failing the same way (whatever text it quotes back)."""
 
 
 def _has_digit(line: str) -> bool:
@@ -323,7 +388,7 @@ def _has_digit(line: str) -> bool:
 
 
 def _clean_line(line: str) -> str:
-    if "/tmp/" in line:
+    if "/tmp/" in line or "/var/folders/" in line:
         line = _TMP_PATH.sub("#", line)
     if not _has_digit(line):
         return " ".join(line.split())
@@ -334,22 +399,66 @@ def _clean_line(line: str) -> str:
         line = _HEX.sub("#", line)
     if "-" in line:
         line = _TIMESTAMP.sub("#", line)
+    if ":" in line:
+        line = _TIME_OF_DAY.sub("#", line)
     if "line " in line:
         line = _LINE_WORD.sub("line #", line)
-    if ":" in line or "(" in line:
-        line = _LINE_COL.sub("#", line)
+    # Durations before line numbers: `(0.02s)` is one duration, not a line 0 and a `.02s`.
     if "s" in line:
         line = _DURATION.sub("#", line)
+    if ":" in line or "(" in line:
+        line = _LINE_COL.sub("#", line)
     return " ".join(line.split())
 
 
+# `path/to/file.ext:12` (or `file.ext(12,5)`) at a line's start: compilers, linters and test
+# runners name each failure so, often with no error word on the line (golangci-lint, tsc -p).
+_LOCATION_LINE = re.compile(
+    r"^[ \t]*(?:"
+    r"[\w.\\/@+\-]*\w\.[A-Za-z]\w{0,7}(?::\d+|\(\d+|[ \t]*$)"  # a.go:3, a.ts(3,1), a.ts
+    r'|File "[^"\n]+", line \d+'  # a Python traceback's frame
+    r"|In [\w.\\/@+\-]+ line \d+"  # shellcheck
+    r")",
+    re.MULTILINE,
+)
+# A line that reports a pass: words of an error may be in a test's name ("error page renders:
+# OK, passed 100 tests"), and such a line says nothing of the failure.
+_PASS_WORDS = ("passed", ": ok", ", ok", "✓", "✔")
+_PASS_STARTS = ("ok ", "ok\t", "pass ", "--- pass", "=== run")
+_BLOB_RUN = 60
+"""A line with a run this long of letters, digits and `+/=_-` and no space is data (base64, a
+hash, a minified bundle): never an error line, never a quote."""
+
+
+def _is_pass_line(lowered: str) -> bool:
+    if "fail" in lowered or "falsif" in lowered or "panic" in lowered or "fatal" in lowered:
+        return False
+    return lowered.startswith(_PASS_STARTS) or any(word in lowered for word in _PASS_WORDS)
+
+
+def _is_blob(line: str) -> bool:
+    if len(line) < _BLOB_RUN:
+        return False
+    longest = max(map(len, line.split()), default=0)
+    return longest >= _BLOB_RUN and " " not in line.strip()[:_BLOB_RUN]
+
+
+def _worth_reading(line: str) -> bool:
+    """Whether a candidate line can describe a failure: not a pass line, not a blob."""
+    return not _is_blob(line) and not _is_pass_line(line.lower())
+
+
 def error_lines(text: str) -> list[str]:
-    """The last error-looking lines of `text` (found by substring search, not a regex scan)."""
+    """The last error-looking lines of `text`: lines with an error word (found by substring
+    search, not a regex scan) and, when one of them says more than an exit code, the lines that
+    locate it (`path:line`, a file header, a traceback's frames); never a pass line or a blob."""
     lowered = text.lower()
     if "\n" not in text:
         # One line: it is the only candidate, and the first word found decides.
         line = text.strip()
-        return [line] if line and any(word in lowered for word in _ERROR_WORDS) else []
+        if line and _worth_reading(line) and any(word in lowered for word in _ERROR_WORDS):
+            return [line]
+        return []
     starts: set[int] = set()
     for word in _ERROR_WORDS:
         position = lowered.rfind(word)
@@ -359,12 +468,30 @@ def error_lines(text: str) -> list[str]:
             starts.add(line_start)
             found += 1
             position = lowered.rfind(word, 0, line_start)
+    kept = _lines_at(text, starts)
+    # Locations alone (`In a.sh line 3:`, a bare path) may be all that differs between two
+    # reports, or all that is alike: they join lines that say what failed, and without such a
+    # line the whole tail is read instead (`failure_of`).
+    if (":" in text or "(" in text) and any(not _EXIT_ONLY.fullmatch(line) for _, line in kept):
+        # Only the last lines are kept: a location before the earliest one kept cannot be.
+        since = kept[0][0] if len(kept) == MAX_ERROR_LINES else 0
+        starts.update(match.start() for match in _LOCATION_LINE.finditer(text, since))
+        kept = _lines_at(text, starts)
+    return [line for _, line in kept]
+
+
+def _lines_at(text: str, starts: set[int]) -> list[tuple[int, str]]:
+    """The last `MAX_ERROR_LINES` lines worth reading that start at `starts`, in text order,
+    with where each starts."""
     lines = []
-    for line_start in sorted(starts)[-MAX_ERROR_LINES:]:
+    for line_start in sorted(starts, reverse=True):
         line_end = text.find("\n", line_start)
         line = text[line_start : line_end if line_end >= 0 else len(text)].strip()
-        if line:
-            lines.append(line)
+        if line and _worth_reading(line):
+            lines.append((line_start, line))
+            if len(lines) == MAX_ERROR_LINES:
+                break
+    lines.reverse()
     return lines
 
 
@@ -381,23 +508,67 @@ def error_class_of(lines: list[str]) -> tuple[str, str]:
     return "", ""
 
 
+_EXIT_ONLY = re.compile(r"(?i)(?:error:?\s*)?(?:exit (?:code|status)|exited with)\s*#?\d*\.?")
+
+
+def _precondition(head: str) -> str:
+    return next((marker for marker in PRECONDITION_MARKERS if marker in head), "")
+
+
+_SNIPPET_WORDS = (
+    ("error", "exception"),
+    ("fail", "fatal", "panic", "cannot", "not found", "denied", "✕", "●"),
+)
+"""What the quoted line of a failure says, best first."""
+
+
+def _quote(lines: list[str], cleaned: list[str]) -> str:
+    """The failing line to quote (cleaned, of `lines`): the first naming an error, else one
+    naming a failure, else one locating it, else the last line (error lines hold no pass line
+    and no blob); an exit code only when nothing else is said."""
+    telling = [
+        (raw, line)
+        for raw, line in zip(lines, cleaned, strict=True)
+        if not _EXIT_ONLY.fullmatch(line)
+    ]
+    if not telling:
+        return cleaned[-1] if cleaned else ""
+    for words in _SNIPPET_WORDS:
+        for _, line in telling:
+            low = line.lower()
+            if any(word in low for word in words):
+                return line
+    # No line names a failure: a linter's `path:line: message` is the failing line, not the
+    # summary under it.
+    return next((line for raw, line in telling if _LOCATION_LINE.match(raw)), telling[-1][1])
+
+
 def failure_of(text: str) -> Failure:
-    """The failure identity of an error output: error lines with volatile parts stripped."""
+    """The failure identity of an error output: its error lines (or, with none, every line of
+    its tail) with volatile parts stripped, and the failing line to quote."""
     plain = tail(text)
     if "\x1b" in plain:
         plain = _ANSI.sub("", plain)
-    lines = error_lines(plain) or [line for line in plain.splitlines() if line.strip()][-3:]
+    lines = error_lines(plain)
+    if all(_EXIT_ONLY.fullmatch(line) for line in lines):
+        # No line says what failed (an exit code says only that something did): the whole tail
+        # is the identity, so two failures that differ anywhere differ here (a constant summary
+        # line alone would make them one).
+        lines = [
+            line
+            for line in plain.splitlines()[-WHOLE_TAIL_LINES:]
+            if line.strip() and _worth_reading(line)
+        ]
     cleaned = [_clean_line(line) for line in lines]
-    snippet = next(
-        (line for line in cleaned if "error" in line.lower() or "exception" in line.lower()),
-        cleaned[0] if cleaned else "",
-    )
+    snippet = _quote(lines, cleaned)
     error_class, token = error_class_of(lines)
     return Failure(
         signature=digest("\n".join(cleaned)),
         error_class=error_class,
         token=token,
         snippet=snippet[:SNIPPET_CAP],
+        bare=all(_EXIT_ONLY.fullmatch(line.strip()) for line in cleaned),
+        precondition=_precondition(plain[:DENIAL_HEAD_CHARS].lower()),
     )
 
 

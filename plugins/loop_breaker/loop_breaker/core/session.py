@@ -11,6 +11,8 @@ from .fingerprint import Fingerprint, output_fp
 from .normalize import (
     EDIT_TOOLS,
     POLL_TOOLS,
+    PRECONDITION,
+    TARGETED_TOOLS,
     Failure,
     action_key,
     digest,
@@ -20,8 +22,10 @@ from .normalize import (
     is_counted,
     is_poll,
     label_of,
+    may_change_files,
     redact,
     tail,
+    target_of,
 )
 from .policy import Policy
 from .types import CallRecord, CoreConfig, Decision, Observation, ResolveWhen, Signal
@@ -186,15 +190,33 @@ class LoopBreakerCore:
                     changed, reverted = window.apply_edit(file, edit_transition(tool, tool_input))
             else:
                 fingerprint = self._output_fingerprint(observation, key, window)
+                command = tool_input.get("command") if tool == "Bash" else None
+                if isinstance(command, str) and may_change_files(command):
+                    # Files changed outside the edit tools (a heredoc, `sed -i`, `git
+                    # checkout`): a repeat after this may see something new.
+                    window.epoch += 1
         else:
             failure = self._failure(text)
             error_sig = failure.signature
-            fingerprint = Fingerprint(error_sig, f"{key}:{error_sig}")
             error_class, token, snippet = (
                 failure.error_class,
                 failure.token,
                 redact(failure.snippet),
             )
+            if tool in TARGETED_TOOLS:
+                # A file tool's failure is about the file it names (a fetch's about its
+                # address), and the text often does not say which ("File does not exist.",
+                # "status code 404"): the same failure of another one is another failure, as
+                # guessing paths or addresses is exploring. A failed edit precondition is known
+                # by its kind and its file alone, whatever text it quotes back.
+                same = failure.precondition or error_sig
+                error_sig = digest(f"{same}\x00{target_of(tool_input)}")
+                if failure.precondition:
+                    error_class = PRECONDITION
+            elif failure.bare:
+                # Nothing but an exit code: no sign that two commands failed the same way.
+                error_sig = digest(f"{error_sig}\x00{key}")
+            fingerprint = Fingerprint(error_sig, f"{key}:{error_sig}")
         window.seq += 1
         # Positional, in field order (as `codec` also relies on): keywords cost a lookup each.
         record = CallRecord(

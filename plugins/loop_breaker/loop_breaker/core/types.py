@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
-if TYPE_CHECKING:
-    from .fingerprint import Fingerprint
+from .fingerprint import Fingerprint
+from .normalize import Outcome
 
 MAIN_LOOP = "main"
 """Loop id of the main conversation; a subagent's loop id is its agent id."""
-
-Outcome = Literal["ok", "error", "denied"]
 
 DetectorId = Literal[
     "env-blocker",
@@ -123,6 +121,8 @@ class Signal:
     resolve: ResolveWhen
     snippet: str = ""
     action_keys: frozenset[str] = frozenset()
+    hint: str = ""
+    """A kind of failure with advice of its own (`precondition`), or ""."""
 
 
 DecisionKind = Literal["nudge", "escalate", "stop", "resolve", "ignore"]
