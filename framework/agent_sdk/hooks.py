@@ -22,20 +22,16 @@ import structlog
 
 from framework.claude_code import mapping as cmap
 from framework.claude_code.bridge import DEFAULT_SUSPEND_TIMEOUT_S, ClaudeBridge
+from framework.claude_code.install import DEFAULT_EVENTS
 from framework.core.host import Host
 from framework.core.tools import CLAUDE_AGENT_SDK, from_harness
 
 _log = structlog.get_logger("hookchain.agent_sdk")
 
-SDK_EVENTS: tuple[str, ...] = (
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "Stop",
-    "SubagentStop",
+SDK_EVENTS: tuple[str, ...] = tuple(
+    event for event in DEFAULT_EVENTS if event not in ("SessionStart", "SessionEnd")
 )
-"""The SDK's hook events that map to contract events (the others would only be `classic.*`)."""
+"""The events `hookchain install` hooks in Claude Code, less the two the SDK never calls back."""
 
 SESSION_END_BUDGET_S = 2.0
 _PYTHON_KEYS = {"continue": "continue_", "async": "async_"}

@@ -8,11 +8,14 @@ bridge), so they are named by module path, the way `_launch.DAEMON` names the da
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Awaitable, Callable, Mapping
 from importlib import import_module
+from typing import Any
 
 from framework.claude_code import mapping as cmap
 from framework.claude_code.bridge import ClaudeBridge
+from framework.core.tools import from_harness
 
 ADAPTERS: Mapping[str, str] = {
     "codex": "framework.codex.mapping",
@@ -37,3 +40,42 @@ async def answer(bridge: ClaudeBridge, event: str, raw: bytes) -> cmap.HookAnswe
     adapter = import_module(module)
     result: cmap.HookAnswer = await adapter.answer(bridge, native, raw)
     return result
+
+
+ToClaude = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+FromClaude = Callable[[str, cmap.HookAnswer], cmap.HookAnswer]
+
+
+async def translated(
+    bridge: ClaudeBridge,
+    harness: str,
+    native_event: str,
+    raw: bytes,
+    to_claude: ToClaude,
+    from_claude: FromClaude,
+) -> cmap.HookAnswer:
+    """One hook call of another harness: parse, translate to the payload this bridge maps, run
+    it with events tagged `harness`, and translate the answer back for `native_event`."""
+    try:
+        payload = cmap.parse_payload(raw, native_event or None)
+    except cmap.PayloadError as error:
+        return cmap.payload_error_answer(error)
+    native = payload["hook_event_name"]
+    claude_payload = await to_claude(payload)
+    with from_harness(harness):
+        bridged = await bridge.answer_payload(claude_payload)
+    return from_claude(native, bridged)
+
+
+def answer_object(answer: cmap.HookAnswer) -> dict[str, Any] | None:
+    """The answer's JSON object, or None when it has none."""
+    if not answer.stdout:
+        return None
+    decoded = json.loads(answer.stdout)
+    return decoded if isinstance(decoded, dict) else None
+
+
+def with_object(answer: cmap.HookAnswer, value: Mapping[str, Any]) -> cmap.HookAnswer:
+    """`answer` (exit code and stderr kept) answering `value` instead; nothing when empty."""
+    stdout = json.dumps(value, ensure_ascii=False, separators=(",", ":")) if value else ""
+    return cmap.HookAnswer(exit_code=answer.exit_code, stdout=stdout, stderr=answer.stderr)

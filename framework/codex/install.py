@@ -185,29 +185,28 @@ def recorded_trust(text: str) -> dict[str, str]:
     return {str(k): str(v.get("trusted_hash", "")) for k, v in state.items() if isinstance(v, dict)}
 
 
+def _without_trust_of(text: str, hooks_file: Path) -> str:
+    """`text` with hookchain's trust block keeping only entries of hooks in other files."""
+    prefix = f"{hooks_file}:"
+    kept = {k: v for k, v in recorded_trust(text).items() if not k.startswith(prefix)}
+    if not kept:
+        return without_block(text, TRUST_BLOCK)
+    return with_block(text, TRUST_BLOCK, trust_block(kept))
+
+
 def plan_uninstall(path: Path, trust_file: Path | None = None) -> InstallPlan:
     """`path` without hookchain's hooks block, and without the trust entries of its hooks."""
     before = read_text(path)
     after = without_block(before, HOOKS_BLOCK)
     if trust_file is None or trust_file == path:
-        kept = {k: v for k, v in recorded_trust(after).items() if not k.startswith(f"{path}:")}
-        after = (
-            with_block(after, TRUST_BLOCK, trust_block(kept))
-            if kept
-            else without_block(after, TRUST_BLOCK)
-        )
+        after = _without_trust_of(after, path)
     return InstallPlan(path, before, _checked(path, _tidy(before, after)))
 
 
 def plan_untrust(trust_file: Path, hooks_file: Path) -> InstallPlan:
     """`trust_file` without the trust entries of the hooks `hooks_file` held."""
     before = read_text(trust_file)
-    kept = {k: v for k, v in recorded_trust(before).items() if not k.startswith(f"{hooks_file}:")}
-    after = (
-        with_block(before, TRUST_BLOCK, trust_block(kept))
-        if kept
-        else without_block(before, TRUST_BLOCK)
-    )
+    after = _without_trust_of(before, hooks_file)
     return InstallPlan(trust_file, before, _checked(trust_file, _tidy(before, after)))
 
 

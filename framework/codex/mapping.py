@@ -25,8 +25,9 @@ from typing import Any
 import anyio
 
 from framework.claude_code import mapping as cmap
+from framework.claude_code import native
 from framework.claude_code.bridge import ClaudeBridge
-from framework.core.tools import CODEX, from_harness
+from framework.core.tools import CODEX
 
 HARNESS = CODEX
 EVENTS: tuple[str, ...] = (
@@ -112,10 +113,8 @@ def claude_payload(payload: dict[str, Any], exit_code: int | None = None) -> dic
 
 def codex_answer(native_event: str, answer: cmap.HookAnswer) -> cmap.HookAnswer:
     """A bridge answer as Codex reads it: the event it sent, no person-only message."""
-    if not answer.stdout:
-        return answer
-    decoded = json.loads(answer.stdout)
-    if not isinstance(decoded, dict):
+    decoded = native.answer_object(answer)
+    if decoded is None:
         return answer
     decoded.pop("systemMessage", None)
     specific = decoded.get("hookSpecificOutput")
@@ -125,22 +124,16 @@ def codex_answer(native_event: str, answer: cmap.HookAnswer) -> cmap.HookAnswer:
         specific.pop("updatedMCPToolOutput", None)
         if len(specific) == 1:
             del decoded["hookSpecificOutput"]
-    if not decoded:
-        return cmap.HookAnswer(exit_code=answer.exit_code, stderr=answer.stderr)
-    stdout = json.dumps(decoded, ensure_ascii=False, separators=(",", ":"))
-    return cmap.HookAnswer(exit_code=answer.exit_code, stdout=stdout, stderr=answer.stderr)
+    return native.with_object(answer, decoded)
+
+
+async def _to_claude(payload: dict[str, Any]) -> dict[str, Any]:
+    code = None
+    if payload["hook_event_name"] == "PostToolUse":
+        code = await anyio.to_thread.run_sync(rollout_exit_code, payload)
+    return claude_payload(payload, code)
 
 
 async def answer(bridge: ClaudeBridge, native_event: str, raw: bytes) -> cmap.HookAnswer:
     """One Codex hook call: parse, bridge as Claude Code's, answer in Codex's format."""
-    try:
-        payload = cmap.parse_payload(raw, native_event or None)
-    except cmap.PayloadError as error:
-        return cmap.payload_error_answer(error)
-    native = payload["hook_event_name"]
-    code = None
-    if native == "PostToolUse":
-        code = await anyio.to_thread.run_sync(rollout_exit_code, payload)
-    with from_harness(HARNESS):
-        bridged = await bridge.answer_payload(claude_payload(payload, code))
-    return codex_answer(native, bridged)
+    return await native.translated(bridge, HARNESS, native_event, raw, _to_claude, codex_answer)

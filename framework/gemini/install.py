@@ -27,9 +27,10 @@ from framework.claude_code.install import (
     remove,
     render,
 )
+from framework.claude_code.install import plan_uninstall as claude_plan_uninstall
 from framework.gemini.mapping import EVENTS
 
-__all__ = ["EVENTS", "Scope"]
+__all__ = ["EVENTS", "Scope", "plan_uninstall"]
 
 Scope = Literal["user", "project"]
 
@@ -83,25 +84,18 @@ def merge(
     return result
 
 
-def _same(before: str, after: str) -> bool:
-    try:
-        return bool(before.strip()) and json.loads(before) == json.loads(after)
-    except ValueError:
-        return False
-
-
 def plan_install(path: Path, events: Sequence[str] = EVENTS, **options: Any) -> InstallPlan:
     before, settings = read_settings(path)
     after = render(merge(settings, events, **options))
-    return InstallPlan(path, before, before if _same(before, after) else after)
+    try:
+        same = bool(before.strip()) and json.loads(before) == json.loads(after)
+    except ValueError:
+        same = False
+    return InstallPlan(path, before, before if same else after)
 
 
-def plan_uninstall(path: Path) -> InstallPlan:
-    before, settings = read_settings(path)
-    if not before:
-        return InstallPlan(path, before, before)
-    after = render(remove(settings))
-    return InstallPlan(path, before, before if _same(before, after) else after)
+plan_uninstall = claude_plan_uninstall
+"""The same rule as Claude Code's: every handler whose command ends in `# hookchain` goes."""
 
 
 def _folder_trust_enabled(user_settings: Mapping[str, Any]) -> bool:

@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from framework.claude_code import mapping as cmap
+from framework.claude_code import native
 from framework.claude_code.bridge import ClaudeBridge
-from framework.core.tools import GEMINI, from_harness
+from framework.core.tools import GEMINI
 
 HARNESS = GEMINI
 
@@ -106,10 +107,8 @@ def _reason(decoded: Mapping[str, Any], specific: Mapping[str, Any]) -> str | No
 
 def gemini_answer(native_event: str, answer: cmap.HookAnswer) -> cmap.HookAnswer:
     """A bridge answer in Gemini's format: `decision: deny` + `reason`, context, message."""
-    if not answer.stdout:
-        return answer
-    decoded = json.loads(answer.stdout)
-    if not isinstance(decoded, dict):
+    decoded = native.answer_object(answer)
+    if decoded is None:
         return answer
     specific = decoded.get("hookSpecificOutput")
     specific = specific if isinstance(specific, dict) else {}
@@ -126,17 +125,13 @@ def gemini_answer(native_event: str, answer: cmap.HookAnswer) -> cmap.HookAnswer
     message = decoded.get("systemMessage")
     if isinstance(message, str) and message:
         out["systemMessage"] = message
-    stdout = json.dumps(out, ensure_ascii=False, separators=(",", ":")) if out else ""
-    return cmap.HookAnswer(exit_code=answer.exit_code, stdout=stdout, stderr=answer.stderr)
+    return native.with_object(answer, out)
+
+
+async def _to_claude(payload: dict[str, Any]) -> dict[str, Any]:
+    return claude_payload(payload)
 
 
 async def answer(bridge: ClaudeBridge, native_event: str, raw: bytes) -> cmap.HookAnswer:
     """One Gemini CLI hook call: parse, bridge, answer in Gemini's format."""
-    try:
-        payload = cmap.parse_payload(raw, native_event or None)
-    except cmap.PayloadError as error:
-        return cmap.payload_error_answer(error)
-    native = payload["hook_event_name"]
-    with from_harness(HARNESS):
-        bridged = await bridge.answer_payload(claude_payload(payload))
-    return gemini_answer(native, bridged)
+    return await native.translated(bridge, HARNESS, native_event, raw, _to_claude, gemini_answer)

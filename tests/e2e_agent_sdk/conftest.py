@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,14 +10,7 @@ import pytest
 # The Claude Code e2e kit (the mock Messages API, bwrap) sits in a sibling folder.
 sys.path.insert(0, str(Path(__file__).parents[1] / "e2e_claude_code"))
 
-import harness
-import kit
-
-
-def _skip_or_fail(reason: str) -> None:
-    if harness.under_ci():
-        pytest.fail(f"{reason} (CI=true: this suite must run, not skip)")
-    pytest.skip(reason)
+import suites
 
 
 @pytest.fixture(scope="session")
@@ -28,18 +19,12 @@ def bundled_cli() -> Path:
     try:
         import claude_agent_sdk
     except ImportError:
-        _skip_or_fail(
+        suites.skip_or_fail(
             "the Agent SDK suite needs the agent-sdk extra: pip install -e '.[agent-sdk]' "
             "(make harnesses does it)"
         )
     cli = Path(claude_agent_sdk.__file__).parent / "_bundled" / "claude"
     if not cli.exists():
         pytest.fail(f"claude-agent-sdk has no bundled CLI at {cli}")
-    if shutil.which("bwrap") is None:
-        _skip_or_fail("the suite runs the SDK's CLI under bubblewrap (apt-get install bubblewrap)")
-    jailed = subprocess.run(
-        [*kit.jail(Path("/tmp")), "true"], capture_output=True, text=True, timeout=30, check=False
-    )
-    if jailed.returncode != 0:
-        pytest.fail(f"bubblewrap cannot make a sandbox here: {jailed.stderr.strip()}")
+    suites.require_bwrap("the SDK's CLI")
     return cli

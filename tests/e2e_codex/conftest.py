@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,33 +13,12 @@ sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1] / "e2e
 
 import harness  # noqa: E402
 import kit  # noqa: E402
-
-
-def skip_or_fail(reason: str) -> None:
-    """Off CI a machine without the tools skips the suite; under CI that is an error."""
-    if harness.under_ci():
-        pytest.fail(f"{reason} (CI=true: this suite must run, not skip)")
-    pytest.skip(reason)
-
-
-def harness_binary(package: harness.Package) -> Path:
-    entry = package.path()
-    if not entry.exists():
-        missing = harness.missing_tools()
-        if missing:
-            skip_or_fail(f"the {package.name} suite needs {' and '.join(missing)}")
-        try:
-            entry = harness.install_package(package)
-        except (RuntimeError, subprocess.TimeoutExpired) as error:
-            pytest.fail(str(error))
-    if shutil.which("bwrap") is None:
-        skip_or_fail("the suite runs the harness under bubblewrap (apt-get install bubblewrap)")
-    return entry
+import suites  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def codex_bin() -> Path:
-    return harness_binary(harness.CODEX)
+    return suites.npm_harness(harness.CODEX)
 
 
 @pytest.fixture

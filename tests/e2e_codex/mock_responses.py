@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from loopback import Answer, LoopbackMock
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,51 +89,22 @@ def outputs_of(body: Mapping[str, Any]) -> list[str]:
     return found
 
 
-class MockResponses:
+class MockResponses(LoopbackMock):
     """The server; use it as a context manager (`with MockResponses([...]) as api: api.url`)."""
 
     def __init__(
         self, script: Sequence[Step], *, max_requests: int = 60, max_seconds: float = 120.0
     ) -> None:
+        super().__init__(max_requests=max_requests, max_seconds=max_seconds)
         self.script = tuple(script)
-        self.max_requests = max_requests
-        self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
         self._numbers = itertools.count(1)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._timer = threading.Timer(max_seconds, self.stop)
-        self._timer.daemon = True
-        self._stopped = threading.Event()
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
-
-    def __enter__(self) -> MockResponses:
-        self._thread.start()
-        self._timer.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
-        self._thread.join(timeout=5)
-
-    def stop(self) -> None:
-        if not self._stopped.is_set():
-            self._stopped.set()
-            self._timer.cancel()
-            threading.Thread(target=self._close, daemon=True).start()
-
-    def _close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        return f"{self.base_url}/v1"
 
     def bodies(self) -> list[dict[str, Any]]:
-        with self._lock:
-            return [entry["body"] for entry in self.requests if entry["body"] is not None]
+        return [entry["body"] for entry in self.recorded() if isinstance(entry["body"], dict)]
 
     def outputs(self) -> list[str]:
         """Tool outputs of the last request (it carries the whole conversation)."""
@@ -143,47 +114,9 @@ class MockResponses:
     def seen(self, needle: str) -> bool:
         return any(needle in json.dumps(body) for body in self.bodies())
 
-    def _step(self, body: Mapping[str, Any]) -> Step:
+    def answer(self, path: str, body: Any) -> Answer:
+        if not path.rstrip("/").endswith("/responses") or not isinstance(body, dict):
+            return 404, b'{"error": "not mocked"}', "application/json"
         index = len(outputs_of(body))
-        return self.script[index] if index < len(self.script) else Say("Done.")
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        mock = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def _send(self, status: int, body: bytes, content_type: str) -> None:
-                self.send_response(status)
-                self.send_header("content-type", content_type)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self) -> None:
-                self._send(404, b"{}", "application/json")
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(min(length, 16 * 1024 * 1024))
-                try:
-                    body = json.loads(raw) if raw else None
-                except ValueError:
-                    body = None
-                with mock._lock:
-                    mock.requests.append({"path": self.path, "body": body})
-                    over = len(mock.requests) > mock.max_requests
-                if over:
-                    mock.stop()
-                    self._send(503, b'{"error": "mock request budget spent"}', "application/json")
-                    return
-                if not self.path.rstrip("/").endswith("/responses") or not isinstance(body, dict):
-                    self._send(404, b'{"error": "not mocked"}', "application/json")
-                    return
-                step = mock._step(body)
-                self._send(200, stream(step, next(mock._numbers)), "text/event-stream")
-
-        return Handler
+        step = self.script[index] if index < len(self.script) else Say("Done.")
+        return 200, stream(step, next(self._numbers)), "text/event-stream"

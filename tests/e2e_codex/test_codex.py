@@ -9,13 +9,13 @@ Codex runs here WITHOUT `--dangerously-bypass-hook-trust`: the hooks fire only b
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from kit import Project, Sandbox, jail
+from kit import Project, Sandbox
 from mock_responses import Call, MockResponses, Say, Step
+from suites import run_jailed
 
 pytestmark = pytest.mark.slow
 RUN_TIMEOUT_S = 90.0
@@ -61,22 +61,12 @@ def run_codex(box: Sandbox, project: Project, script: list[Step], prompt: str) -
         # Only the provider's port changes between runs; hookchain's blocks (and trust) stay.
         config.write_text(_config(api) + "\n" + sep + rest, encoding="utf-8")
         argv = [
-            *jail(box.root),
             str(box.root / "bin" / "codex"),
             "exec", "--json", "--skip-git-repo-check",
             "--dangerously-bypass-approvals-and-sandbox",
             "-C", str(project.path), prompt,
         ]  # fmt: skip
-        done = subprocess.run(
-            argv,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT_S,
-            env=box.env,
-            cwd=project.path,
-            check=False,
-        )
+        done = run_jailed(box.root, argv, box.env, project.path, RUN_TIMEOUT_S)
         events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
         return CodexRun(done.returncode, events, done.stderr, api)
 

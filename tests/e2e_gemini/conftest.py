@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +13,7 @@ sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[1] / "e2e
 
 import harness  # noqa: E402
 import kit  # noqa: E402
+import suites  # noqa: E402
 
 BASE_SETTINGS = {
     "security": {"auth": {"selectedType": "gemini-api-key"}, "folderTrust": {"enabled": False}},
@@ -28,26 +27,9 @@ BASE_SETTINGS = {
 """The person's own settings before hookchain is installed: API-key auth, no updates."""
 
 
-def _skip_or_fail(reason: str) -> None:
-    if harness.under_ci():
-        pytest.fail(f"{reason} (CI=true: this suite must run, not skip)")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="session")
 def gemini_js() -> Path:
-    entry = harness.GEMINI.path()
-    if not entry.exists():
-        missing = harness.missing_tools()
-        if missing:
-            _skip_or_fail(f"the Gemini CLI suite needs {' and '.join(missing)}")
-        try:
-            entry = harness.install_package(harness.GEMINI)
-        except (RuntimeError, subprocess.TimeoutExpired) as error:
-            pytest.fail(str(error))
-    if shutil.which("bwrap") is None:
-        _skip_or_fail("the suite runs Gemini CLI under bubblewrap (apt-get install bubblewrap)")
-    return entry
+    return suites.npm_harness(harness.GEMINI)
 
 
 @pytest.fixture

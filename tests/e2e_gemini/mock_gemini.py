@@ -10,13 +10,12 @@ JSON answer that ends the turn. Every request body is kept.
 
 from __future__ import annotations
 
-import itertools
 import json
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from loopback import Answer, LoopbackMock
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,52 +67,26 @@ def responses_of(body: Mapping[str, Any]) -> list[str]:
     return found
 
 
-class MockGemini:
+class MockGemini(LoopbackMock):
     """The server; use it as a context manager (`with MockGemini([...]) as api: api.url`)."""
 
     def __init__(
         self, script: Sequence[Step], *, max_requests: int = 80, max_seconds: float = 120.0
     ) -> None:
+        super().__init__(max_requests=max_requests, max_seconds=max_seconds)
         self.script = tuple(script)
-        self.max_requests = max_requests
-        self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        self._numbers = itertools.count(1)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._timer = threading.Timer(max_seconds, self.stop)
-        self._timer.daemon = True
-        self._stopped = threading.Event()
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def __enter__(self) -> MockGemini:
-        self._thread.start()
-        self._timer.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
-        self._thread.join(timeout=5)
-
-    def stop(self) -> None:
-        if not self._stopped.is_set():
-            self._stopped.set()
-            self._timer.cancel()
-            threading.Thread(target=self._close, daemon=True).start()
-
-    def _close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        return self.base_url
 
     def streamed(self) -> list[dict[str, Any]]:
         """Bodies of the main conversation's requests, in arrival order."""
-        with self._lock:
-            return [e["body"] for e in self.requests if e["stream"] and e["body"] is not None]
+        return [
+            entry["body"]
+            for entry in self.recorded()
+            if ":streamGenerateContent" in entry["path"] and isinstance(entry["body"], dict)
+        ]
 
     def tool_results(self) -> list[str]:
         bodies = self.streamed()
@@ -122,56 +95,14 @@ class MockGemini:
     def seen(self, needle: str) -> bool:
         return any(needle in json.dumps(body) for body in self.streamed())
 
-    def _step(self, body: Mapping[str, Any]) -> Step:
+    def answer(self, path: str, body: Any) -> Answer:
+        if ":countTokens" in path:
+            return 200, b'{"totalTokens": 10}', "application/json"
+        if not isinstance(body, dict) or ":" not in path:
+            return 404, b'{"error": {"code": 404}}', "application/json"
+        if ":streamGenerateContent" not in path:
+            side = chunk(Say('{"next_speaker": "user", "reasoning": "done"}'))
+            return 200, json.dumps(side).encode(), "application/json"
         index = len(responses_of(body))
-        return self.script[index] if index < len(self.script) else Say("Done.")
-
-    def _handler(self) -> type[BaseHTTPRequestHandler]:
-        mock = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def _send(self, status: int, body: bytes, content_type: str) -> None:
-                self.send_response(status)
-                self.send_header("content-type", content_type)
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self) -> None:
-                self._send(404, b"{}", "application/json")
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(min(length, 16 * 1024 * 1024))
-                try:
-                    body = json.loads(raw) if raw else None
-                except ValueError:
-                    body = None
-                stream = ":streamGenerateContent" in self.path
-                with mock._lock:
-                    mock.requests.append({"path": self.path, "body": body, "stream": stream})
-                    over = len(mock.requests) > mock.max_requests
-                if over:
-                    mock.stop()
-                    self._send(429, b'{"error": {"code": 429}}', "application/json")
-                    return
-                if ":countTokens" in self.path:
-                    self._send(200, b'{"totalTokens": 10}', "application/json")
-                    return
-                if not isinstance(body, dict) or ":" not in self.path:
-                    self._send(404, b'{"error": {"code": 404}}', "application/json")
-                    return
-                if not stream:
-                    side = chunk(Say('{"next_speaker": "user", "reasoning": "done"}'))
-                    self._send(200, json.dumps(side).encode(), "application/json")
-                    return
-                step = mock._step(body)
-                data = f"data: {json.dumps(chunk(step))}\r\n\r\n".encode()
-                self._send(200, data, "text/event-stream")
-
-        return Handler
+        step = self.script[index] if index < len(self.script) else Say("Done.")
+        return 200, f"data: {json.dumps(chunk(step))}\r\n\r\n".encode(), "text/event-stream"

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from kit import Project, Sandbox, jail
+from kit import Project, Sandbox
 from mock_gemini import MockGemini, Say, Step, shell, write_file
+from suites import run_jailed
 
 pytestmark = pytest.mark.slow
 RUN_TIMEOUT_S = 90.0
@@ -46,19 +46,11 @@ def run_gemini(box: Sandbox, project: Project, script: list[Step], prompt: str) 
     node = shutil.which("node") or "node"
     with MockGemini(script, max_requests=60, max_seconds=RUN_TIMEOUT_S + 20) as api:
         argv = [
-            *jail(box.root), node, str(box.binary),
+            node, str(box.binary),
             "-m", "gemini-2.5-flash", "--yolo", "--output-format", "stream-json", "-p", prompt,
         ]  # fmt: skip
-        done = subprocess.run(
-            argv,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT_S,
-            env={**box.env, "GOOGLE_GEMINI_BASE_URL": api.url},
-            cwd=project.path,
-            check=False,
-        )
+        env = {**box.env, "GOOGLE_GEMINI_BASE_URL": api.url}
+        done = run_jailed(box.root, argv, env, project.path, RUN_TIMEOUT_S)
     records = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     return GeminiRun(done.returncode, records, done.stderr, api)
 
