@@ -8,6 +8,9 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from framework.core.chain import CallNext, Outcome
 from framework.core.contract import (
     CONTRACT_VERSION,
@@ -50,16 +53,43 @@ from framework.core.engine import AgentInfo, Clock, Engine, FakeClock, SystemClo
 from framework.core.hookspecs import HookSpecs, hookimpl
 from framework.core.host import Host
 from framework.core.loading import ENTRY_POINT_GROUP, LoadedPlugin, PluginInfo
+from framework.core.ports import EnginePort, Handler, On
 from framework.core.registration import BudgetExceeded, Registration
+from framework.core.session_cache import SessionCache
 from framework.core.settings import HostSettings, SettingsError, data_dir, load_settings
 from framework.core.tap import tap
 from framework.core.tools import HARNESSES, ToolAction, describe_tool
-from framework.replay.reader import Transcripts, read_transcripts
-from framework.replay.runner import ReplayReport, replay_paths
 from framework.stores.base import Store, StoreBackend, StoreError
 from framework.stores.factory import open_backend
 
+if TYPE_CHECKING:
+    from framework.replay.reader import Transcripts, read_transcripts
+    from framework.replay.runner import ReplayReport, replay_paths
+
 __version__ = "0.1.0"
+
+# The replay stack (reader, rebuilder, runner) is loaded on first use (PEP 562), so that the warm
+# host and every plugin, which never replay, do not pay for importing it.
+_LAZY = {
+    "ReplayReport": "framework.replay.runner",
+    "Transcripts": "framework.replay.reader",
+    "read_transcripts": "framework.replay.reader",
+    "replay_paths": "framework.replay.runner",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module_name = _LAZY.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'framework' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -85,13 +115,16 @@ __all__ = [
     "Denial",
     "Drop",
     "Engine",
+    "EnginePort",
     "Event",
     "FakeClock",
+    "Handler",
     "HookSpecs",
     "Host",
     "HostSettings",
     "LoadedPlugin",
     "Note",
+    "On",
     "Outcome",
     "PluginInfo",
     "PromptContext",
@@ -99,6 +132,7 @@ __all__ = [
     "PromptSubmit",
     "Registration",
     "ReplayReport",
+    "SessionCache",
     "SessionEnd",
     "SessionStart",
     "SettingsError",

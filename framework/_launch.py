@@ -49,6 +49,11 @@ def client_stamp(path: str) -> str:
     return f"{info.st_size}-{info.st_mtime_ns}"
 
 
+def private_to_user(info: posix.stat_result) -> bool:
+    """The one rule for the host's private files and folders: this user's, closed to others."""
+    return info.st_uid == posix.getuid() and not info.st_mode & 0o077
+
+
 def _package_root() -> str:
     here = __file__
     return here[: here.rfind("/")].rsplit("/", 1)[0] or "/"
@@ -74,7 +79,7 @@ def host_main(mode: str, event: str) -> int:
         mode = "serve-unlocked"  # its parents are missing: the host creates them and locks
     if mode == "serve":
         info = posix.stat(folder)
-        if info.st_uid != posix.getuid() or info.st_mode & 0o077:
+        if not private_to_user(info):
             return 1  # the host refuses a shared runtime dir; the client fails open
         fd = posix.open(folder + "/" + LOCK_NAME, posix.O_RDWR | posix.O_CREAT, 0o600)
         try:

@@ -159,7 +159,7 @@ def test_cli_dry_run_prints_a_diff_and_writes_nothing(
     from framework.claude_code import cli as _cli_claude
 
     app = typer.Typer()
-    _cli_claude.register(app)
+    _cli_claude.register_cli(app)
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()
     shown = runner.invoke(app, ["install", "--dry-run", "--events", "Stop"])
@@ -208,7 +208,7 @@ def cli_app() -> Any:
     from framework.claude_code import cli as _cli_claude
 
     app = typer.Typer()
-    _cli_claude.register(app)
+    _cli_claude.register_cli(app)
     return app
 
 

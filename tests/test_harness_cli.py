@@ -25,7 +25,7 @@ WRONG = InstalledPlugin("wrong-result-type", "broken_plugins.wrong_result_type",
 @pytest.fixture
 def app() -> typer.Typer:
     application = typer.Typer()
-    _cli_check.register(application)
+    _cli_check.register_cli(application)
     return application
 
 

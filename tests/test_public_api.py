@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 import framework
 
@@ -13,11 +17,12 @@ PINNED = {
     "Action", "AgentInfo", "BudgetExceeded", "CONTRACT_VERSION", "CallNext", "Classic",
     "ClassicResult", "Clock", "CommandReply", "CommandRun", "ContextBlock", "ContextResult",
     "Continue", "ContractError", "Denial", "Drop", "ENGINE_ORIGIN", "ENTRY_POINT_GROUP",
-    "EVENT_TYPES", "Engine", "Event", "FakeClock", "HookSpecs", "Host", "HostSettings",
+    "EVENT_TYPES", "Engine", "EnginePort", "Event", "FakeClock", "Handler", "HookSpecs", "Host",
+    "HostSettings", "On",
     "HARNESSES", "ToolAction", "describe_tool",
     "KNOWN_CONTRACT_VERSIONS", "LoadedPlugin", "Note", "Outcome", "PERSON_ORIGIN_KINDS",
     "PluginInfo", "PromptContext", "PromptResult", "PromptSubmit", "Registration", "ReplayReport",
-    "SessionEnd", "Transcripts", "read_transcripts", "replay_paths",
+    "SessionCache", "SessionEnd", "Transcripts", "read_transcripts", "replay_paths",
     "SessionStart", "SettingsError", "StepStream", "Store", "StoreBackend", "StoreError",
     "StreamChunk", "SystemClock", "ToolCall", "ToolResult", "TurnComplete", "TurnResult",
     "TurnStart", "TurnStep", "build_event", "data_dir", "hookimpl", "is_valid_result",
@@ -59,3 +64,33 @@ def test_every_module_opens_with_a_one_line_docstring() -> None:
 
 def test_the_package_is_typed() -> None:
     assert (ROOT / "framework" / "py.typed").exists()
+
+
+def test_import_framework_loads_no_replay_and_no_claude_code_module() -> None:
+    # A fresh interpreter: this test process has long imported everything.
+    probe = (
+        "import sys, framework; "
+        "print('\\n'.join(m for m in sys.modules if m.startswith('framework.')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    loaded = set(done.stdout.split())
+    assert "framework.core.host" in loaded  # the probe sees what the face imports
+    adapters = sorted(
+        name
+        for name in loaded
+        if name.startswith(("framework.replay", "framework.claude_code", "framework.cli"))
+    )
+    assert adapters == []
+
+
+def test_the_lazy_replay_names_resolve_and_are_listed() -> None:
+    from framework.replay.reader import read_transcripts
+    from framework.replay.runner import ReplayReport
+
+    assert framework.read_transcripts is read_transcripts
+    assert framework.ReplayReport is ReplayReport
+    assert set(framework.__all__) <= set(dir(framework))
+    with pytest.raises(AttributeError, match="no_such_name"):
+        framework.no_such_name  # noqa: B018

@@ -24,7 +24,7 @@ from framework import (
     tap,
 )
 from framework.cli.app import app
-from framework.replay.cli import register
+from framework.replay.cli import register_cli
 from framework.replay.runner import ReplayReport, one_line, replay_paths, tool_label
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "transcripts"
@@ -216,7 +216,7 @@ def test_one_line_flattens_and_cuts_only_past_the_width() -> None:
 
 def cli() -> CliRunner:
     if not any(c.name == "replay" for c in app.registered_commands):
-        register(app)
+        register_cli(app)
     return CliRunner()
 
 

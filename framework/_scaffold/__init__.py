@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import string
 from dataclasses import dataclass
 from importlib import resources
@@ -10,10 +9,10 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 
 from framework import CONTRACT_VERSION, __version__
+from framework.core.names import env_prefix, is_plugin_name, module_name
 
 __all__ = ["Names", "ScaffoldError", "scaffold"]
 
-_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _SUFFIX = ".tmpl"
 
 
@@ -29,7 +28,7 @@ class Names:
 
     @property
     def module(self) -> str:
-        return self.name.replace("-", "_")
+        return module_name(self.name)
 
     @property
     def distribution(self) -> str:
@@ -37,7 +36,7 @@ class Names:
 
     @property
     def env_prefix(self) -> str:
-        return self.name.upper().replace("-", "_") + "_"
+        return env_prefix(self.name)
 
     @property
     def contract(self) -> str:
@@ -69,8 +68,8 @@ def _files(folder: Traversable, relative: Path) -> list[tuple[Path, Traversable]
 
 def scaffold(name: str, directory: Path) -> Path:
     """Write a new plugin package `directory/<name>`; refuse a bad name or an existing folder."""
-    if not _NAME.match(name):
-        raise ScaffoldError(f"plugin name {name!r} must be kebab-case, like loop-breaker")
+    if not is_plugin_name(name):
+        raise ScaffoldError(f"plugin name {name!r} must be kebab-case, like my-plugin")
     names = Names(name)
     target = directory / name
     if target.exists():

@@ -14,6 +14,7 @@ import typer
 from framework import _client_core
 from framework.claude_code import daemon, http
 from framework.claude_code import install as inst
+from framework.core.hookspecs import hookimpl
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -191,7 +192,8 @@ def uninstall(
     _apply(plan, dry_run, "hooks removed from")
 
 
-def register(app: typer.Typer) -> None:
+@hookimpl
+def register_cli(app: typer.Typer) -> None:
     """Add the Claude Code commands to the `hookchain` CLI."""
     app.command("hook")(hook)
     app.command("serve")(serve)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 import sys
 from collections.abc import Iterator
@@ -12,11 +11,16 @@ import anyio
 import typer
 
 from framework import __version__
+from framework.claude_code import cli as claude_code_commands
+from framework.cli import check as check_commands
+from framework.cli import harnesses as harness_commands
 from framework.core.chain import Outcome
 from framework.core.contract import CONTRACT_VERSION, ContractError, Event, build_event
 from framework.core.host import Host
+from framework.core.loading import entry_point_candidates, make_plugin_manager
 from framework.core.logging import configure_logging
 from framework.core.settings import SettingsError, find_config, load_settings, read_config
+from framework.replay import cli as replay_commands
 
 app = typer.Typer(
     name="hookchain",
@@ -26,13 +30,16 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-# Modules of the host that add their own commands; each exposes `register(app)`.
-_COMMAND_MODULES = (
-    "framework.replay.cli",
-    "framework.cli.check",
-    "framework.claude_code.cli",
-    "framework.cli.harnesses",
-)
+# The host's own command groups add their commands through the `register_cli` hook, the same one
+# plugins implement: registered first, under names no plugin can take (plugin names are
+# kebab-case, without dots).
+BUILTIN_COMMANDS = {
+    "hookchain.replay": replay_commands,
+    "hookchain.check": check_commands,
+    "hookchain.claude-code": claude_code_commands,
+    # After Claude Code's: it replaces install/uninstall/status with ones taking --harness.
+    "hookchain.harnesses": harness_commands,
+}
 
 
 def _version(value: bool) -> None:
@@ -231,47 +238,32 @@ def _brief(error: Exception) -> str:
     return text if len(text) < 2000 else text[:2000] + "…"
 
 
-def _load_command_modules() -> None:
-    for name in _COMMAND_MODULES:
+def add_commands(target: typer.Typer) -> None:
+    """Run every `register_cli` hook, built-in and plugin, on `target`; a broken one is skipped
+    with a message naming it, and the other commands stay."""
+    pm = make_plugin_manager()
+    for name, module in BUILTIN_COMMANDS.items():
+        pm.register(module, name=name)
+    for candidate in entry_point_candidates():
         try:
-            module = importlib.import_module(name)
-            module.register(app)
-        except ModuleNotFoundError as error:
-            if error.name != name:
-                _broken_commands(name, error)
-        except Exception as error:  # one broken command module must not take the CLI down
-            _broken_commands(name, error)
+            pm.register(candidate.load(), name=candidate.name)
+        except Exception as error:
+            _broken_commands(f"plugin {candidate.name!r}", error)
+    for impl in pm.hook.register_cli.get_hookimpls():  # in registration order: built-ins first
+        try:
+            impl.function(app=target)
+        except Exception as error:  # one broken command group must not take the CLI down
+            _broken_commands(f"plugin {impl.plugin_name!r}", error)
 
 
-def _broken_commands(name: str, error: Exception) -> None:
+def _broken_commands(who: str, error: Exception) -> None:
     typer.echo(
-        f"hookchain: the commands of {name} are unavailable: {type(error).__name__}: {error}",
+        f"hookchain: {who} could not add its commands: {type(error).__name__}: {error}",
         err=True,
     )
 
 
-def _load_plugin_commands() -> None:
-    """Plugins add commands through the `register_cli` hook; a broken one is skipped."""
-    from framework.core.loading import entry_point_candidates, make_plugin_manager
-
-    pm = make_plugin_manager()
-    for candidate in entry_point_candidates():
-        try:
-            obj = candidate.load()
-            pm.register(obj, name=candidate.name)
-            for impl in pm.hook.register_cli.get_hookimpls():
-                if impl.plugin is obj:
-                    impl.function(app=app)
-        except Exception as error:
-            typer.echo(
-                f"hookchain: plugin {candidate.name!r} could not add its commands: "
-                f"{type(error).__name__}: {error}",
-                err=True,
-            )
-
-
 def main() -> None:
     """Entry point of the `hookchain` script."""
-    _load_command_modules()
-    _load_plugin_commands()
+    add_commands(app)
     app()

@@ -10,8 +10,9 @@ import anyio
 import typer
 
 from framework import KNOWN_CONTRACT_VERSIONS
+from framework.core.hookspecs import hookimpl
 
-__all__ = ["check_plugins", "register"]
+__all__ = ["check_plugins", "register_cli"]
 
 _KNOWN = ", ".join(KNOWN_CONTRACT_VERSIONS)
 _MARKS = {"pass": "[green]✓[/green]", "n/a": "[dim]–[/dim]", "fail": "[red]✗[/red]"}
@@ -100,7 +101,8 @@ def _print_matrix(report: dict[str, Any]) -> None:
     console.print("all plugins pass" if report["ok"] else "[red]some checks fail[/red]")
 
 
-def register(app: typer.Typer) -> None:
+@hookimpl
+def register_cli(app: typer.Typer) -> None:
     """Add `check` and `new-plugin` to the `hookchain` command line."""
 
     @app.command("check")

@@ -14,6 +14,7 @@ import typer
 from framework.claude_code import cli as claude_cli
 from framework.claude_code import install as claude_install
 from framework.codex import install as codex_install
+from framework.core.hookspecs import hookimpl
 from framework.gemini import install as gemini_install
 
 HARNESS_NAMES = ("claude-code", "codex", "gemini")
@@ -230,7 +231,8 @@ def _mentions_hookchain(path: Path) -> bool:
         return False
 
 
-def register(app: typer.Typer) -> None:
+@hookimpl
+def register_cli(app: typer.Typer) -> None:
     """Replace Claude Code's `install`, `uninstall` and `status` with the harness-aware ones."""
     mine = {"install", "uninstall", "status"}
     app.registered_commands[:] = [c for c in app.registered_commands if c.name not in mine]

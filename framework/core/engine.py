@@ -49,12 +49,21 @@ class SystemClock:
 
 
 class FakeClock:
-    """A clock that moves only when told: `advance(ms)`, `set(ms)`; `stall()` makes `now` hang."""
+    """A clock that moves only when told: `advance(ms)`, `set(ms)`, `follow(ms)`; `stall()` makes
+    `now` hang.
 
-    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
+    `sleep(ms)` waits until the clock has been moved past it, or, with `instant_sleep=True` (the
+    testing kit's engines, replays), moves the clock itself and returns at once, so that no test
+    and no replay waits on a plugin's sleep.
+    """
+
+    def __init__(self, start_ms: int = 1_700_000_000_000, *, instant_sleep: bool = False) -> None:
         self.ms = start_ms
+        self.instant_sleep = instant_sleep
         self._stalled = False
-        self._moved = anyio.Event()
+        # Made by the first sleeper that must wait, so moving a clock nobody waits on (a replay
+        # follows every record's time) costs no event.
+        self._moved: anyio.Event | None = None
 
     async def now(self) -> int:
         if self._stalled:
@@ -62,24 +71,59 @@ class FakeClock:
         return self.ms
 
     async def sleep(self, ms: float) -> None:
+        if self.instant_sleep and not self._stalled:
+            self.advance(max(0.0, ms))
+            await anyio.lowlevel.checkpoint()
+            return
         until = self.ms + ms
         while self.ms < until or self._stalled:
-            moved = self._moved
-            await moved.wait()
+            if self._moved is None:
+                self._moved = anyio.Event()
+            await self._moved.wait()
 
     def advance(self, ms: float) -> None:
         self.set(int(self.ms + ms))
 
     def set(self, ms: int) -> None:
         self.ms = ms
-        moved, self._moved = self._moved, anyio.Event()
-        moved.set()
+        moved = self._moved
+        if moved is not None:
+            self._moved = None
+            moved.set()
+
+    def follow(self, at_ms: int) -> None:
+        """Move to `at_ms` (a record's time) unless the clock is past it already: never backwards,
+        since replayed sessions may overlap."""
+        if at_ms > self.ms:
+            self.set(at_ms)
 
     def stall(self, stalled: bool = True) -> None:
         """A clock that never answers, to check that handlers give up instead of hanging."""
         self._stalled = stalled
         if not stalled:
             self.set(self.ms)
+
+
+def plugin_data_dir(
+    plugin: str,
+    *,
+    sandbox: Path | None,
+    cwd: str,
+    configured: str | os.PathLike[str] | None = None,
+) -> Path:
+    """The one rule for where a plugin keeps its own files (`engine.data_dir`, host and fake).
+
+    `configured` (relative to the session's workspace) or `<workspace>/.hookchain/<plugin>`; when
+    the host runs in a sandbox (replays, tests) always `<sandbox>/<plugin>`, so that nothing is
+    written where the recorded session worked.
+    """
+    if sandbox is not None:
+        return sandbox / plugin
+    workspace = Path(cwd or os.getcwd())
+    if configured is None:
+        return workspace / ".hookchain" / plugin
+    chosen = Path(configured).expanduser()
+    return chosen if chosen.is_absolute() else workspace / chosen
 
 
 class HostPort(Protocol):
@@ -311,20 +355,10 @@ class Engine:
         return self._host.sandbox is not None
 
     def data_dir(self, configured: str | os.PathLike[str] | None = None) -> Path:
-        """The folder for this plugin's own files (not created here).
-
-        `configured` (relative to the session's workspace) or `<workspace>/.hookchain/<plugin>`;
-        when the host runs in a sandbox (replays, tests) always `<sandbox>/<plugin>`, so that
-        nothing is written where the recorded session worked.
-        """
-        sandbox = self._host.sandbox
-        if sandbox is not None:
-            return sandbox / self.plugin
-        workspace = Path(self._runtime.cwd or os.getcwd())
-        if configured is None:
-            return workspace / ".hookchain" / self.plugin
-        chosen = Path(configured).expanduser()
-        return chosen if chosen.is_absolute() else workspace / chosen
+        """The folder for this plugin's own files (not created here): see `plugin_data_dir`."""
+        return plugin_data_dir(
+            self.plugin, sandbox=self._host.sandbox, cwd=self._runtime.cwd, configured=configured
+        )
 
     def spawn(self, fn: Callable[..., Awaitable[Any]], *args: Any) -> None:
         """Run background work the host owns: awaited when the host closes, failures logged."""

@@ -39,6 +39,7 @@ from framework.core.loading import (
     load_plugins,
     make_plugin_manager,
 )
+from framework.core.names import table_plugin_name
 from framework.core.registration import Registration
 from framework.core.runner import ChainRunner
 from framework.core.settings import HostSettings, data_dir, find_config, load_settings, read_config
@@ -156,11 +157,11 @@ class Host:
         if self._entry_points:
             explicit_names = {candidate.name for candidate in candidates}
             candidates += [c for c in entry_point_candidates() if c.name not in explicit_names]
-        # A plugin's table in hookchain.toml may be spelled [write-guard] or [write_guard].
+        # A plugin's table in hookchain.toml may be spelled [my-plugin] or [my_plugin].
         options: dict[str, dict[str, Any]] = {}
         for name, table in self._config.items():
             if isinstance(table, dict) and name != "hookchain":
-                options.setdefault(name.replace("_", "-"), {}).update(table)
+                options.setdefault(table_plugin_name(name), {}).update(table)
         for name, values in self._options.items():
             options.setdefault(name, {}).update(values)
         self.plugins = load_plugins(

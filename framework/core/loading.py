@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.metadata
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -17,12 +16,13 @@ from pydantic_settings import BaseSettings
 
 from framework.core.contract import CONTRACT_VERSION, KNOWN_CONTRACT_VERSIONS, FailMode
 from framework.core.hookspecs import PROJECT, HookSpecs
+from framework.core.names import env_prefix, is_plugin_name
+from framework.core.ports import Handler, On
 from framework.core.registration import Registration, make_registration
 from framework.core.settings import explain
 
 ENTRY_POINT_GROUP = "hookchain.plugins"
 ACCESS_KINDS: frozenset[str] = frozenset({"files", "network", "subprocess"})
-_NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 _log = structlog.get_logger("hookchain.loading")
 
 
@@ -80,11 +80,6 @@ class Candidate:
     load: Callable[[], Any]
     distribution: str | None = None
     version: str | None = None
-
-
-def env_prefix(plugin_name: str) -> str:
-    """`loop-breaker` → `LOOP_BREAKER_`."""
-    return plugin_name.upper().replace("-", "_") + "_"
 
 
 def entry_point_candidates() -> list[Candidate]:
@@ -190,8 +185,8 @@ def _load_one(
     record.contract = info.contract
     record.description = info.description
     label = record.label()
-    if not _NAME.match(info.name):
-        raise PluginLoadError(f"error loading {label}: the name must be kebab-case (loop-breaker)")
+    if not is_plugin_name(info.name):
+        raise PluginLoadError(f"error loading {label}: the name must be kebab-case (my-plugin)")
     if info.name in names:
         raise PluginLoadError(f"error loading {label}: another plugin already has this name")
     try:
@@ -217,7 +212,7 @@ def _load_one(
 
     def on(
         event: str,
-        handler: Any,
+        handler: Handler,
         *,
         match: Mapping[str, Any] | None = None,
         order: int = 0,
@@ -238,10 +233,11 @@ def _load_one(
         registrations.append(registration)
         return registration
 
+    bound: On = on
     try:
         for impl in pm.hook.register.get_hookimpls():
             if impl.plugin is obj:
-                impl.function(on=on, options=record.options)
+                impl.function(on=bound, options=record.options)
     except Exception as error:
         pm.unregister(obj)
         raise PluginLoadError(

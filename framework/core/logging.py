@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Hashable
 
 import structlog
 
@@ -13,6 +14,25 @@ _LEVELS = {
     "warning": logging.WARNING,
     "error": logging.ERROR,
 }
+
+
+class Once:
+    """The rule for a failure that may repeat at every event: log it the first time only.
+
+    One per host part (the chain's failure log, a session cache, a plugin's runtime): `first(key)`
+    is True once per key, where the key names the site (plugin, event, place), never the content.
+    """
+
+    __slots__ = ("_said",)
+
+    def __init__(self) -> None:
+        self._said: set[Hashable] = set()
+
+    def first(self, key: Hashable) -> bool:
+        if key in self._said:
+            return False
+        self._said.add(key)
+        return True
 
 
 class _StderrLogger:

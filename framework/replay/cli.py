@@ -12,6 +12,7 @@ from typing import Annotated
 import anyio
 import typer
 
+from framework.core.hookspecs import hookimpl
 from framework.core.loading import entry_point_candidates
 from framework.core.logging import configure_logging
 from framework.core.settings import HostSettings, SettingsError, load_settings
@@ -180,6 +181,7 @@ def print_report(report: ReplayReport) -> None:
         console.print(f"  [red]handler failures[/red] {site}: {count}")
 
 
-def register(app: typer.Typer) -> None:
+@hookimpl
+def register_cli(app: typer.Typer) -> None:
     """Add `hookchain replay` to the CLI."""
     app.command("replay")(replay_command)

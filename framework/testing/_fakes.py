@@ -7,41 +7,25 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from framework import Store, open_backend
+from framework import Clock, Event, FakeClock, Store, open_backend
+from framework.core.engine import plugin_data_dir
 
-__all__ = ["FakeEngine", "MemoryStore", "StalledClock", "StalledStore", "TickingClock"]
+if TYPE_CHECKING:
+    from framework import EnginePort
 
-
-class TickingClock:
-    """A clock that only moves when told; `sleep` moves it at once so handlers never wait."""
-
-    def __init__(self, start_ms: int = 1_700_000_000_000) -> None:
-        self.ms = start_ms
-
-    async def now(self) -> int:
-        return self.ms
-
-    async def sleep(self, ms: float) -> None:
-        self.ms += int(ms)
-        await anyio.lowlevel.checkpoint()
-
-    def advance(self, ms: float) -> None:
-        self.ms += int(ms)
+__all__ = ["FakeEngine", "MemoryStore", "StalledClock", "StalledStore"]
 
 
-class StalledClock:
+class StalledClock(FakeClock):
     """A clock that never answers: a handler that waits on it must give up on its own."""
 
-    async def now(self) -> int:
-        await anyio.sleep_forever()
-        raise AssertionError("unreachable")
-
-    async def sleep(self, ms: float) -> None:
-        await anyio.sleep_forever()
+    def __init__(self) -> None:
+        super().__init__()
+        self.stall()
 
 
 _HOST_SESSION_DROP = re.compile(r"session:[^:]+:")
@@ -174,9 +158,9 @@ class FakeEngine:
         plugin: str,
         *,
         session_id: str = "default",
-        clock: Any = None,
-        store: Any = None,
-        state: Any = None,
+        clock: Clock | None = None,
+        store: Store | None = None,
+        state: Store | None = None,
         env: Mapping[str, str] | None = None,
         dispatched: Callable[[Any], Awaitable[Any]] | None = None,
         cwd: str = "/project",
@@ -185,9 +169,10 @@ class FakeEngine:
         self.plugin = plugin
         self.sandbox = sandbox
         self.recorder = _Recorder()
-        self.clock = clock if clock is not None else TickingClock()
-        self.store = store if store is not None else MemoryStore()
-        self.state = state if state is not None else MemoryStore()
+        # Time moves only when told, and a handler's sleep passes at once.
+        self.clock: Clock = clock if clock is not None else FakeClock(instant_sleep=True)
+        self.store: Store = store if store is not None else MemoryStore()
+        self.state: Store = state if state is not None else MemoryStore()
         self.ui = _Ui(self.recorder)
         self.transcript = _Transcript(self.recorder)
         self.env = _Env(env if env is not None else {})
@@ -217,15 +202,13 @@ class FakeEngine:
 
     def data_dir(self, configured: str | os.PathLike[str] | None = None) -> Path:
         """The plugin's own folder, by the host's rule: `<sandbox>/<plugin>` when sandboxed."""
-        if self.sandbox is not None:
-            return self.sandbox / self.plugin
-        workspace = Path(self.session.cwd or os.getcwd())
-        if configured is None:
-            return workspace / ".hookchain" / self.plugin
-        chosen = Path(configured).expanduser()
-        return chosen if chosen.is_absolute() else workspace / chosen
+        return plugin_data_dir(
+            self.plugin, sandbox=self.sandbox, cwd=self.session.cwd, configured=configured
+        )
 
-    async def dispatch(self, event: Any, terminal: Any = None) -> Any:
+    async def dispatch(
+        self, event: Event, terminal: Callable[[Any], Awaitable[Any]] | None = None
+    ) -> Any:
         from framework import neutral_result
 
         self.dispatched_events.append(event)
@@ -241,3 +224,9 @@ class FakeEngine:
         while self._spawned:
             fn, args = self._spawned.pop(0)
             await fn(*args)
+
+
+if TYPE_CHECKING:
+    # mypy holds the fake to the same port as the host's `Engine`, so the two cannot drift.
+    def _fake_is_a_port(engine: FakeEngine) -> EnginePort:
+        return engine

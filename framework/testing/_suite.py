@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_settings import BaseSettings
 
 from framework import KNOWN_CONTRACT_VERSIONS
+from framework.core.names import env_prefix
 from framework.testing._audit import watching
 from framework.testing._budget import check_budget
 from framework.testing._checks import CHECKS, CheckResult, HandlerChecks
@@ -65,10 +66,6 @@ def admitted_versions(contract: str | None, only: str | None = None) -> list[str
         return []
     known = [v for v in KNOWN_CONTRACT_VERSIONS if v in vector_versions()]
     return [v for v in known if Version(v) in supported and (only is None or v == only)]
-
-
-def env_prefix(plugin_name: str) -> str:
-    return plugin_name.upper().replace("-", "_") + "_"
 
 
 async def run_suite(
