@@ -97,42 +97,52 @@ def run_hook(env: dict[str, str], argv: list[str], payload: bytes) -> None:
 
 def other_harnesses(
     env: dict[str, str], python: str, base: dict[str, Any], runs: int
-) -> tuple[list[float], list[float]]:
+) -> dict[str, tuple[list[float], list[float]]]:
     """Warm PreToolUse round trips of a Codex and a Gemini CLI payload through the same client
-    and host (`codex:PreToolUse`, `gemini:BeforeTool`), each call then finished by its result."""
+    and host (`codex:PreToolUse`, `gemini:BeforeTool`), each call then finished by its result.
+
+    Each round trip is timed next to a bare `python -S` start, so the ratio compares two things
+    measured under the same load (the machine is shared): harness → (round trips, bare starts).
+    """
     session = {k: base[k] for k in ("session_id", "transcript_path", "cwd") if k in base}
 
-    def codex(index: int, event: str = "PreToolUse") -> bytes:
+    def codex(index: int, event: str = "PreToolUse") -> str:
         call = {**session, "hook_event_name": event, "model": "gpt-5-codex", "turn_id": "t1"}
         call.update(tool_name="Bash", tool_input={"command": f"ls {index}"})
         call.update(tool_use_id=f"call_{index}", permission_mode="bypassPermissions")
         return json.dumps({**call, "tool_response": "ok\n"} if event != "PreToolUse" else call)
 
-    def gemini(index: int, event: str = "BeforeTool") -> bytes:
+    def gemini(index: int, event: str = "BeforeTool") -> str:
         call = {**session, "hook_event_name": event, "timestamp": "2026-12-01T00:00:00Z"}
         call.update(tool_name="run_shell_command", tool_input={"command": f"ls {index}"})
         if event == "AfterTool":
             call["tool_response"] = {"llmContent": "Output: ok\nExit Code: 0", "returnDisplay": ""}
         return json.dumps(call)
 
-    def measured(label: str, pre: str, post: str, build: Callable[..., str]) -> list[float]:
+    def measured(
+        label: str, pre: str, post: str, build: Callable[..., str]
+    ) -> tuple[list[float], list[float]]:
         def once(index: int) -> None:
             run_hook(env, [python, "-S", CLIENT, f"{label}:{pre}"], build(index).encode())
 
+        def result(index: int) -> None:
+            run_hook(env, [python, "-S", CLIENT, f"{label}:{post}"], build(index, post).encode())
+
         for index in range(10):
             once(-1 - index)
-            run_hook(
-                env, [python, "-S", CLIENT, f"{label}:{post}"], build(-1 - index, post).encode()
-            )
-        samples = timed(runs, once)
+            result(-1 - index)
+        samples: list[float] = []
+        bare: list[float] = []
         for index in range(runs):
-            run_hook(env, [python, "-S", CLIENT, f"{label}:{post}"], build(index, post).encode())
-        return samples
+            bare += timed(1, lambda _: run_hook(env, [python, "-S", "-c", "pass"], b""))
+            samples += timed(1, lambda _, i=index: once(i))
+            result(index)
+        return samples, bare
 
-    return (
-        measured("codex", "PreToolUse", "PostToolUse", codex),
-        measured("gemini", "BeforeTool", "AfterTool", gemini),
-    )
+    return {
+        "codex": measured("codex", "PreToolUse", "PostToolUse", codex),
+        "gemini": measured("gemini", "BeforeTool", "AfterTool", gemini),
+    }
 
 
 def main() -> None:
@@ -178,7 +188,7 @@ def main() -> None:
         warm = timed(args.runs, command)
         for index in range(args.runs):
             finish(env, payload(index, "cmd"))
-        codex_warm, gemini_warm = other_harnesses(env, python, base, args.runs)
+        others = other_harnesses(env, python, base, args.runs)
 
         def http_post(body: bytes) -> None:
             connection = http.client.HTTPConnection("127.0.0.1", credentials.port, timeout=30)
@@ -239,8 +249,11 @@ def main() -> None:
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     print(f"peak RSS                  this process {peak} KiB, largest child {children} KiB")
     print(f"ratio hook_roundtrip/python_S_start = {p50(warm) / p50(bare):.2f}")
-    print(f"ratio codex_roundtrip/python_S_start = {p50(codex_warm) / p50(bare):.2f}")
-    print(f"ratio gemini_roundtrip/python_S_start = {p50(gemini_warm) / p50(bare):.2f}")
+    for name, (trips, starts) in others.items():
+        ratio = p50(trips) / p50(starts)
+        print(
+            f"ratio {name}_roundtrip/python_S_start = {ratio:.2f}  (interleaved, {args.runs} runs)"
+        )
     print(f"ratio http_roundtrip/command_roundtrip = {p50(over_http_samples) / p50(warm):.2f}")
 
 
