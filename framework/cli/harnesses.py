@@ -81,7 +81,10 @@ def _codex_trust(path: Path, binary: str | None, dry_run: bool) -> None:
     ours = [hook for hook in hooks if hook.ours and hook.current_hash]
     if not ours:
         typer.echo(f"hookchain: Codex lists no hookchain hook from {path}", err=True)
-        typer.echo(f"hookchain: {codex_install.TRUST_HELP}")
+        if path != user_config:
+            typer.echo(f"hookchain: {codex_install.project_trust_help(Path.cwd())}", err=True)
+        else:
+            typer.echo(f"hookchain: {codex_install.TRUST_HELP}")
         return
     trusted = {hook.key: hook.current_hash for hook in ours}
     try:
@@ -203,12 +206,21 @@ def harness_warnings(codex: str | None = None) -> list[str]:
     """Installed hooks a harness will not run: untrusted Codex hooks, an untrusted Gemini folder."""
     found: list[str] = []
     configs = [codex_install.config_path(s, Path.cwd()) for s in ("user", "project")]
-    if any(_mentions_hookchain(path) for path in configs):
+    installed = [path for path in configs if _mentions_hookchain(path)]
+    if installed:
         try:
-            untrusted = codex_install.untrusted_ours(codex_install.list_hooks(Path.cwd(), codex))
+            hooks = codex_install.list_hooks(Path.cwd(), codex)
         except codex_install.CodexUnavailable as error:
             found.append(f"cannot tell whether Codex trusts hookchain's hooks ({error})")
         else:
+            untrusted = codex_install.untrusted_ours(hooks)
+            for path in codex_install.missing_ours(hooks, installed):
+                why = (
+                    codex_install.project_trust_help(Path.cwd())
+                    if path == configs[1]
+                    else "Is CODEX_HOME the one Codex runs with?"
+                )
+                found.append(f"Codex does not load hookchain's hooks in {path}. {why}")
             if untrusted:
                 events = ", ".join(sorted({hook.event for hook in untrusted}))
                 found.append(

@@ -326,6 +326,22 @@ def untrusted_ours(hooks: Sequence[CodexHook]) -> list[CodexHook]:
     return [hook for hook in hooks if hook.ours and hook.trust not in ("trusted", "managed")]
 
 
+def project_trust_help(project_dir: Path) -> str:
+    """Why Codex lists none of a project's hooks: it reads a project's config only when trusted."""
+    return (
+        f"Codex reads {project_dir / '.codex' / 'config.toml'} only in a project it trusts: "
+        f'add [projects."{project_dir}"] trust_level = "trusted" to '
+        f"{codex_home() / 'config.toml'} (or run `codex` in {project_dir} and trust it), then "
+        "run `hookchain install --harness codex --scope project` again"
+    )
+
+
+def missing_ours(hooks: Sequence[CodexHook], installed_in: Sequence[Path]) -> list[Path]:
+    """Config files holding hookchain's hooks of which Codex lists none (so it runs none)."""
+    listed = {hook.key.split(":", 1)[0] for hook in hooks if hook.ours}
+    return [path for path in installed_in if str(path) not in listed]
+
+
 TRUST_HELP = (
     "Codex skips hooks it does not trust, silently. Trust hookchain's hooks once: run `codex`, "
     "type /hooks and trust each hookchain entry (its command ends with `# hookchain`); or run "

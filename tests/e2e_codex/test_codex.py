@@ -9,6 +9,7 @@ Codex runs here WITHOUT `--dangerously-bypass-hook-trust`: the hooks fire only b
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,10 +57,9 @@ def installed(box: Sandbox, name: str = "proj") -> Project:
 def run_codex(box: Sandbox, project: Project, script: list[Step], prompt: str) -> CodexRun:
     config = Path(box.env["CODEX_HOME"]) / "config.toml"
     with MockResponses(script, max_requests=40, max_seconds=RUN_TIMEOUT_S + 20) as api:
-        text = config.read_text(encoding="utf-8")
-        _provider, sep, rest = text.partition("# >>> hookchain hooks")
         # Only the provider's port changes between runs; hookchain's blocks (and trust) stay.
-        config.write_text(_config(api) + "\n" + sep + rest, encoding="utf-8")
+        text = config.read_text(encoding="utf-8")
+        config.write_text(re.sub(r'base_url = "[^"]*"', f'base_url = "{api.url}"', text))
         argv = [
             str(box.root / "bin" / "codex"),
             "exec", "--json", "--skip-git-repo-check",
@@ -156,3 +156,22 @@ def test_observer_names_the_harness_of_each_episode(box: Sandbox) -> None:
     episodes = _episodes(project)
     assert episodes
     assert all('"harness": "codex"' in json.dumps(episode) for episode in episodes)
+
+
+def test_project_scope_guards_once_codex_trusts_the_project(box: Sandbox) -> None:
+    project = box.project()
+    config = Path(box.env["CODEX_HOME"]) / "config.toml"
+    config.write_text(_config(MockResponses([])), encoding="utf-8")
+    done = project.install("--harness", "codex", "--scope", "project")
+    # Codex reads a project's .codex/config.toml only in a project it trusts: install says how.
+    assert "trust_level" in done.stderr, done.stdout + done.stderr
+    assert "does not load hookchain's hooks" in project.hookchain("status").stderr
+    with config.open("a", encoding="utf-8") as handle:
+        handle.write(f'\n[projects."{project.path}"]\ntrust_level = "trusted"\n')
+    done = project.install("--harness", "codex", "--scope", "project")
+    assert "trust of 6 hookchain hooks recorded" in done.stdout, done.stdout + done.stderr
+    assert "does not" not in project.hookchain("status").stderr
+    target = box.outside / "stolen.txt"
+    run = run_codex(box, project, [Call(f"echo stolen > {target}"), Say("Done.")], "write it")
+    assert not target.exists(), run.explain()
+    assert "write-guard" in run.outputs()[0], run.explain()
