@@ -33,8 +33,13 @@ typecheck: install
 
 # The real Claude Code binary of the end-to-end suite, npm-installed once into .cache/ (gitignored).
 # Without node/npm it says the suite will skip; under CI=true that is an error.
-harnesses:
+# The Agent SDK (its wheel bundles a Claude Code CLI, ~385 MB) goes into the venv as an extra.
+harnesses: install $(VENV)/.agent-sdk
 	$(PYTHON) tests/e2e_claude_code/harness.py install
+
+$(VENV)/.agent-sdk: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[agent-sdk]'
+	touch $@
 
 pytest: install harnesses
 	$(BIN)/python -m pytest -q tests $(PLUGIN_TESTS)

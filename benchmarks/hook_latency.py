@@ -1,14 +1,14 @@
-"""Claude Code hook latency: interpreter start-up against a round trip through client and warm host.
+"""Hook latency: interpreter start-up against a round trip through client and warm host.
 
     python benchmarks/hook_latency.py [--runs 50] [--cold-runs 50] [--rss-events 2000]
                                       [--long-events 100000] [--long-sessions 20]
 
 (a) `<python> -S -c pass`; (b) a PreToolUse through `_client.py` and a warm host with the installed
 plugins; (c) the same with `--no-daemon`; (d) the same PreToolUse POSTed over http, one connection
-per request as Claude Code does. Prints p50s, the host's RSS before and after serving many events,
-the host's RSS after 10,000 and after 100,000 events spread over 20 sessions (sent on the socket
-as the client sends them, without a process per call), the peak RSS of this process, and the
-two ratios (last lines).
+per request as Claude Code does; (e) a Codex and a Gemini CLI PreToolUse through the same client
+and host. Prints p50s, the host's RSS before and after serving many events, the host's RSS after
+10,000 and after 100,000 events spread over 20 sessions (sent on the socket as the client sends
+them, without a process per call), the peak RSS of this process, and the ratios (last lines).
 """
 
 from __future__ import annotations
@@ -114,6 +114,56 @@ def run_hook(env: dict[str, str], argv: list[str], payload: bytes) -> None:
         raise SystemExit(f"hook failed ({done.returncode}): {done.stderr.decode()[:500]}")
 
 
+def other_harnesses(
+    env: dict[str, str], python: str, base: dict[str, Any], runs: int
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Warm PreToolUse round trips of a Codex and a Gemini CLI payload through the same client
+    and host (`codex:PreToolUse`, `gemini:BeforeTool`), each call then finished by its result.
+
+    Each round trip is timed next to a bare `python -S` start, so the ratio compares two things
+    measured under the same load (the machine is shared): harness → (round trips, bare starts).
+    """
+    session = {k: base[k] for k in ("session_id", "transcript_path", "cwd") if k in base}
+
+    def codex(index: int, event: str = "PreToolUse") -> str:
+        call = {**session, "hook_event_name": event, "model": "gpt-5-codex", "turn_id": "t1"}
+        call.update(tool_name="Bash", tool_input={"command": f"ls {index}"})
+        call.update(tool_use_id=f"call_{index}", permission_mode="bypassPermissions")
+        return json.dumps({**call, "tool_response": "ok\n"} if event != "PreToolUse" else call)
+
+    def gemini(index: int, event: str = "BeforeTool") -> str:
+        call = {**session, "hook_event_name": event, "timestamp": "2026-12-01T00:00:00Z"}
+        call.update(tool_name="run_shell_command", tool_input={"command": f"ls {index}"})
+        if event == "AfterTool":
+            call["tool_response"] = {"llmContent": "Output: ok\nExit Code: 0", "returnDisplay": ""}
+        return json.dumps(call)
+
+    def measured(
+        label: str, pre: str, post: str, build: Callable[..., str]
+    ) -> tuple[list[float], list[float]]:
+        def once(index: int) -> None:
+            run_hook(env, [python, "-S", CLIENT, f"{label}:{pre}"], build(index).encode())
+
+        def result(index: int) -> None:
+            run_hook(env, [python, "-S", CLIENT, f"{label}:{post}"], build(index, post).encode())
+
+        for index in range(10):
+            once(-1 - index)
+            result(-1 - index)
+        samples: list[float] = []
+        bare: list[float] = []
+        for index in range(runs):
+            bare += timed(1, lambda _: run_hook(env, [python, "-S", "-c", "pass"], b""))
+            samples += timed(1, lambda _, i=index: once(i))
+            result(index)
+        return samples, bare
+
+    return {
+        "codex": measured("codex", "PreToolUse", "PostToolUse", codex),
+        "gemini": measured("gemini", "BeforeTool", "AfterTool", gemini),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--runs", type=int, default=50)
@@ -159,6 +209,7 @@ def main() -> None:
         warm = timed(args.runs, command)
         for index in range(args.runs):
             finish(env, payload(index, "cmd"))
+        others = other_harnesses(env, python, base, args.runs)
 
         def http_post(body: bytes) -> None:
             connection = http.client.HTTPConnection("127.0.0.1", credentials.port, timeout=30)
@@ -241,6 +292,11 @@ def main() -> None:
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     print(f"peak RSS                  this process {peak} KiB, largest child {children} KiB")
     print(f"ratio hook_roundtrip/python_S_start = {p50(warm) / p50(bare):.2f}")
+    for name, (trips, starts) in others.items():
+        ratio = p50(trips) / p50(starts)
+        print(
+            f"ratio {name}_roundtrip/python_S_start = {ratio:.2f}  (interleaved, {args.runs} runs)"
+        )
     print(f"ratio http_roundtrip/command_roundtrip = {p50(over_http_samples) / p50(warm):.2f}")
 
 

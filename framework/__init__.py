@@ -58,6 +58,7 @@ from framework.core.registration import BudgetExceeded, Registration
 from framework.core.session_cache import SessionCache
 from framework.core.settings import HostSettings, SettingsError, data_dir, load_settings
 from framework.core.tap import tap
+from framework.core.tools import HARNESSES, ToolAction, describe_tool
 from framework.stores.base import Store, StoreBackend, StoreError
 from framework.stores.factory import open_backend
 
@@ -95,6 +96,7 @@ __all__ = [
     "ENGINE_ORIGIN",
     "ENTRY_POINT_GROUP",
     "EVENT_TYPES",
+    "HARNESSES",
     "KNOWN_CONTRACT_VERSIONS",
     "PERSON_ORIGIN_KINDS",
     "Action",
@@ -140,6 +142,7 @@ __all__ = [
     "StoreError",
     "StreamChunk",
     "SystemClock",
+    "ToolAction",
     "ToolCall",
     "ToolResult",
     "Transcripts",
@@ -149,6 +152,7 @@ __all__ = [
     "TurnStep",
     "build_event",
     "data_dir",
+    "describe_tool",
     "hookimpl",
     "is_valid_result",
     "load_settings",

@@ -126,10 +126,19 @@ def _deadline_s() -> float:
         return DEFAULT_DEADLINE_S
 
 
+GUARDS_TOOLS = ("PreToolUse", "BeforeTool")
+"""Events whose exit 2 blocks the tool (Claude Code and Codex; Gemini CLI's BeforeTool)."""
+
+
+def _native(event: str) -> str:
+    """`codex:PreToolUse` → `PreToolUse`: other harnesses' events carry their harness first."""
+    return event[event.find(":") + 1 :]
+
+
 def _skipped(event: str, why: str) -> int:
     """The answer when the host cannot answer: skip the hook, or block a tool call if asked."""
     closed = posix.environ.get(b"HOOKCHAIN_UNREACHABLE", b"open") == b"closed"
-    if closed and event == "PreToolUse":
+    if closed and _native(event) in GUARDS_TOOLS:
         message = f"hookchain: {why}; blocking this tool call "
         _write_all(2, (message + "because HOOKCHAIN_UNREACHABLE=closed\n").encode())
         return 2
@@ -203,7 +212,7 @@ def forward(event: str, payload: bytes) -> int:
         else:
             why = error or "no answer"
         now = time.monotonic()
-        if now >= deadline or event == ENDS_SESSION:
+        if now >= deadline or _native(event) == ENDS_SESSION:
             return _unreachable(event, why)
         if spawned > 0:
             failure = _start_failure(folder, spawned)

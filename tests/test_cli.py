@@ -76,7 +76,7 @@ def run(args: list[str], path: Path, stdin: str | None = None) -> subprocess.Com
 def test_version(plugin_path: Path) -> None:
     done = run(["--version"], plugin_path)
     assert done.returncode == 0
-    assert "contract 1.0" in done.stdout
+    assert "contract 1.1" in done.stdout
 
 
 def test_plugins_json_lists_both_and_reports_the_broken_one_by_name(plugin_path: Path) -> None:

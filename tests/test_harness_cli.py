@@ -56,7 +56,7 @@ def test_check_json_reports_each_plugin_and_fails_overall(
     assert (well["distribution"], well["version"], well["contract_versions"]) == (
         "hookchain-well",
         "1.2",
-        ["1.0"],
+        ["1.0", "1.1"],
     )
     assert set(well["checks"]) == set(CHECKS)
     twice = by_name["calls-next-twice"]["checks"]

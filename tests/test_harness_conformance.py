@@ -68,7 +68,7 @@ async def test_well_behaved_plugin_passes_every_check() -> None:
     assert {name: result.status for name, result in report.checks.items()} == dict.fromkeys(
         CHECKS, "pass"
     )
-    assert report.contract_versions == ["1.0"]
+    assert report.contract_versions == ["1.0", "1.1"]
 
 
 @pytest.mark.anyio

@@ -101,10 +101,11 @@ def test_unknown_vector_version_is_refused() -> None:
 
 
 def test_admitted_versions_follow_the_plugin_range() -> None:
-    assert admitted_versions(">=1,<2") == ["1.0"]
+    assert admitted_versions(">=1,<2") == ["1.0", "1.1"]
+    assert admitted_versions(">=1.0,<1.1") == ["1.0"]
     assert admitted_versions(">=2") == []
     assert admitted_versions("not a range") == []
-    assert admitted_versions(">=1,<2", only="1.1") == []
+    assert admitted_versions(">=1,<2", only="1.2") == []
 
 
 @pytest.mark.anyio

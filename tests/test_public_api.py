@@ -19,6 +19,7 @@ PINNED = {
     "Continue", "ContractError", "Denial", "Drop", "ENGINE_ORIGIN", "ENTRY_POINT_GROUP",
     "EVENT_TYPES", "Engine", "EnginePort", "Event", "FakeClock", "Handler", "HookSpecs", "Host",
     "HostSettings", "On",
+    "HARNESSES", "ToolAction", "describe_tool",
     "KNOWN_CONTRACT_VERSIONS", "LoadedPlugin", "Note", "Outcome", "PERSON_ORIGIN_KINDS",
     "PluginInfo", "PromptContext", "PromptResult", "PromptSubmit", "Registration", "ReplayReport",
     "SessionCache", "SessionEnd", "Transcripts", "read_transcripts", "replay_paths",

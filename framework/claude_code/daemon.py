@@ -23,6 +23,7 @@ from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 
 from framework import _launch as wire
 from framework.claude_code import mapping as cmap
+from framework.claude_code import native
 from framework.claude_code.bridge import DEFAULT_SUSPEND_TIMEOUT_S, ClaudeBridge
 from framework.claude_code.projects import CallContext, ProjectRouter, load_plugin_modules
 from framework.core.host import Host
@@ -317,11 +318,19 @@ class Server:
                     None if event == "-" else event, len(body), context.env or {}
                 )
             else:
-                answer = await self.router.answer(body, None if event == "-" else event, context)
+                answer = await self._route(body, event, context)
             entry.answer = encode_answer(answer)
         finally:
             entry.done.set()
         return entry.answer, False
+
+    async def _route(self, body: bytes, event: str, context: CallContext) -> cmap.HookAnswer:
+        """Claude Code's call to its project's host; another harness's (`codex:PreToolUse`)
+        through its adapter first, to the same project's host."""
+        assert self.router is not None
+        if native.is_native(event):
+            return await native.answer_native(self.router.bound(context), event, body)
+        return await self.router.answer(body, None if event == "-" else event, context)
 
 
 async def _read_request(stream: SocketStream) -> bytes | None:
@@ -405,7 +414,7 @@ async def run_once(event: str, payload: bytes, options: ServeOptions) -> cmap.Ho
     plugins = load_plugin_modules(options.plugin_modules)
     async with Host(plugins=plugins) as host, anyio.create_task_group() as task_group:
         bridge = ClaudeBridge(host, task_group, suspend_timeout=options.suspend_timeout_s)
-        answer = await bridge.answer(payload, event or None)
+        answer = await native.answer(bridge, event, payload)
         bridge.cancel_all()
     return answer
 

@@ -217,6 +217,10 @@ class ProjectRouter:
             return cmap.payload_error_answer(error)
         return await self.answer_payload(payload, context)
 
+    def bound(self, context: CallContext) -> _Bound:
+        """This router as one call's answerer: its payloads are served with `context`."""
+        return _Bound(self, context)
+
     async def answer_payload(
         self, payload: dict[str, Any], context: CallContext | None = None
     ) -> cmap.HookAnswer:
@@ -496,3 +500,15 @@ def _build_error(project: Project, error: Exception) -> str:
 def _project_failure(payload: Mapping[str, Any], project: Project) -> cmap.HookAnswer:
     """A project that cannot be served: skipped, or a tool call blocked when fail-closed."""
     return cmap.skipped_answer(payload.get("hook_event_name"), project.error or "", project.env)
+
+
+@dataclass(frozen=True, slots=True)
+class _Bound:
+    """A router and one call's context: what another harness's adapter hands its translated
+    payloads to (`framework.claude_code.native`)."""
+
+    router: ProjectRouter
+    context: CallContext
+
+    async def answer_payload(self, payload: dict[str, Any]) -> cmap.HookAnswer:
+        return await self.router.answer_payload(payload, self.context)

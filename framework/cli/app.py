@@ -14,6 +14,7 @@ from framework import __version__
 from framework.claude_code import cli as claude_code_commands
 from framework.claude_code.commands import declared_commands
 from framework.cli import check as check_commands
+from framework.cli import harnesses as harness_commands
 from framework.core.chain import Outcome
 from framework.core.contract import CONTRACT_VERSION, ContractError, Event, build_event
 from framework.core.host import Host
@@ -37,6 +38,8 @@ BUILTIN_COMMANDS = {
     "hookchain.replay": replay_commands,
     "hookchain.check": check_commands,
     "hookchain.claude-code": claude_code_commands,
+    # After Claude Code's: it replaces install/uninstall/status with ones taking --harness.
+    "hookchain.harnesses": harness_commands,
 }
 
 

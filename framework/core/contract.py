@@ -1,4 +1,4 @@
-"""The contract v1: events, their results, provenance values and contract versions."""
+"""The contract v1 (1.1): events, their results, provenance values and contract versions."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from framework.core.frozen import FrozenMap, freeze
 
-CONTRACT_VERSION = "1.0"
-"""The contract version this host speaks."""
+from framework.core.tools import ToolAction, current_harness, describe_tool
 
-KNOWN_CONTRACT_VERSIONS: tuple[str, ...] = ("1.0",)
+CONTRACT_VERSION = "1.1"
+"""The contract version this host speaks (and every earlier 1.x: minor versions only add)."""
+
+KNOWN_CONTRACT_VERSIONS: tuple[str, ...] = ("1.0", "1.1")
 """Every contract version the host knows vectors for, oldest first."""
 
 ENGINE_ORIGIN = "engine"
@@ -169,6 +171,8 @@ class Event(_Value):
     result_type: ClassVar[type | None] = None
 
     session_id: str = "default"
+    harness: str = Field(default_factory=lambda: current_harness.get())
+    """The harness the event came from (1.1): one of `HARNESSES` (`claude-code`, `gemini`, …)."""
 
     @property
     def name(self) -> str:
@@ -256,6 +260,13 @@ class ToolCall(Event):
     tool: str
     input: ReadOnlyMap = Field(default_factory=FrozenMap)
     agent_id: str | None = None
+
+    @property
+    def action(self) -> ToolAction:
+        """What the call does whatever the harness names its tools (1.1): shell command, files
+        written and read. Computed from `harness`, `tool` and `input`, so it follows a changed
+        input."""
+        return describe_tool(self.harness, self.tool, self.input)
 
 
 class CommandRun(Event):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 
 from framework.core.dispatch import Action, current_dispatch
+from framework.core.tools import CLAUDE_CODE
 from framework.stores.base import Store
 
 if TYPE_CHECKING:
@@ -155,11 +156,22 @@ class HostPort(Protocol):
 class SessionRuntime:
     """Everything the host keeps for one live session."""
 
-    __slots__ = ("agents", "cwd", "engines", "env", "harness_version", "id", "model", "pending")
+    __slots__ = (
+        "agents",
+        "cwd",
+        "engines",
+        "env",
+        "harness",
+        "harness_version",
+        "id",
+        "model",
+        "pending",
+    )
 
     def __init__(self, session_id: str) -> None:
         self.id = session_id
         self.cwd = ""
+        self.harness = CLAUDE_CODE
         self.harness_version: str | None = None
         self.model: str | None = None
         self.engines: dict[str, Engine] = {}
@@ -255,6 +267,11 @@ class Session:
     @property
     def cwd(self) -> str:
         return self._engine._runtime.cwd
+
+    @property
+    def harness(self) -> str:
+        """The harness the session runs in (1.1): `claude-code`, `codex`, `gemini`, …"""
+        return self._engine._runtime.harness
 
     @property
     def harness_version(self) -> str | None:

@@ -302,6 +302,9 @@ class Host:
         kind = type(event)
         if kind is SessionStart:
             runtime.started(event)  # type: ignore[arg-type]
+        if origin == ENGINE_ORIGIN:
+            # The harness says who it is on every event it sends (a plugin's own may not).
+            runtime.harness = event.harness
         # Not getattr with a default: on a model without the field that raises and catches inside.
         has_agent = _HAS_AGENT_FIELD.get(kind)
         if has_agent is None:

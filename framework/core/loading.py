@@ -14,7 +14,7 @@ from packaging.version import Version
 from pydantic import BaseModel, ValidationError
 from pydantic_settings import BaseSettings
 
-from framework.core.contract import CONTRACT_VERSION, FailMode
+from framework.core.contract import CONTRACT_VERSION, KNOWN_CONTRACT_VERSIONS, FailMode
 from framework.core.hookspecs import PROJECT, HookSpecs
 from framework.core.names import env_prefix, is_plugin_name
 from framework.core.ports import Handler, On
@@ -120,7 +120,7 @@ class PluginLoadError(Exception):
 
 
 class ContractMismatch(PluginLoadError):
-    """The plugin's contract range excludes the host's contract version."""
+    """The plugin's contract range excludes every contract version the host speaks."""
 
     status: Status = "incompatible"
 
@@ -196,10 +196,11 @@ def _load_one(
             f"error loading {label}: contract range {info.contract!r} is not a version specifier "
             "(write e.g. '>=1,<2')"
         ) from None
-    if Version(CONTRACT_VERSION) not in supported:
+    if not speaks(supported):
+        spoken = ", ".join(KNOWN_CONTRACT_VERSIONS)
         raise ContractMismatch(
             f"error loading {label}: it supports contract {info.contract} but this host speaks "
-            f"contract {CONTRACT_VERSION}; install a version of the plugin for contract "
+            f"contract {spoken}; install a version of the plugin for contract "
             f"{CONTRACT_VERSION} or a hookchain that speaks {info.contract}"
         )
     record.options = _options(info, label, options.get(info.name, {}))
@@ -267,3 +268,12 @@ def make_plugin_manager() -> pluggy.PluginManager:
     pm = pluggy.PluginManager(PROJECT)
     pm.add_hookspecs(HookSpecs)
     return pm
+
+
+def speaks(supported: SpecifierSet) -> bool:
+    """Whether a plugin's contract range admits a version this host speaks.
+
+    A minor version only adds (fields with defaults, new values), so a host of 1.1 still speaks
+    1.0: a plugin declaring `>=1.0,<1.1` loads and simply never reads the 1.1 additions.
+    """
+    return any(Version(version) in supported for version in KNOWN_CONTRACT_VERSIONS)

@@ -124,6 +124,7 @@ class _Session:
     def __init__(self, session_id: str, recorder: _Recorder, cwd: str) -> None:
         self.id = session_id
         self.cwd = cwd
+        self.harness = "claude-code"
         self.harness_version: str | None = "2.0.0"
         self.model: str | None = "model-under-test"
         self._recorder = recorder

@@ -59,22 +59,38 @@ def vector_versions() -> tuple[str, ...]:
     """Contract versions that have a vector folder, oldest first."""
     root = resources.files(_PACKAGE).joinpath("vectors")
     found = [entry.name for entry in root.iterdir() if entry.is_dir() and entry.name[0].isdigit()]
-    return tuple(sorted(found, key=lambda v: tuple(int(part) for part in v.split("."))))
+    return tuple(sorted(found, key=_version_key))
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def _vector_files(contract: str) -> list[Any]:
+    major = _version_key(contract)[0]
+    files: list[Any] = []
+    for version in vector_versions():
+        key = _version_key(version)
+        if key[0] != major or key > _version_key(contract):
+            continue
+        folder = resources.files(_PACKAGE).joinpath("vectors", version)
+        entries = (entry for entry in folder.iterdir() if entry.name.endswith(".json"))
+        files.extend(sorted(entries, key=lambda entry: entry.name))
+    return files
 
 
 @cache
 def load_vectors(contract: str) -> tuple[Vector, ...]:
-    """Every vector of a contract version, in file then document order; unknown versions refused."""
+    """Every vector of a contract version, in file then document order; unknown versions refused.
+
+    A minor version only adds, so its vectors are its own folder's after every earlier minor's
+    of the same major (1.1 = 1.0's vectors + 1.1's): a plugin checked on 1.1 meets them all.
+    """
     if contract not in vector_versions():
         known = ", ".join(vector_versions())
         raise ValueError(f"no conformance vectors for contract {contract!r}; known: {known}")
-    folder = resources.files(_PACKAGE).joinpath("vectors", contract)
     vectors: list[Vector] = []
-    files = sorted(
-        (entry for entry in folder.iterdir() if entry.name.endswith(".json")),
-        key=lambda entry: entry.name,
-    )
-    for entry in files:
+    for entry in _vector_files(contract):
         document = json.loads(entry.read_text(encoding="utf-8"))
         event_kind = document["event"]
         for raw in document["vectors"]:

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 CLAUDE_VERSION = "2.1.197"
@@ -29,6 +30,59 @@ def claude_binary() -> Path:
     """The binary the suite runs: `$HOOKCHAIN_E2E_CLAUDE`, else the pinned npm install."""
     override = os.environ.get(CLAUDE_ENV)
     return Path(override) if override else HARNESS_DIR / NATIVE
+
+
+@dataclass(frozen=True)
+class Package:
+    """One harness from npm: its package, pinned version, and the file the suite runs."""
+
+    name: str
+    spec: str
+    entry: Path
+    env: str
+
+    @property
+    def folder(self) -> Path:
+        return REPO / ".cache" / "harnesses" / self.name
+
+    def path(self) -> Path:
+        override = os.environ.get(self.env)
+        return Path(override) if override else self.folder / self.entry
+
+
+CODEX = Package(
+    "codex",
+    "@openai/codex@0.171.0",
+    Path("node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"),
+    "HOOKCHAIN_E2E_CODEX",
+)
+GEMINI = Package(
+    "gemini",
+    "@google/gemini-cli@0.61.0",
+    Path("node_modules/@google/gemini-cli/bundle/gemini.js"),
+    "HOOKCHAIN_E2E_GEMINI",
+)
+OTHER_HARNESSES = (CODEX, GEMINI)
+"""The other harnesses' suites (tests/e2e_codex, tests/e2e_gemini) install theirs here too."""
+
+
+def install_package(package: Package) -> Path:
+    """`npm install` a pinned harness unless it is there; raises with npm's own output."""
+    entry = package.folder / package.entry
+    if entry.exists():
+        return entry
+    package.folder.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["npm", "install", "--prefix", str(package.folder), "--no-audit", "--no-fund",
+         "--loglevel=error", package.spec],
+        capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    if done.returncode != 0 or not entry.exists():
+        raise RuntimeError(
+            f"npm could not install {package.spec} into {package.folder} "
+            f"(exit {done.returncode}): {done.stderr.strip()[-800:]}"
+        )
+    return entry
 
 
 def missing_tools() -> list[str]:
@@ -85,10 +139,13 @@ def main(argv: list[str]) -> int:
         return 1 if under_ci() else 0
     try:
         binary = install()
+        others = [install_package(p) for p in OTHER_HARNESSES if not os.environ.get(p.env)]
     except (RuntimeError, subprocess.TimeoutExpired) as error:
         print(f"hookchain: {error}", file=sys.stderr)
         return 1
     print(f"hookchain: Claude Code {CLAUDE_VERSION} at {binary}")
+    for entry in others:
+        print(f"hookchain: {entry}")
     return 0
 
 

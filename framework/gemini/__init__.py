@@ -1,0 +1,1 @@
+"""The Gemini CLI adapter: Gemini's command hooks served by the warm host (docs/harnesses.md)."""
