@@ -27,7 +27,11 @@ HarnessOption = Annotated[
 ]
 ScopeChoice = Annotated[
     str | None,
-    typer.Option("--scope", help="user or project (default: project; = --user / --project)."),
+    typer.Option(
+        "--scope",
+        help="Claude Code: local (default: .claude/settings.local.json, this machine's paths), "
+        "project or user; Codex and Gemini CLI: project (default) or user.",
+    ),
 ]
 CodexOption = Annotated[
     str | None,
@@ -98,7 +102,7 @@ def install(
     harness: HarnessOption = "claude-code",
     scope: ScopeChoice = None,
     project: claude_cli.ProjectOption = False,
-    user: claude_cli.ScopeOption = False,
+    user: claude_cli.UserOption = False,
     events: Annotated[
         list[str] | None,
         typer.Option("--events", help="Events to hook (repeatable; default: every mapped one)."),
@@ -124,10 +128,10 @@ def install(
 ) -> None:
     """Add hookchain's hooks to a harness's settings (idempotent; the old file is kept)."""
     chosen = _harness(harness)
-    user, project = _scope(scope, user, project)
     if chosen == "claude-code":
-        claude_cli.install(project, user, events, transport, fail_closed, dry_run)
+        claude_cli.install(scope or "", project, user, events, transport, fail_closed, dry_run)
         return
+    user, project = _scope(scope, user, project)
     if transport != "command":
         raise _fail(f"{chosen} runs command hooks only; drop --transport")
     if user and project:
@@ -163,15 +167,15 @@ def uninstall(
     harness: HarnessOption = "claude-code",
     scope: ScopeChoice = None,
     project: claude_cli.ProjectOption = False,
-    user: claude_cli.ScopeOption = False,
+    user: claude_cli.UserOption = False,
     dry_run: claude_cli.DryRunOption = False,
 ) -> None:
     """Remove hookchain's hooks (and only those) from a harness's settings."""
     chosen = _harness(harness)
-    user, project = _scope(scope, user, project)
     if chosen == "claude-code":
-        claude_cli.uninstall(project, user, dry_run)
+        claude_cli.uninstall(scope or "", project, user, dry_run)
         return
+    user, project = _scope(scope, user, project)
     if user and project:
         raise _fail("choose one of --user and --project")
     where: codex_install.Scope = "user" if user else "project"

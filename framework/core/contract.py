@@ -8,7 +8,6 @@ from typing import Annotated, Any, ClassVar, Literal, Self
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from framework.core.frozen import FrozenMap, freeze
-
 from framework.core.tools import ToolAction, current_harness, describe_tool
 
 CONTRACT_VERSION = "1.1"
