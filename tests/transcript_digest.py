@@ -15,17 +15,29 @@ from typing import Any
 from framework.replay.rebuild import Session, Step
 
 
+REPLAYED_HARNESS = "claude-code"
+"""Every replayed event's `harness` (contract 1.1): checked here, and left out of the digest, so
+the pins stay those of the reader's events as they were first pinned."""
+
+
+def _dump(model: Any) -> Any:
+    dumped = model.model_dump(mode="json")
+    if isinstance(dumped, dict) and "harness" in dumped:
+        assert dumped.pop("harness") == REPLAYED_HARNESS, dumped
+    return dumped
+
+
 def _plain(value: Any) -> Any:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
+        return _dump(value)
     return value
 
 
 def _steps(steps: Iterable[Step], turns: dict[str, str], depth: int) -> Iterable[Any]:
     for step in steps:
-        event = step.event.model_dump(mode="json")
+        event = _dump(step.event)
         turn = event.get("turn_id")
         if isinstance(turn, str):
             event["turn_id"] = turns.setdefault(turn, f"T{len(turns) + 1}")
@@ -33,7 +45,7 @@ def _steps(steps: Iterable[Step], turns: dict[str, str], depth: int) -> Iterable
             "depth": depth,
             "event": event,
             "at_ms": step.at_ms,
-            "chunks": [c.model_dump(mode="json") for c in step.chunks],
+            "chunks": [_dump(c) for c in step.chunks],
             "recorded": _plain(step.recorded),
             "continuation": step.continuation,
         }
