@@ -210,7 +210,7 @@ async def _command(engine: Engine, runtime: Runtime, event: CommandRun) -> str:
     verb, _, rest = arguments.partition(" ")
     if verb == "":
         if engine.store.process_local:
-            await runtime.flush_all(engine)
+            await runtime.flush_all()
         stored = await engine.store.get(STATS_KEY)
         return await runtime.with_core(engine, event, lambda core: render(core, stored))
     if verb in ("off", "on"):
