@@ -45,6 +45,9 @@ class PromptFacts(BaseModel):
     task_ref: str | None = None
 
 
+_NO_PROMPT = PromptFacts()
+
+
 class TurnFacts(BaseModel):
     """Counters of the current main turn; stored as JSON in the session's state."""
 
@@ -291,6 +294,35 @@ class TurnTally:
             self.gate_fired_for,
         )
 
+    def stored(self) -> dict[str, Any] | None:
+        """The stored form of the turn: the plain values of `facts().model_dump(mode="json")`
+        (tests hold the two equal), built without the model; None for a turn with nothing in it
+        (what an absent stored turn gives), which is then not stored at all."""
+        prompt = self.prompt
+        if (
+            prompt == _NO_PROMPT
+            and not self.tool_calls
+            and not self.edits
+            and not self._digests
+            and not self._nodes
+            and self.gate_fired_for is None
+        ):
+            return None
+        return {
+            "prompt": {
+                "length": prompt.length,
+                "correction_cues": list(prompt.correction_cues),
+                "dictated": prompt.dictated,
+                "command_node": prompt.command_node,
+                "task_ref": prompt.task_ref,
+            },
+            "tool_calls": self.tool_calls,
+            "edits": self.edits,
+            "file_digests": list(self._digests),
+            "tool_nodes": list(self._nodes),
+            "gate_fired_for": self.gate_fired_for,
+        }
+
     def facts(self) -> TurnFacts:
         return TurnFacts(
             prompt=self.prompt,
@@ -300,25 +332,6 @@ class TurnTally:
             tool_nodes=tuple(self._nodes),
             gate_fired_for=self.gate_fired_for,
         )
-
-
-def started_turn_values(prompt: PromptFacts) -> dict[str, Any]:
-    """The stored form of a turn a prompt has just started: the plain values of
-    `TurnFacts(prompt=prompt).model_dump(mode="json")` (tests hold the two equal)."""
-    return {
-        "prompt": {
-            "length": prompt.length,
-            "correction_cues": list(prompt.correction_cues),
-            "dictated": prompt.dictated,
-            "command_node": prompt.command_node,
-            "task_ref": prompt.task_ref,
-        },
-        "tool_calls": 0,
-        "edits": 0,
-        "file_digests": [],
-        "tool_nodes": [],
-        "gate_fired_for": None,
-    }
 
 
 def count_tool_call(
