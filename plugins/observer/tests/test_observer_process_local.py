@@ -102,12 +102,15 @@ async def _run(kind: str, folder: Path, events: Sequence[Event]) -> list[dict[st
 
 
 @pytest.mark.anyio
-async def test_a_process_local_host_that_drops_sessions_writes_the_same_episodes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("kind", STORES)
+async def test_a_host_that_drops_sessions_writes_the_same_episodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
-    kept = await _run("memory", tmp_path / "kept", _INTERLEAVED)
+    # On a shared store too: a session leaving memory mid-turn has its calls counted since the
+    # last write stored, so a later event of it (loaded again) loses none of them.
+    kept = await _run(kind, tmp_path / "kept", _INTERLEAVED)
     monkeypatch.setattr(_runtime, "MAX_HOT_SESSIONS", 1)
-    dropped = await _run("memory", tmp_path / "dropped", _INTERLEAVED)
+    dropped = await _run(kind, tmp_path / "dropped", _INTERLEAVED)
     assert dropped == kept
     # The run covers what a dropped session must keep: tool counts, the prompt's facts, the
     # gate's question, the turn count and compaction.
@@ -210,17 +213,6 @@ async def test_a_memory_backend_handed_to_two_hosts_in_turn_counts_turns_on(
     finally:
         await backend.aclose()
     assert [line["environment"]["session_turn"] for line in _episodes(tmp_path)] == [1, 2]
-
-
-@pytest.mark.anyio
-async def test_a_shared_store_host_that_drops_sessions_writes_the_same_episodes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A session leaving memory mid-turn has its calls counted since the last write stored, so
-    # a later event of it (loaded again) loses none of them.
-    kept = await _run("sqlite", tmp_path / "kept", _INTERLEAVED)
-    monkeypatch.setattr(_runtime, "MAX_HOT_SESSIONS", 1)
-    assert await _run("sqlite", tmp_path / "dropped", _INTERLEAVED) == kept
 
 
 @pytest.mark.anyio
