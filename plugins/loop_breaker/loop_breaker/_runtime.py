@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TypeVar
-
 from framework import Engine, EnginePort, Event, SessionCache
 
 from ._options import IGNORE_ENTRY_MAX_COUNT, IGNORE_ENTRY_MAX_LENGTH, Options, core_config
@@ -20,8 +17,6 @@ IGNORE_KEY = "ignore.v1"
 TIMING_EVERY = 100
 MAX_HOT_SESSIONS = 256
 
-T = TypeVar("T")
-
 
 class Runtime:
     """What one host keeps for the plugin: config, failures already logged, debug timings."""
@@ -32,6 +27,9 @@ class Runtime:
         self.config, self.refused_ignores = core_config(options)
         self.logged: set[str] = set()
         config = self.config
+        # A session's core is kept in memory while the host is warm: one loaded for an event has
+        # that event's changes written back at once; a warm one is stored at main-loop turn end
+        # (`cores.write`), or, on a process-local store, when it leaves memory.
         self.cores: SessionCache[LoopBreakerCore] = SessionCache(
             STATE_KEY,
             load=lambda stored: _load_core(stored, config),
@@ -72,38 +70,16 @@ class Runtime:
         )
         self.timings_ns.clear()
 
-    async def with_core(
-        self, engine: Engine, event: Event, change: Callable[[LoopBreakerCore], T]
-    ) -> T:
-        """Runs `change` on this session's core, kept in memory while the host is warm
-        (`SessionCache.use`): a core loaded for this very event has its changes written back at
-        once; a warm one is stored at main-loop turn end (`persist`), or, on a process-local
-        store, when it leaves memory."""
-        return await self.cores.use(engine, event, change)
-
-    def warm(self, engine: Engine, event: Event) -> LoopBreakerCore | None:
-        """This session's core when it is in memory and needs no write after `event` (what
-        `with_core` then does, without a coroutine of its own); None when `with_core` must."""
-        return self.cores.warm(engine, event)
-
-    async def persist(self, engine: Engine) -> None:
-        """Writes this session's in-memory core to `engine.state` if it changed."""
-        await self.cores.write(engine)
-
-    def forget(self, engine: Engine) -> None:
-        """The session ended: its state goes with it."""
-        self.cores.forget(engine)
-
     async def flush(self, engine: Engine, event: Event) -> None:
         """Adds this session's new counts to the store's totals in one atomic update."""
-        taken: Stats = await self.with_core(engine, event, lambda core: core.policy.take_pending())
+        taken: Stats = await self.cores.use(engine, event, lambda core: core.policy.take_pending())
         if taken.is_empty():
             return
         try:
             await engine.store.update(STATS_KEY, lambda stored: merge_stats(stored, taken))
         except Exception:
             # Counts not written go back to the session, for the next flush.
-            await self.with_core(engine, event, lambda core: core.policy.pending.add(taken))
+            await self.cores.use(engine, event, lambda core: core.policy.pending.add(taken))
             raise
 
     async def flush_all(self) -> None:
