@@ -45,9 +45,6 @@ class PromptFacts(BaseModel):
     task_ref: str | None = None
 
 
-_NO_PROMPT = PromptFacts()
-
-
 class TurnFacts(BaseModel):
     """Counters of the current main turn; stored as JSON in the session's state."""
 
@@ -59,6 +56,10 @@ class TurnFacts(BaseModel):
     file_digests: tuple[str, ...] = ()
     tool_nodes: tuple[str, ...] = ()
     gate_fired_for: str | None = None
+
+
+_EMPTY_TURN = TurnFacts().model_dump(mode="json")
+"""The stored form of a turn with nothing in it, which is stored as absent."""
 
 
 class SessionFacts(BaseModel):
@@ -299,16 +300,7 @@ class TurnTally:
         (tests hold the two equal), built without the model; None for a turn with nothing in it
         (what an absent stored turn gives), which is then not stored at all."""
         prompt = self.prompt
-        if (
-            prompt == _NO_PROMPT
-            and not self.tool_calls
-            and not self.edits
-            and not self._digests
-            and not self._nodes
-            and self.gate_fired_for is None
-        ):
-            return None
-        return {
+        values = {
             "prompt": {
                 "length": prompt.length,
                 "correction_cues": list(prompt.correction_cues),
@@ -322,6 +314,8 @@ class TurnTally:
             "tool_nodes": list(self._nodes),
             "gate_fired_for": self.gate_fired_for,
         }
+        # One dict comparison (in C) rather than a model's equality.
+        return None if values == _EMPTY_TURN else values
 
     def facts(self) -> TurnFacts:
         return TurnFacts(
