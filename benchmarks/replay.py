@@ -30,6 +30,7 @@ from tempfile import TemporaryDirectory
 
 import anyio
 
+from framework.core.engine import FakeClock
 from framework.core.host import Host
 from framework.core.logging import configure_logging
 from framework.replay.parallel import replay_jobs
@@ -43,7 +44,7 @@ from framework.replay.reader import (
     transcript_files,
 )
 from framework.replay.rebuild import Corpus
-from framework.replay.runner import ReplayClock, replay_sessions
+from framework.replay.runner import replay_sessions
 
 ROUNDS = 5
 SAMPLES = 5
@@ -61,7 +62,7 @@ async def rounds(
     replay_s = cpu_s = 0.0
     plugins: list[str] = []
     for _ in range(count):
-        clock = ReplayClock()
+        clock = FakeClock(start_ms=0, instant_sleep=True)
         with TemporaryDirectory() as scratch:
             host = Host(
                 store="memory://",

@@ -227,3 +227,28 @@ async def test_loaded_prepares_each_loaded_object_once_before_its_use() -> None:
     assert await sessions.use(engine, call(1), count) == 11
     assert await sessions.use(engine, call(2), count) == 12
     assert prepared == ["s1"]
+
+
+async def test_a_dump_of_none_deletes_the_key_and_an_absent_key_is_not_deleted_again() -> None:
+    deletes: list[str] = []
+
+    class Counting(Store):
+        async def delete(self, key: str) -> None:
+            deletes.append(key)
+            await super().delete(key)
+
+    state = Counting(open_backend("memory://"))
+    engine = FakeEngine("p", session_id="s1", state=state)
+    sessions: SessionCache[dict[str, int]] = SessionCache(
+        KEY, load=load, dump=lambda value: dict(value) if value["calls"] else None
+    )
+    first = call(1)
+    await sessions.use(engine, first, count)
+    assert await state.get(KEY) == {"calls": 1}
+    await sessions.use(engine, call(2), lambda value: value.update(calls=0))
+    assert await sessions.write(engine) is True
+    assert await state.get(KEY) is None
+    assert deletes == [KEY]
+    # Nothing stored and nothing to keep: no write at all.
+    assert await sessions.write(engine) is False
+    assert deletes == [KEY]

@@ -39,8 +39,9 @@ class SessionCache(Generic[T]):
     `load(stored)` builds the object from what the store holds (None for a new session) and may
     raise `ValueError` for an unreadable value: the session then starts over from `load(None)`,
     said once in the plugin's log. `dump(value)` gives the JSON-compatible form to store: a
-    fresh value each call (it is compared with the last one stored to skip needless writes). The
-    object itself is never None.
+    fresh value each call (it is compared with the last one stored to skip needless writes), or
+    None for an object with nothing to keep (what `load(None)` gives): the key is then deleted,
+    as a store answers None for a key it lacks. The object itself is never None.
 
     A miss (a new session, a restarted host, or a host that lives for one hook call) loads the
     object, and `use` writes every change made while handling that same event back at once, so a
@@ -186,6 +187,9 @@ class SessionCache(Generic[T]):
         dumped = self._dump(entry.value)
         if dumped == entry.stored:
             return False
-        await entry.engine.state.set(self.key, dumped)
+        if dumped is None:
+            await entry.engine.state.delete(self.key)
+        else:
+            await entry.engine.state.set(self.key, dumped)
         entry.stored = dumped
         return True

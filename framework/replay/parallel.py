@@ -22,6 +22,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from framework.core.engine import FakeClock
 from framework.core.host import Host
 from framework.core.loading import entry_point_candidates
 from framework.core.settings import HostSettings
@@ -29,7 +30,6 @@ from framework.replay.reader import TranscriptGroup, TranscriptPathError
 from framework.replay.runner import (
     GroupReport,
     PluginStatus,
-    ReplayClock,
     ReplayCollector,
     ReplayReport,
     SessionReport,
@@ -252,7 +252,7 @@ def _worker(number: int, tasks: Any, results: Any, args: _HostArgs, window: Wind
 
 
 async def _serve(tasks: Any, results: Any, args: _HostArgs, window: Window) -> None:
-    clock = ReplayClock()
+    clock = FakeClock(start_ms=0, instant_sleep=True)
     host = Host(
         plugins=args.plugins,
         entry_points=args.entry_points,
@@ -270,7 +270,7 @@ async def _serve(tasks: Any, results: Any, args: _HostArgs, window: Window) -> N
 
 
 async def _serve_groups(
-    tasks: Any, results: Any, host: Host, clock: ReplayClock, window: Window
+    tasks: Any, results: Any, host: Host, clock: FakeClock, window: Window
 ) -> None:
     while True:
         task = await anyio.to_thread.run_sync(tasks.get)

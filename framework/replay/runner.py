@@ -11,8 +11,6 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
-import anyio.lowlevel
-
 from framework.core.contract import (
     Continue,
     Event,
@@ -25,7 +23,7 @@ from framework.core.contract import (
     neutral_result,
 )
 from framework.core.dispatch import Action, current_dispatch
-from framework.core.engine import AgentInfo
+from framework.core.engine import AgentInfo, FakeClock
 from framework.core.host import Host
 from framework.core.settings import HostSettings
 from framework.replay.reader import (
@@ -68,25 +66,6 @@ def scratch_records(scratch: Path) -> dict[str, int]:
         if lines:
             counts[folder.name] = lines
     return counts
-
-
-class ReplayClock:
-    """A fake clock that follows the record timestamps; a plugin's sleep passes at once."""
-
-    def __init__(self, start_ms: int = 0) -> None:
-        self.ms = start_ms
-
-    async def now(self) -> int:
-        return self.ms
-
-    async def sleep(self, ms: float) -> None:
-        self.ms += max(0, int(ms))
-        await anyio.lowlevel.checkpoint()
-
-    def follow(self, at_ms: int) -> None:
-        """Move to a record's time; never backwards, since sessions may overlap."""
-        if at_ms > self.ms:
-            self.ms = at_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,13 +260,13 @@ class GroupReport:
         return sum(s.summary.events for s in self.sessions)
 
 
-async def replay_session(host: Host, clock: ReplayClock, session: Session) -> SessionReport:
+async def replay_session(host: Host, clock: FakeClock, session: Session) -> SessionReport:
     """Replay one session through an open host whose clock is `clock`.
 
     The clock starts at the session's first record, so a session replays the same alone, after
     others, or in another process (`--jobs`).
     """
-    clock.ms = session.first_ms
+    clock.set(session.first_ms)
     run = _SessionRun(host, clock, session)
     await run.run()
     return SessionReport(run.summary(), tuple(run.actions))
@@ -295,7 +274,7 @@ async def replay_session(host: Host, clock: ReplayClock, session: Session) -> Se
 
 async def replay_sessions(
     host: Host,
-    clock: ReplayClock,
+    clock: FakeClock,
     transcripts: Transcripts,
     *,
     since_ms: int | None = None,
@@ -332,7 +311,7 @@ async def replay_sessions(
 
 
 async def replay_group(
-    host: Host, clock: ReplayClock, group: TranscriptGroup, window: Window
+    host: Host, clock: FakeClock, group: TranscriptGroup, window: Window
 ) -> GroupReport:
     """Read one group of files, replay its sessions in the window (oldest first), and forget it."""
     transcripts = read_group(group)
@@ -464,7 +443,7 @@ async def replay_paths(
     window = window or Window(since_ms, until_ms)
     chosen = list(groups) if groups is not None else chosen_groups(paths, window)
     total = sum(g.size for g in chosen)
-    clock = ReplayClock()
+    clock = FakeClock(start_ms=0, instant_sleep=True)
     kept = into if into is not None else sandbox
     with TemporaryDirectory(prefix="hookchain-replay-") as folder:
         scratch = kept if kept is not None else Path(folder)
@@ -528,7 +507,7 @@ def recorded_home(cwd: str) -> str | None:
 class _SessionRun:
     """Dispatches one session's steps in order with scripted terminals."""
 
-    def __init__(self, host: Host, clock: ReplayClock, session: Session) -> None:
+    def __init__(self, host: Host, clock: FakeClock, session: Session) -> None:
         self.host = host
         self.clock = clock
         self.session = session

@@ -80,7 +80,7 @@ def register(on: Any, options: Options) -> None:
             stop: Decision | None = None
             try:
                 now = await engine.clock.now()
-                stop = await runtime.with_core(
+                stop = await runtime.cores.use(
                     engine,
                     event,
                     lambda core: core.check_stop(loop_id, event.tool, event.input, now),
@@ -114,11 +114,11 @@ def register(on: Any, options: Options) -> None:
                 source,
                 source_chars,
             )
-            core = runtime.warm(engine, event)
+            core = runtime.cores.warm(engine, event)
             decisions = (
                 core.observe(observation)
                 if core is not None
-                else await runtime.with_core(engine, event, lambda core: core.observe(observation))
+                else await runtime.cores.use(engine, event, lambda core: core.observe(observation))
             )
             answered = _carry_out(engine, result, decisions)
             if runtime.timing_on(engine):
@@ -134,7 +134,7 @@ def register(on: Any, options: Options) -> None:
         if entered.drop is None and event.origin_kind in PERSON_ORIGIN_KINDS:
             try:
                 now = await engine.clock.now()
-                await runtime.with_core(engine, event, lambda core: core.person_prompt(now))
+                await runtime.cores.use(engine, event, lambda core: core.person_prompt(now))
             except Exception as error:
                 runtime.log_once(engine, "prompt.submit", error)
         return entered
@@ -156,9 +156,9 @@ def register(on: Any, options: Options) -> None:
                     core.turn_end()
                 return decisions
 
-            core = runtime.warm(engine, event)
+            core = runtime.cores.warm(engine, event)
             decisions = (
-                finish(core) if core is not None else await runtime.with_core(engine, event, finish)
+                finish(core) if core is not None else await runtime.cores.use(engine, event, finish)
             )
             for decision in decisions:
                 if decision.kind == "nudge":
@@ -171,7 +171,7 @@ def register(on: Any, options: Options) -> None:
             # memory, or the command runs: those write them instead.
             if event.agent_id is None and not blocked and not engine.state.process_local:
                 await runtime.flush(engine, event)
-                await runtime.persist(engine)
+                await runtime.cores.write(engine)
         except Exception as error:
             runtime.log_once(engine, "turn.complete", error)
         return completed
@@ -183,7 +183,7 @@ def register(on: Any, options: Options) -> None:
             await runtime.flush(engine, event)
         except Exception as error:
             runtime.log_once(engine, "session.end", error)
-        runtime.forget(engine)
+        runtime.cores.forget(engine)
         return await call_next(event)
 
     async def on_command(engine: Engine, event: CommandRun, call_next: CallNext) -> CommandReply:
@@ -210,16 +210,16 @@ async def _command(engine: Engine, runtime: Runtime, event: CommandRun) -> str:
     verb, _, rest = arguments.partition(" ")
     if verb == "":
         if engine.store.process_local:
-            await runtime.flush_all(engine)
+            await runtime.flush_all()
         stored = await engine.store.get(STATS_KEY)
-        return await runtime.with_core(engine, event, lambda core: render(core, stored))
+        return await runtime.cores.use(engine, event, lambda core: render(core, stored))
     if verb in ("off", "on"):
         paused = verb == "off"
 
         def pause(core: LoopBreakerCore) -> None:
             core.policy.paused = paused
 
-        await runtime.with_core(engine, event, pause)
+        await runtime.cores.use(engine, event, pause)
         return f"{PLUGIN_NAME} is {'paused for this session' if paused else 'on'}."
     if verb == "ignore":
         entry = rest.strip()
@@ -236,7 +236,7 @@ async def _command(engine: Engine, runtime: Runtime, event: CommandRun) -> str:
             return entries[-IGNORE_ENTRY_MAX_COUNT:]
 
         entries = await engine.store.update(IGNORE_KEY, added)
-        await runtime.with_core(engine, event, lambda core: core.policy.set_ignores(list(entries)))
+        await runtime.cores.use(engine, event, lambda core: core.policy.set_ignores(list(entries)))
         return f"{PLUGIN_NAME}: will ignore loops matching {entry!r} from now on."
     return (
         f"{PLUGIN_NAME}: unknown argument {verb!r}. Use: /loop-breaker [off | on | ignore <text>]"

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -17,10 +16,10 @@ from typing import Any, TypeVar
 import anyio.to_thread
 from framework import (
     Engine,
-    Event,
+    EnginePort,
     PromptSubmit,
+    SessionCache,
     SessionStart,
-    Store,
     ToolCall,
     TurnComplete,
     TurnResult,
@@ -49,7 +48,6 @@ from observer._turn_facts import (
     other_live_sessions,
     prepare_prompt_rules,
     read_prompt,
-    started_turn_values,
 )
 
 PLUGIN_NAME = "observer"
@@ -63,16 +61,29 @@ T = TypeVar("T")
 
 
 @dataclass(slots=True)
-class _HotTurn:
-    """A session's running turn in memory, and the event it was loaded for until another one."""
+class _Turn:
+    """A session's running turn in memory (stored under `turn`), and on a process-local store
+    the session's facts, which reach the store only when the session leaves memory."""
 
     tally: TurnTally
-    loaded_for: Event | None
-    # The session's own state, where a process-local host writes the turn back when it drops it.
-    state: Store
-    # The session's facts as this host last wrote them (None until it writes them itself); on a
-    # process-local store, the facts themselves, which reach the store only when dropped.
     session: SessionFacts | None = None
+
+
+def _load_turn(stored: Any) -> _Turn:
+    """The running turn from its stored copy; a `ValidationError` (a `ValueError`) starts the
+    session's turn over."""
+    return _Turn(TurnTally(TurnFacts.model_validate(stored or {})))
+
+
+def _stored_turn(turn: _Turn) -> dict[str, Any] | None:
+    return turn.tally.stored()
+
+
+async def _write_session_facts(engine: EnginePort, turn: _Turn) -> None:
+    """A session leaving memory: a process-local store gets the facts this host kept of it only
+    in memory (a shared one holds them already, counted in place)."""
+    if turn.session is not None and engine.state.process_local:
+        await engine.state.set(_SESSION_KEY, _session_values(turn.session, turn.session.turns))
 
 
 class Observer:
@@ -89,7 +100,20 @@ class Observer:
         self.tool_rules = ToolRules(edit_tools=options.edit_tools, node_fields=options.node_fields)
         prepare_prompt_rules(self.prompt_rules)
         prepare_record_keys()
-        self.hot: OrderedDict[str, _HotTurn] = OrderedDict()
+        # After a miss (a new session, a restarted host, or a host that lives for one hook call)
+        # the turn is loaded from `engine.state`, and what handling that same event changes is
+        # written back at once, so a short-lived host loses nothing. Once this host sees a second
+        # event of the session it is warm: a tool call then only counts in memory, and the facts
+        # reach the store when the turn ends (the episode) or a prompt starts one. On a
+        # process-local store nobody else reads them: they reach it only when the session
+        # leaves memory.
+        self.turns: SessionCache[_Turn] = SessionCache(
+            _TURN_KEY,
+            load=_load_turn,
+            dump=_stored_turn,
+            max_sessions=MAX_HOT_SESSIONS,
+            leaving=_write_session_facts,
+        )
         self._sandbox_dir: Path | None = None
         self._sandbox_counter: ReadCounter | None = None
         # A process-local store's live marks, kept here instead: session -> (ms, wall expiry).
@@ -97,49 +121,6 @@ class Observer:
         self.log = MonthLog()
         # The kept month file is closed at `session.end`, or when this host's observer goes.
         weakref.finalize(self, self.log.close)
-
-    async def _turn(self, engine: Engine, event: Event) -> _HotTurn:
-        """This session's running turn, kept in memory while the host is warm.
-
-        After a miss (a new session, a restarted host, or a host that lives for one hook call)
-        the turn is loaded from `engine.state`, and what handling that same event changes is
-        written back at once (`_changed`), so a short-lived host loses nothing. Once this host
-        sees a second event of the session it is warm: a tool call then only counts in memory,
-        and the facts reach the store when the turn ends (the episode) or a prompt starts one.
-        On a process-local store nobody else reads them: they reach it only when this host
-        drops the session from memory.
-        """
-        return self._warm_turn(engine, event) or await self._load_turn(engine, event)
-
-    def _warm_turn(self, engine: Engine, event: Event) -> _HotTurn | None:
-        """The turn in memory, if this host holds it; found without a coroutine."""
-        session_id = engine.session.id
-        hot = self.hot.get(session_id)
-        if hot is not None:
-            self.hot.move_to_end(session_id)
-            if hot.loaded_for is not None and hot.loaded_for is not event:
-                hot.loaded_for = None
-        return hot
-
-    async def _load_turn(self, engine: Engine, event: Event) -> _HotTurn:
-        stored = await engine.state.get(_TURN_KEY)
-        facts = TurnFacts.model_validate(stored or {})
-        # A concurrent handler of the same session may have loaded it meanwhile: keep it.
-        hot = self.hot.setdefault(
-            engine.session.id, _HotTurn(TurnTally(facts), event, engine.state)
-        )
-        while len(self.hot) > MAX_HOT_SESSIONS:
-            # The oldest idle session drops back to its stored copy.
-            _, dropped = self.hot.popitem(last=False)
-            if dropped.state.process_local:
-                # A process-local store was spared the write-behind copies: it gets them now,
-                # or this host would lose what it knew of the session.
-                await _write_back(dropped)
-        return hot
-
-    async def _changed(self, engine: Engine, hot: _HotTurn) -> None:
-        """Write the turn back at once: a cold host's way (a warm one keeps it until the end)."""
-        await engine.state.set(_TURN_KEY, hot.tally.facts().model_dump(mode="json"))
 
     def data_dir(self, engine: Engine) -> Path:
         if engine.sandboxed:
@@ -162,12 +143,11 @@ class Observer:
         try:
             # Only derived, content-free facts are kept: the prompt text never reaches the store.
             prompt = read_prompt(event.text, self.prompt_rules)
-            hot = await self._turn(engine, event)
-            hot.tally = TurnTally.started_by(prompt)
-            if not engine.state.process_local:
-                # Stored by warm hosts too, so that a restarted host still knows the turn's
-                # prompt (a process-local store outlives no host: it gets it if dropped).
-                await engine.state.set(_TURN_KEY, started_turn_values(prompt))
+            turn = await self.turns.get(engine, event)
+            turn.tally = TurnTally.started_by(prompt)
+            # Stored by warm hosts too, so that a restarted host still knows the turn's prompt
+            # (a process-local store outlives no host: it gets it when the session leaves memory).
+            await self.turns.write(engine)
         except Exception as error:
             await self._write_error(engine, event.session_id, None, "prompt.submit", error)
 
@@ -175,10 +155,11 @@ class Observer:
         """One more call the model made in the running turn, whatever became of it."""
         try:
             # The warm path (the usual one) runs without awaiting anything.
-            hot = self._warm_turn(engine, event) or await self._load_turn(engine, event)
-            hot.tally.count(event.tool, event.input, self.tool_rules)
-            if hot.loaded_for is not None and not engine.state.process_local:
-                await self._changed(engine, hot)
+            turn = self.turns.warm(engine, event)
+            if turn is not None:
+                turn.tally.count(event.tool, event.input, self.tool_rules)
+            else:
+                await self.turns.use(engine, event, partial(self._count, event))
         except Exception as error:
             await self._write_error(engine, event.session_id, None, "tool.call", error)
 
@@ -192,9 +173,12 @@ class Observer:
             await self._write_error(engine, event.session_id, event.turn_id, "turn.complete", error)
             return result
 
+    def _count(self, event: ToolCall, turn: _Turn) -> None:
+        turn.tally.count(event.tool, event.input, self.tool_rules)
+
     async def session_ended(self, engine: Engine) -> None:
         # The session's state goes with it; so does its turn in memory.
-        self.hot.pop(engine.session.id, None)
+        self.turns.forget(engine)
         await _off_loop(engine, self.log.close)
 
     async def _start(self, engine: Engine, event: SessionStart) -> None:
@@ -203,12 +187,12 @@ class Observer:
         if engine.state.process_local:
             # Nobody else reads this session's state: the host holds the session from its start,
             # and keeps its facts in memory (read from the store only when it did not hold them).
-            hot = await self._turn(engine, event)
-            if hot.session is None:
+            turn = await self.turns.get(engine, event)
+            if turn.session is None:
                 stored = await engine.state.get(_SESSION_KEY)
-                hot.session = _begun(SessionFacts.model_validate(stored or {}), event)
+                turn.session = _begun(SessionFacts.model_validate(stored or {}), event)
             else:
-                hot.session = _begun(hot.session, event)
+                turn.session = _begun(turn.session, event)
         else:
             begun: list[SessionFacts] = []
 
@@ -217,9 +201,6 @@ class Observer:
                 return begun[0].model_dump(mode="json")
 
             await engine.state.update(_SESSION_KEY, begin, default={})
-            held = self.hot.get(engine.session.id)
-            if held is not None and held.session is not None:
-                held.session = begun[0]
         await self._heartbeat(engine, now)
         if engine.sandboxed:
             self._remind_in_memory(engine, now)
@@ -280,9 +261,9 @@ class Observer:
         self, engine: Engine, event: TurnComplete, result: TurnResult
     ) -> TurnResult:
         # The warm path (the usual one) finds the turn without a coroutine, as a tool call does.
-        hot = self._warm_turn(engine, event) or await self._load_turn(engine, event)
+        turn = self.turns.warm(engine, event) or await self.turns.get(engine, event)
         # Taken before any await: a call counted meanwhile is not this episode's.
-        facts = hot.tally.snapshot()
+        facts = turn.tally.snapshot()
         if self.options.routing_gate:
             instruction = gate_decision(
                 dictated=facts.prompt.dictated,
@@ -291,12 +272,11 @@ class Observer:
                 already_fired=facts.gate_fired_for == event.turn_id,
             )
             if instruction is not None:
-                hot.tally.gate_fired_for = event.turn_id
-                if not engine.state.process_local:
-                    await engine.state.set(_TURN_KEY, hot.tally.facts().model_dump(mode="json"))
+                turn.tally.gate_fired_for = event.turn_id
+                await self.turns.write(engine)
                 return result.continued(instruction, by=PLUGIN_NAME)
         now = await engine.clock.now()
-        session = await self._count_turn(engine, hot)
+        session = await self._count_turn(engine, turn)
         parallel = await self._heartbeat(engine, now)
         economy_env = self.options.economy_level_env
         context = EpisodeContext(
@@ -310,20 +290,20 @@ class Observer:
         )
         tag = parse_routing_tag(event.last_message)
         await self._write(engine, encode_line(episode_record(facts, session, tag, context)), now)
-        hot.tally = TurnTally.started_by(_NO_FACTS.prompt)
-        if not engine.state.process_local:
-            await engine.state.delete(_TURN_KEY)
+        turn.tally = TurnTally.started_by(_NO_FACTS.prompt)
+        # An empty turn is not stored: its key is deleted (a shared store only).
+        await self.turns.write(engine)
         return result
 
-    async def _count_turn(self, engine: Engine, hot: _HotTurn) -> SessionFacts:
+    async def _count_turn(self, engine: Engine, turn: _Turn) -> SessionFacts:
         """The session's facts before this turn; the store then holds them with one more turn.
 
         Counted in one atomic update of the stored facts, so two hosts serving one session on a
         shared store never count the same turn twice (a warm host on a process-local store, the
         only one that can read them, counts its held facts instead: `_count_held_turn`).
         """
-        if hot.session is not None and engine.state.process_local:
-            return self._count_held_turn(hot, hot.session)
+        if turn.session is not None and engine.state.process_local:
+            return self._count_held_turn(turn, turn.session)
         counted: list[SessionFacts] = []
 
         def next_turn(stored: Any) -> Any:
@@ -334,12 +314,15 @@ class Observer:
             return _session_values(facts, facts.turns + 1)
 
         await engine.state.update(_SESSION_KEY, next_turn, default={})
-        return self._count_held_turn(hot, counted[0])
+        if engine.state.process_local:
+            # Held from now on (this host did not hold them: it took the session over mid-way).
+            return self._count_held_turn(turn, counted[0])
+        return counted[0]
 
     @staticmethod
-    def _count_held_turn(hot: _HotTurn, session: SessionFacts) -> SessionFacts:
+    def _count_held_turn(turn: _Turn, session: SessionFacts) -> SessionFacts:
         """Hold the session's facts with one more turn; the facts before it are returned."""
-        hot.session = SessionFacts(
+        turn.session = SessionFacts(
             turns=session.turns + 1, model=session.model, post_compaction=session.post_compaction
         )
         return session
@@ -379,13 +362,6 @@ def _begun(session: SessionFacts, event: SessionStart) -> SessionFacts:
     return session.model_copy(
         update={"model": event.model or session.model, "post_compaction": compacted}
     )
-
-
-async def _write_back(hot: _HotTurn) -> None:
-    """Store what a host kept of a session only in memory: its running turn and its facts."""
-    await hot.state.set(_TURN_KEY, hot.tally.facts().model_dump(mode="json"))
-    if hot.session is not None:
-        await hot.state.set(_SESSION_KEY, _session_values(hot.session, hot.session.turns))
 
 
 def _session_values(session: SessionFacts, turns: int) -> dict[str, Any]:

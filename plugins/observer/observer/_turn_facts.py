@@ -58,6 +58,10 @@ class TurnFacts(BaseModel):
     gate_fired_for: str | None = None
 
 
+_EMPTY_TURN = TurnFacts().model_dump(mode="json")
+"""The stored form of a turn with nothing in it, which is stored as absent."""
+
+
 class SessionFacts(BaseModel):
     """What holds for the whole session: the turn count and what the harness said at start."""
 
@@ -291,6 +295,28 @@ class TurnTally:
             self.gate_fired_for,
         )
 
+    def stored(self) -> dict[str, Any] | None:
+        """The stored form of the turn: the plain values of `facts().model_dump(mode="json")`
+        (tests hold the two equal), built without the model; None for a turn with nothing in it
+        (what an absent stored turn gives), which is then not stored at all."""
+        prompt = self.prompt
+        values = {
+            "prompt": {
+                "length": prompt.length,
+                "correction_cues": list(prompt.correction_cues),
+                "dictated": prompt.dictated,
+                "command_node": prompt.command_node,
+                "task_ref": prompt.task_ref,
+            },
+            "tool_calls": self.tool_calls,
+            "edits": self.edits,
+            "file_digests": list(self._digests),
+            "tool_nodes": list(self._nodes),
+            "gate_fired_for": self.gate_fired_for,
+        }
+        # One dict comparison (in C) rather than a model's equality.
+        return None if values == _EMPTY_TURN else values
+
     def facts(self) -> TurnFacts:
         return TurnFacts(
             prompt=self.prompt,
@@ -300,25 +326,6 @@ class TurnTally:
             tool_nodes=tuple(self._nodes),
             gate_fired_for=self.gate_fired_for,
         )
-
-
-def started_turn_values(prompt: PromptFacts) -> dict[str, Any]:
-    """The stored form of a turn a prompt has just started: the plain values of
-    `TurnFacts(prompt=prompt).model_dump(mode="json")` (tests hold the two equal)."""
-    return {
-        "prompt": {
-            "length": prompt.length,
-            "correction_cues": list(prompt.correction_cues),
-            "dictated": prompt.dictated,
-            "command_node": prompt.command_node,
-            "task_ref": prompt.task_ref,
-        },
-        "tool_calls": 0,
-        "edits": 0,
-        "file_digests": [],
-        "tool_nodes": [],
-        "gate_fired_for": None,
-    }
 
 
 def count_tool_call(

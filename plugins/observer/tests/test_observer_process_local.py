@@ -102,12 +102,15 @@ async def _run(kind: str, folder: Path, events: Sequence[Event]) -> list[dict[st
 
 
 @pytest.mark.anyio
-async def test_a_process_local_host_that_drops_sessions_writes_the_same_episodes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("kind", STORES)
+async def test_a_host_that_drops_sessions_writes_the_same_episodes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
 ) -> None:
-    kept = await _run("memory", tmp_path / "kept", _INTERLEAVED)
+    # On a shared store too: a session leaving memory mid-turn has its calls counted since the
+    # last write stored, so a later event of it (loaded again) loses none of them.
+    kept = await _run(kind, tmp_path / "kept", _INTERLEAVED)
     monkeypatch.setattr(_runtime, "MAX_HOT_SESSIONS", 1)
-    dropped = await _run("memory", tmp_path / "dropped", _INTERLEAVED)
+    dropped = await _run(kind, tmp_path / "dropped", _INTERLEAVED)
     assert dropped == kept
     # The run covers what a dropped session must keep: tool counts, the prompt's facts, the
     # gate's question, the turn count and compaction.
@@ -210,3 +213,31 @@ async def test_a_memory_backend_handed_to_two_hosts_in_turn_counts_turns_on(
     finally:
         await backend.aclose()
     assert [line["environment"]["session_turn"] for line in _episodes(tmp_path)] == [1, 2]
+
+
+@pytest.mark.anyio
+async def test_an_unreadable_stored_turn_starts_over_and_the_turn_still_gets_its_episode(
+    tmp_path: Path,
+) -> None:
+    async with _host("sqlite", tmp_path) as host:
+        state = host.engine("observer", "s1").state
+        await state.set("turn", {"tool_calls": "many", "prompt": []})
+        await host.dispatch(_tool("s1", 1))
+        await host.dispatch(_tool("s1", 2))
+        await host.dispatch(TurnComplete(session_id="s1", turn_id="t1", last_message="ok"))
+    episodes = _episodes(tmp_path)
+    assert [e["task_size"]["tool_calls"] for e in episodes] == [2]
+
+
+@pytest.mark.anyio
+async def test_the_same_prompt_after_a_turn_end_is_stored_again(tmp_path: Path) -> None:
+    # The turn end deletes the stored turn: an equal prompt afterwards must not be taken for
+    # one already stored.
+    async with _host("sqlite", tmp_path) as host:
+        state = host.engine("observer", "s1").state
+        await host.dispatch(SessionStart(session_id="s1"))
+        for turn in ("t1", "t2"):
+            await host.dispatch(PromptSubmit(session_id="s1", text="wrong again"))
+            assert (await state.get("turn"))["prompt"]["correction_cues"] == ["wrong"]
+            await host.dispatch(TurnComplete(session_id="s1", turn_id=turn, last_message="ok"))
+            assert await state.get("turn") is None

@@ -15,6 +15,7 @@ from observer._turn_facts import (
     _ODD_FOLDS,
     DEFAULT_TASK_REF_PATTERN,
     EpisodeContext,
+    PromptFacts,
     PromptRules,
     SessionFacts,
     ToolRules,
@@ -29,7 +30,6 @@ from observer._turn_facts import (
     other_live_sessions,
     prepare_prompt_rules,
     read_prompt,
-    started_turn_values,
 )
 
 PROMPT_RULES = PromptRules(
@@ -314,9 +314,26 @@ def test_a_tally_snapshot_holds_the_facts_and_ignores_later_calls() -> None:
 def test_a_started_turn_is_stored_as_the_models_dump(text: str) -> None:
     prompt = read_prompt(text, PROMPT_RULES)
     dumped = TurnFacts(prompt=prompt).model_dump(mode="json")
-    values = started_turn_values(prompt)
-    assert json.dumps(values) == json.dumps(dumped)
-    assert TurnTally.started_by(prompt).facts() == TurnFacts(prompt=prompt)
+    tally = TurnTally.started_by(prompt)
+    values = tally.stored()
+    if values is None:
+        # Nothing to keep: stored as absent, which loads as the same facts.
+        assert TurnFacts(prompt=prompt) == TurnFacts.model_validate({})
+    else:
+        assert json.dumps(values) == json.dumps(dumped)
+    assert tally.facts() == TurnFacts(prompt=prompt)
+    tally.count("Skill", {"skill": "builder", "file_path": "/a.py"}, TOOL_RULES)
+    tally.count("Edit", {"file_path": "/b.py"}, TOOL_RULES)
+    tally.gate_fired_for = "t1"
+    assert json.dumps(tally.stored()) == json.dumps(tally.facts().model_dump(mode="json"))
+    assert TurnTally(TurnFacts.model_validate(tally.stored())).facts() == tally.facts()
+
+
+def test_only_a_turn_with_nothing_in_it_is_stored_as_absent() -> None:
+    assert TurnTally(TurnFacts()).stored() is None
+    assert TurnTally(TurnFacts(tool_calls=1)).stored() is not None
+    assert TurnTally(TurnFacts(gate_fired_for="t1")).stored() is not None
+    assert TurnTally(TurnFacts(prompt=PromptFacts(length=1))).stored() is not None
 
 
 def test_started_tallies_count_apart_from_each_other() -> None:
