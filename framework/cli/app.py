@@ -211,9 +211,12 @@ def plugins_install(
         ),
     ],
     upgrade: Annotated[bool, typer.Option("--upgrade", "-U", help="Upgrade if installed.")] = False,
+    editable: Annotated[
+        bool, typer.Option("--editable", "-e", help="Install a folder in editable mode.")
+    ] = False,
 ) -> None:
     """Install plugins into hookchain's own environment (where a pipx or uv tool install lives)."""
-    raise typer.Exit(pip_install.install(names, upgrade=upgrade))
+    raise typer.Exit(pip_install.install(names, upgrade=upgrade, editable=editable))
 
 
 @plugins_app.command("uninstall")

@@ -43,11 +43,12 @@ def _python_flag(base: list[str]) -> list[str]:
     return ["--python", sys.executable] if base[0] != sys.executable else []
 
 
-def install(names: Sequence[str], *, upgrade: bool = False) -> int:
+def install(names: Sequence[str], *, upgrade: bool = False, editable: bool = False) -> int:
     """Install distributions (names, wheels, folders) into hookchain's environment."""
     base = _installer()
     flags = ["--upgrade"] if upgrade else []
-    return _run([*base, "install", *_python_flag(base), *flags, *names])
+    targets = [part for name in names for part in (["-e", name] if editable else [name])]
+    return _run([*base, "install", *_python_flag(base), *flags, *targets])
 
 
 def distributions(names: Sequence[str], candidates: Sequence[Candidate]) -> list[str]:
