@@ -210,3 +210,27 @@ def test_a_bug_still_shows_its_traceback(tmp_path: Path) -> None:
     done = hookchain(["listen", "1"], tmp_path, {"HOOKCHAIN_PLUGINS_DIR": str(folder)})
     assert done.returncode == 1
     assert "Traceback" in done.stderr and "RuntimeError: a bug" in done.stderr
+
+
+def test_a_shipped_plugins_command_without_the_plugin_says_how_to_install_it() -> None:
+    # Without observer installed, `hookchain observer` is not "Did you mean 'serve'?".
+    import typer
+    from typer.testing import CliRunner
+
+    from framework.cli.common import HookchainGroup
+
+    app = typer.Typer(cls=HookchainGroup)
+
+    @app.command()
+    def serve() -> None: ...
+
+    @app.command()
+    def status() -> None: ...
+
+    done = CliRunner().invoke(app, ["observer", "status"])
+    assert done.exit_code == 2
+    assert "Did you mean" not in done.output
+    assert "hookchain plugins install hookchain-observer" in done.output
+    assert "plugins install -e plugins/observer" in done.output
+    typo = CliRunner().invoke(app, ["stauts"])
+    assert typo.exit_code == 2 and "Did you mean 'status'" in typo.output

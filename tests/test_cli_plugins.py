@@ -183,3 +183,21 @@ def test_uninstall_refuses_a_name_that_is_no_plugin(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "no installed plugin or plugin distribution named 'requests'" in done.stderr
     assert "hookchain-write-guard" in done.stderr
+
+
+def test_the_host_records_an_unknown_plugin_name_as_a_load_failure(tmp_path: Path) -> None:
+    # What the warm host's status and hook stderr read: `load_failures(host.plugins)`.
+    import anyio
+
+    from framework import Host
+    from framework.core.loading import load_failures
+    from framework.core.settings import HostSettings
+
+    async def run() -> list[tuple[str, str | None]]:
+        settings = HostSettings(plugins=["write-gaurd"])
+        async with Host(settings=settings, store="memory://", config={}) as host:
+            return [(record.name, record.error) for record in load_failures(host.plugins)]
+
+    [(name, error)] = anyio.run(run)
+    assert name == "write-gaurd"
+    assert error is not None and "did you mean 'write-guard'" in error

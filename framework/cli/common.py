@@ -46,9 +46,25 @@ def debugging() -> bool:
     return os.environ.get("HOOKCHAIN_LOG_LEVEL", "").lower() == "debug"
 
 
+PLUGIN_COMMANDS = {"observer": "observer", "approve": "write-guard"}
+"""Commands the shipped plugins add, by command: without the plugin, say how to install it."""
+
+
 class HookchainGroup(TyperGroup):
     """The one handler of a person's errors, for every command (built-in or a plugin's): the
     error's own line on stderr and exit 2, never a traceback unless debugging."""
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        name = args[0] if args else ""
+        plugin = PLUGIN_COMMANDS.get(name)
+        if plugin is not None and name not in self.commands:
+            folder = plugin.replace("-", "_")
+            raise UserError(
+                f"'{name}' is a command of the {plugin} plugin, which is not installed; install "
+                f"it with: hookchain plugins install hookchain-{plugin} (from a checkout: "
+                f"hookchain plugins install -e plugins/{folder})"
+            )
+        return super().resolve_command(ctx, args)
 
     def invoke(self, ctx: Any) -> Any:
         try:
