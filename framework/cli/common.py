@@ -1,8 +1,10 @@
-"""What the commands share: a host built from the person's settings, plugin names, and the
-refusal of a run that a plugin that did not load would make misleading."""
+"""What the commands share: the one error handler, a host built from the settings, plugin names.
+
+A run that a plugin which did not load would make misleading is refused here too."""
 
 from __future__ import annotations
 
+import difflib
 import errno
 import os
 import traceback
@@ -46,25 +48,26 @@ def debugging() -> bool:
     return os.environ.get("HOOKCHAIN_LOG_LEVEL", "").lower() == "debug"
 
 
-PLUGIN_COMMANDS = {"observer": "observer", "approve": "write-guard"}
-"""Commands the shipped plugins add, by command: without the plugin, say how to install it."""
-
-
 class HookchainGroup(TyperGroup):
     """The one handler of a person's errors, for every command (built-in or a plugin's): the
     error's own line on stderr and exit 2, never a traceback unless debugging."""
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        name = args[0] if args else ""
-        plugin = PLUGIN_COMMANDS.get(name)
-        if plugin is not None and name not in self.commands:
-            folder = plugin.replace("-", "_")
+        try:
+            return super().resolve_command(ctx, args)
+        except Exception as error:
+            name = args[0] if args else ""
+            if type(error).__name__ != "UsageError" or not name or name.startswith("-"):
+                raise
+            # A plugin's command (hookchain NAME ...) exists only once the plugin is
+            # installed: say so rather than only suggest a built-in that looks alike.
+            close = difflib.get_close_matches(name, list(self.commands), n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
             raise UserError(
-                f"'{name}' is a command of the {plugin} plugin, which is not installed; install "
-                f"it with: hookchain plugins install hookchain-{plugin} (from a checkout: "
-                f"hookchain plugins install -e plugins/{folder})"
-            )
-        return super().resolve_command(ctx, args)
+                f"no command {name!r}; {hint}a plugin's command appears once the plugin is "
+                "installed: see hookchain plugins, then hookchain plugins install DISTRIBUTION "
+                "(from a checkout: hookchain plugins install -e FOLDER)"
+            ) from None
 
     def invoke(self, ctx: Any) -> Any:
         try:

@@ -50,7 +50,7 @@ def _stderr_logger(*args: object) -> _StderrLogger:
 
 
 def readable_line(_logger: object, _name: str, event: MutableMapping[str, Any]) -> str:
-    """One line a person reads: `hookchain: warning: write-guard: text (key=value)`.
+    """One line a person reads: `hookchain: warning: my-plugin: text (key=value)`.
 
     What a terminal shows; the time and level fields stay for the JSON lines of a pipe."""
     event = dict(event)
