@@ -201,3 +201,32 @@ def test_the_host_records_an_unknown_plugin_name_as_a_load_failure(tmp_path: Pat
     [(name, error)] = anyio.run(run)
     assert name == "write-gaurd"
     assert error is not None and "did you mean 'write-guard'" in error
+
+
+def test_the_plugins_dir_is_one_of_the_hosts_own_files(tmp_path: Path, local: Path) -> None:
+    # A guard keeps the model from writing there: a file in it would run inside the host.
+    from framework import Host
+    from framework.core.settings import HostSettings
+
+    host = Host(settings=HostSettings(plugins_dir=local), store="memory://", config={})
+    assert str(local) in host.owned_files()
+    assert str(local) not in Host(store="memory://", config={}).owned_files()
+
+
+def test_write_guard_denies_writing_a_plugin_into_the_plugins_dir(
+    tmp_path: Path, local: Path
+) -> None:
+    # Only a dispatched event: nothing is written anywhere.
+    write = json.dumps(
+        {
+            "tool_use_id": "t",
+            "tool": "Write",
+            "input": {"file_path": str(local / "x.py"), "content": "x"},
+        }
+    )
+    args = ["try", "tool.call", "--plugins", "write-guard", "--payload", write]
+    guarded = hookchain(args, tmp_path, {"HOOKCHAIN_PLUGINS_DIR": str(local)})
+    assert guarded.returncode == 0, guarded.stderr
+    assert json.loads(guarded.stdout)["result"]["denial"]["by"] == "write-guard"
+    plain = hookchain(args, tmp_path)  # the same folder, not a plugins dir: in the workspace
+    assert json.loads(plain.stdout)["result"]["denial"] is None

@@ -265,6 +265,9 @@ class Host:
         owned = [str(data_dir())]
         if self.config_path is not None:
             owned.append(str(self.config_path))
+        if self.settings.plugins_dir is not None:
+            # Its files run inside the host: a plugin written there would run before the guards.
+            owned.append(str(self.settings.plugins_dir))
         if isinstance(self._backend, SQLiteBackend):
             path = str(self._backend.path)
             owned += [path, path + "-wal", path + "-shm"]
