@@ -54,11 +54,13 @@ def plugin_path(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run(args: list[str], path: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(
+    args: list[str], path: Path, stdin: str | None = None, plugins: str = "demo-guard"
+) -> subprocess.CompletedProcess[str]:
     env = {
         **os.environ,
         "PYTHONPATH": str(path),
-        "HOOKCHAIN_PLUGINS": "demo-guard,demo-broken",
+        "HOOKCHAIN_PLUGINS": plugins,
         "HOOKCHAIN_DATA_DIR": str(path / "data"),
         "HOOKCHAIN_CONFIG": str(path / "hookchain.toml"),
     }
@@ -80,7 +82,7 @@ def test_version(plugin_path: Path) -> None:
 
 
 def test_plugins_json_lists_both_and_reports_the_broken_one_by_name(plugin_path: Path) -> None:
-    done = run(["plugins", "--json"], plugin_path)
+    done = run(["plugins", "--json"], plugin_path, plugins="demo-guard,demo-broken")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     by_name = {entry["name"]: entry for entry in report["plugins"]}
@@ -93,9 +95,11 @@ def test_plugins_json_lists_both_and_reports_the_broken_one_by_name(plugin_path:
 
 
 def test_plugins_table_shows_chain_order(plugin_path: Path) -> None:
-    done = run(["plugins"], plugin_path)
+    done = run(["plugins"], plugin_path, plugins="demo-guard,demo-broken")
     assert done.returncode == 0, done.stderr
     assert "demo-guard" in done.stdout
+    # The plugin that did not load is in the listing with why, not only in a log line.
+    assert "not loaded" in done.stdout and "missing_dependency_of_demo" in done.stdout
     assert "tool.call" in done.stdout and "terminal" in done.stdout
 
 
@@ -133,6 +137,18 @@ def test_try_refuses_bad_input_clearly(plugin_path: Path) -> None:
     missing = run(["try", "tool.call", "--payload", '{"tool": "Bash"}'], plugin_path)
     assert missing.returncode == 2
     assert "tool_use_id" in missing.stderr
+
+
+def test_try_refuses_to_run_without_a_plugin_that_failed_to_load(plugin_path: Path) -> None:
+    payload = json.dumps({"tool_use_id": "t1", "tool": "Bash", "input": {"command": "ls"}})
+    done = run(
+        ["try", "tool.call", "--payload", payload], plugin_path, plugins="demo-guard,demo-broken"
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "demo-broken" in done.stderr and "missing_dependency_of_demo" in done.stderr
+    assert "HOOKCHAIN_DISABLE_PLUGINS=demo-broken" in done.stderr.splitlines()[-1]
+    assert "Traceback" not in done.stderr
 
 
 def test_try_streams_turn_steps(plugin_path: Path) -> None:

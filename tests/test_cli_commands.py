@@ -57,7 +57,7 @@ def test_add_commands_runs_built_ins_and_plugins_and_skips_a_broken_one(
         Candidate(name="greeter", module="greeter", load=lambda: _plugin("greeter", hello=hello)),
         Candidate(name="missing", module="missing", load=unimportable),
     ]
-    monkeypatch.setattr(cli_app, "entry_point_candidates", lambda: candidates)
+    monkeypatch.setattr(cli_app, "_command_candidates", lambda: candidates)
     target = typer.Typer()
     cli_app.add_commands(target)
 

@@ -11,6 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from framework.cli import check as _cli_check
+from framework.cli.common import HookchainGroup
 from framework.testing import _loader
 from framework.testing._checks import CHECKS
 from framework.testing._loader import InstalledPlugin
@@ -24,7 +25,7 @@ WRONG = InstalledPlugin("wrong-result-type", "broken_plugins.wrong_result_type",
 
 @pytest.fixture
 def app() -> typer.Typer:
-    application = typer.Typer()
+    application = typer.Typer(cls=HookchainGroup)
     _cli_check.register_cli(application)
     return application
 

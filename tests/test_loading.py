@@ -166,7 +166,6 @@ async def test_entry_point_plugins_load_in_isolation(
         _loading.Candidate("good", "hookchain_test_good", lambda: good, "hookchain-good", "1.0"),
     ]
     monkeypatch.setattr(_loading, "entry_point_candidates", lambda: candidates)
-    monkeypatch.setattr("framework.core.host.entry_point_candidates", lambda: candidates)
     async with Host(settings=HostSettings(store="memory://"), config={}) as host:
         records = {record.name: record for record in host.plugins}
         outcome = await host.dispatch(bash(), Terminal())

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,6 +13,8 @@ import typer
 
 from framework import KNOWN_CONTRACT_VERSIONS
 from framework.core.hookspecs import hookimpl
+from framework.core.loading import load_failures
+from framework.core.settings import UserError
 
 __all__ = ["check_plugins", "register_cli"]
 
@@ -21,7 +25,29 @@ _MARKS = {"pass": "[green]✓[/green]", "n/a": "[dim]–[/dim]", "fail": "[red]�
 # The kit is imported inside the commands: every hook starts this CLI, and only these need it.
 
 
-def check_plugins(names: list[str], contract: str | None) -> dict[str, Any]:
+Progress = Callable[[str, int, int], None]
+"""Told (plugin, done, total) before each plugin's checks."""
+
+
+def configured_failures(names: set[str]) -> list[dict[str, str]]:
+    """The plugins that do not load with the person's settings and hookchain.toml (bad options,
+    a typo'd key): the suite checks each plugin with its defaults and would pass them."""
+    from framework.cli.common import host_from_options
+
+    async def run() -> list[dict[str, str]]:
+        async with host_from_options(None, "memory://", configure_log=False) as host:
+            return [
+                {"name": record.name, "error": record.error or "did not load"}
+                for record in load_failures(host.plugins)
+                if record.name in names
+            ]
+
+    return anyio.run(run)
+
+
+def check_plugins(
+    names: list[str], contract: str | None, progress: Progress | None = None
+) -> dict[str, Any]:
     """Run the suite for every installed plugin (or the named ones): what `--json` prints."""
     from framework.testing._checks import CHECKS, CheckResult
     from framework.testing._loader import installed_plugins
@@ -30,11 +56,17 @@ def check_plugins(names: list[str], contract: str | None) -> dict[str, Any]:
     found = installed_plugins(names)
     missing = sorted(set(names) - {p.name for p in found} - {p.distribution for p in found})
     if missing:
-        raise LookupError(f"no installed plugin named {', '.join(missing)} (see hookchain plugins)")
+        raise UserError(
+            f"no installed plugin named {', '.join(missing)}; installed: "
+            f"{', '.join(p.name for p in installed_plugins()) or 'none'} (see hookchain plugins)"
+        )
+    not_loaded = configured_failures({p.name for p in found})
 
     async def run() -> list[dict[str, Any]]:
         reports: list[dict[str, Any]] = []
-        for installed in found:
+        for done, installed in enumerate(found):
+            if progress is not None:
+                progress(installed.name, done, len(found))
             try:
                 obj = installed.load()
             except Exception as error:
@@ -53,7 +85,8 @@ def check_plugins(names: list[str], contract: str | None) -> dict[str, Any]:
         return reports
 
     plugins = anyio.run(run)
-    return {"ok": all(plugin["ok"] for plugin in plugins), "plugins": plugins}
+    ok = all(plugin["ok"] for plugin in plugins) and not not_loaded
+    return {"ok": ok, "plugins": plugins, "not_loaded": not_loaded}
 
 
 def _silence_logs() -> None:
@@ -98,7 +131,30 @@ def _print_matrix(report: dict[str, Any]) -> None:
     console.print(f"✓ pass  ✗ fail  – n/a   {legend}", style="dim", highlight=False)
     for reason in reasons:
         console.print(reason, markup=False, highlight=False)
+    for failure in report["not_loaded"]:
+        console.print(
+            f"not loaded with your settings: {failure['error']}",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
     console.print("all plugins pass" if report["ok"] else "[red]some checks fail[/red]")
+
+
+def _with_progress(run: Callable[[Progress | None], Any], *, shown: bool) -> Any:
+    """Run with a progress line on stderr (a terminal only: a piped report stays clean)."""
+    if not shown:
+        return run(None)
+    from rich.console import Console
+    from rich.progress import Progress as Bar
+
+    with Bar(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("checking", total=None)
+
+        def advance(plugin: str, done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total, description=f"checking {plugin}")
+
+        return run(advance)
 
 
 @hookimpl
@@ -123,15 +179,12 @@ def register_cli(app: typer.Typer) -> None:
         if contract is not None and contract not in set(KNOWN_CONTRACT_VERSIONS) & set(
             vector_versions()
         ):
-            message = f"unknown contract version {contract!r}; known: {_KNOWN}"
-            typer.echo(f"hookchain: {message}", err=True)
-            raise typer.Exit(2)
+            raise UserError(f"unknown contract version {contract!r} (--contract); known: {_KNOWN}")
         _silence_logs()
-        try:
-            report = check_plugins(list(plugins or ()), contract)
-        except LookupError as error:
-            typer.echo(f"hookchain: {error}", err=True)
-            raise typer.Exit(2) from None
+        report = _with_progress(
+            lambda progress: check_plugins(list(plugins or ()), contract, progress),
+            shown=not as_json and sys.stderr.isatty(),
+        )
         if as_json:
             typer.echo(json.dumps(report, indent=2))
         else:
@@ -152,7 +205,6 @@ def register_cli(app: typer.Typer) -> None:
         try:
             target = scaffold(name, directory)
         except ScaffoldError as error:
-            typer.echo(f"hookchain: {error}", err=True)
-            raise typer.Exit(2) from None
+            raise UserError(str(error)) from None
         typer.echo(f"created {target}")
         typer.echo(f"next: pip install -e '{target}[test]' && pytest {target}")

@@ -34,7 +34,7 @@ from framework.core.engine import (
 )
 from framework.core.loading import (
     LoadedPlugin,
-    entry_point_candidates,
+    discovered_candidates,
     explicit_candidates,
     load_plugins,
     make_plugin_manager,
@@ -157,7 +157,8 @@ class Host:
         candidates = explicit_candidates(self._explicit)
         if self._entry_points:
             explicit_names = {candidate.name for candidate in candidates}
-            candidates += [c for c in entry_point_candidates() if c.name not in explicit_names]
+            discovered = discovered_candidates(self.settings.plugins_dir)
+            candidates += [c for c in discovered if c.name not in explicit_names]
         # A plugin's table in hookchain.toml may be spelled [my-plugin] or [my_plugin].
         options: dict[str, dict[str, Any]] = {}
         for name, table in self._config.items():
@@ -171,6 +172,7 @@ class Host:
             only=self.settings.plugins,
             disabled=self.settings.disable_plugins,
             options=options,
+            options_source=str(self.config_path or "hookchain.toml"),
         )
         by_event: dict[str, list[Registration]] = {}
         for record in self.plugins:
@@ -265,6 +267,9 @@ class Host:
         owned = [str(data_dir())]
         if self.config_path is not None:
             owned.append(str(self.config_path))
+        if self.settings.plugins_dir is not None:
+            # Its files run inside the host: a plugin written there would run before the guards.
+            owned.append(str(self.settings.plugins_dir))
         if isinstance(self._backend, SQLiteBackend):
             path = str(self._backend.path)
             owned += [path, path + "-wal", path + "-shm"]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib.metadata
+import importlib.util
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import pluggy
@@ -13,13 +17,20 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 from pydantic import BaseModel, ValidationError
 from pydantic_settings import BaseSettings
+from pydantic_settings import SettingsError as SourceError
 
 from framework.core.contract import CONTRACT_VERSION, KNOWN_CONTRACT_VERSIONS, FailMode
 from framework.core.hookspecs import PROJECT, HookSpecs
 from framework.core.names import env_prefix, is_plugin_name
 from framework.core.ports import Handler, On
 from framework.core.registration import Registration, make_registration
-from framework.core.settings import explain
+from framework.core.settings import (
+    CONFIG_FILE,
+    UserError,
+    explain,
+    explain_source_error,
+    unknown_key,
+)
 
 ENTRY_POINT_GROUP = "hookchain.plugins"
 ACCESS_KINDS: frozenset[str] = frozenset({"files", "network", "subprocess"})
@@ -99,6 +110,87 @@ def entry_point_candidates() -> list[Candidate]:
     return sorted(found, key=lambda candidate: candidate.name)
 
 
+def directory_candidates(folder: Path | None) -> list[Candidate]:
+    """Every `*.py` file of a plugins folder (`HOOKCHAIN_PLUGINS_DIR`, `--plugins-dir`): the
+    file `my_plugin.py` is plugin `my-plugin`. A missing folder is the person's error."""
+    if folder is None:
+        return []
+    if not folder.is_dir():
+        raise UserError(
+            f"plugins folder {str(folder)!r} (HOOKCHAIN_PLUGINS_DIR or --plugins-dir) is not a "
+            "folder; give a folder of single-file plugins"
+        )
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        if path.name.startswith(("_", ".")):
+            continue
+        found.append(
+            Candidate(
+                name=path.stem.replace("_", "-"),
+                module=str(path),
+                load=_file_loader(path),
+            )
+        )
+    return found
+
+
+def _file_loader(path: Path) -> Callable[[], Any]:
+    def load() -> Any:
+        name = f"hookchain_local_plugins.{path.stem}"
+        if name in sys.modules:
+            return sys.modules[name]
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        return module
+
+    return load
+
+
+def discovered_candidates(folder: Path | None = None) -> list[Candidate]:
+    """The installed plugins (entry points) and those of a plugins folder, sorted by name; an
+    installed plugin wins over a file of the same name."""
+    installed = entry_point_candidates()
+    names = {candidate.name for candidate in installed}
+    local = [c for c in directory_candidates(folder) if c.name not in names]
+    return sorted([*installed, *local], key=lambda candidate: candidate.name)
+
+
+def load_failures(records: Iterable[LoadedPlugin]) -> list[LoadedPlugin]:
+    """The plugins that were meant to load and did not (failed or incompatible), in order: what
+    every command and the warm host's status show."""
+    return [record for record in records if record.status in ("failed", "incompatible")]
+
+
+def unknown_plugin_names(names: Iterable[str], candidates: Sequence[Candidate]) -> list[str]:
+    """The names among `names` that no candidate has (a typo in HOOKCHAIN_PLUGINS, --plugins)."""
+    known = {candidate.name for candidate in candidates}
+    return [name for name in names if name not in known]
+
+
+def unknown_names_message(
+    names: Sequence[str], source: str, candidates: Sequence[Candidate]
+) -> str:
+    """One line for plugin names that match nothing, with the nearest and the installed ones."""
+    known = sorted({candidate.name for candidate in candidates})
+    hints = []
+    for name in names:
+        close = difflib.get_close_matches(name, known, n=1)
+        hints.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return (
+        f"no installed plugin named {', '.join(hints)} (from {source}); installed: "
+        f"{', '.join(known) or 'none'} (see hookchain plugins; install with hookchain plugins "
+        "install NAME)"
+    )
+
+
 def _constant(obj: Any) -> Callable[[], Any]:
     return lambda: obj
 
@@ -133,8 +225,13 @@ def load_plugins(
     disabled: Sequence[str],
     options: Mapping[str, Mapping[str, Any]],
     first_sequence: int = 0,
+    options_source: str = CONFIG_FILE,
 ) -> list[LoadedPlugin]:
-    """Load each candidate on its own; a failure skips that plugin and is recorded, never raised."""
+    """Load each candidate on its own; a failure skips that plugin and is recorded, never raised.
+
+    A name in `only` that no candidate has is recorded as a failed plugin of that name, so a
+    typo shows wherever load failures show. `options_source` names where `options` came from
+    (the config file) in errors."""
     loaded: list[LoadedPlugin] = []
     names: set[str] = set()
     sequence = [first_sequence]
@@ -150,12 +247,21 @@ def load_plugins(
             record.status = "disabled"
             continue
         try:
-            _load_one(pm, candidate, record, names, options, sequence)
+            _load_one(pm, candidate, record, names, options, sequence, options_source)
         except PluginLoadError as error:
             record.status = error.status
             record.error = str(error)
             record.registrations = []
             _log.error("plugin not loaded", plugin=record.name, reason=record.error)
+    for name in unknown_plugin_names(only, candidates):
+        loaded.append(
+            LoadedPlugin(
+                name=name,
+                module="",
+                status="failed",
+                error=unknown_names_message([name], "the plugins setting", candidates),
+            )
+        )
     return loaded
 
 
@@ -166,6 +272,7 @@ def _load_one(
     names: set[str],
     options: Mapping[str, Mapping[str, Any]],
     sequence: list[int],
+    options_source: str,
 ) -> None:
     label = record.label()
     try:
@@ -203,7 +310,9 @@ def _load_one(
             f"contract {spoken}; install a version of the plugin for contract "
             f"{CONTRACT_VERSION} or a hookchain that speaks {info.contract}"
         )
-    record.options = _options(info, label, options.get(info.name, {}))
+    record.options = _options(
+        info, label, options.get(info.name, {}), f"{options_source} [{info.name}]"
+    )
     try:
         pm.register(obj, name=info.name)
     except (pluggy.PluginValidationError, ValueError) as error:
@@ -248,18 +357,31 @@ def _load_one(
     record.obj = obj
 
 
-def _options(info: PluginInfo, label: str, overrides: Mapping[str, Any]) -> Any:
+def _options(info: PluginInfo, label: str, overrides: Mapping[str, Any], where: str) -> Any:
     if info.options is None:
+        if overrides:
+            raise PluginLoadError(
+                f"error loading {label}: it takes no options, but {where} sets "
+                f"{', '.join(sorted(overrides))}; remove the table"
+            )
         return None
     prefix = env_prefix(info.name)
+    known = list(info.options.model_fields)
+    for key in overrides:
+        if key not in known:
+            # Refuse: an option the person meant to set and the plugin never reads is silent.
+            raise PluginLoadError(f"error loading {label}: {unknown_key(key, known, where)}")
     try:
         if issubclass(info.options, BaseSettings):
             # pydantic-settings takes the prefix at construction: the name decides it.
             return info.options(_env_prefix=prefix, **overrides)
         return info.options(**overrides)
     except ValidationError as error:
+        explained = explain(error, prefix, table=overrides, where=where, known=known)
+        raise PluginLoadError(f"error loading {label}: bad options: {explained}") from None
+    except SourceError as error:
         raise PluginLoadError(
-            f"error loading {label}: bad options: {explain(error, prefix)}"
+            f"error loading {label}: bad options: {explain_source_error(error, prefix)}"
         ) from None
 
 

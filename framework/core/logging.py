@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Hashable
+from collections.abc import Hashable, MutableMapping
+from typing import Any
 
 import structlog
 
@@ -48,19 +49,36 @@ def _stderr_logger(*args: object) -> _StderrLogger:
     return _StderrLogger()
 
 
+def readable_line(_logger: object, _name: str, event: MutableMapping[str, Any]) -> str:
+    """One line a person reads: `hookchain: warning: my-plugin: text (key=value)`.
+
+    What a terminal shows; the time and level fields stay for the JSON lines of a pipe."""
+    event = dict(event)
+    level = event.pop("level", "info")
+    text = str(event.pop("event", ""))
+    event.pop("timestamp", None)
+    plugin = event.pop("plugin", None)
+    who = f"{plugin}: " if plugin else ""
+    extra = " ".join(f"{key}={value}" for key, value in event.items())
+    return f"hookchain: {level}: {who}{text}" + (f" ({extra})" if extra else "")
+
+
 def configure_logging(level: str = "warning", *, json: bool | None = None) -> None:
-    """Configure structlog once for a process; logs go to stderr so stdout stays for answers."""
+    """Configure structlog once for a process; logs go to stderr so stdout stays for answers.
+
+    On a terminal each record is one readable line; elsewhere a JSON line with its time."""
     if json is None:
         json = not sys.stderr.isatty()
-    renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
-    )
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
+    processors: list[structlog.typing.Processor] = [structlog.processors.add_log_level]
+    if json:
+        processors += [
             structlog.processors.TimeStamper(fmt="iso", utc=True),
-            renderer,
-        ],
+            structlog.processors.JSONRenderer(),
+        ]
+    else:
+        processors.append(readable_line)
+    structlog.configure(
+        processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS.get(level, logging.WARNING)),
         logger_factory=_stderr_logger,
         cache_logger_on_first_use=False,

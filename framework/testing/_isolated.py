@@ -12,8 +12,10 @@ __all__ = ["isolated_settings", "make_host"]
 
 
 def isolated_settings(**update: Any) -> HostSettings:
-    """Host settings without the person's plugin choices (HOOKCHAIN_PLUGINS, hookchain.toml)."""
-    return load_settings({}).model_copy(update={"plugins": [], "disable_plugins": [], **update})
+    """Host settings without the person's plugin choices (HOOKCHAIN_PLUGINS, hookchain.toml,
+    HOOKCHAIN_PLUGINS_DIR)."""
+    choices: dict[str, Any] = {"plugins": [], "disable_plugins": [], "plugins_dir": None}
+    return load_settings({}).model_copy(update={**choices, **update})
 
 
 def make_host(
