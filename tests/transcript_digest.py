@@ -14,7 +14,6 @@ from typing import Any
 
 from framework.replay.rebuild import Session, Step
 
-
 REPLAYED_HARNESS = "claude-code"
 """Every replayed event's `harness` (contract 1.1): checked here, and left out of the digest, so
 the pins stay those of the reader's events as they were first pinned."""
