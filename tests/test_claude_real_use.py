@@ -326,3 +326,20 @@ def test_the_runtime_dir_is_a_protected_host_file() -> None:
         for number, command in enumerate([f"chmod 755 {root}/rt", f"rm -rf {root}/rt"]):
             bash = pre(command, f"b{number}", "s")
             assert decision(side, bash, **env) == "deny", command
+
+
+def test_a_plugin_that_did_not_load_is_named_once_per_session_and_in_status() -> None:
+    # A guard that is missing must not go unnoticed: the first answer of each session says so
+    # on stderr (Claude Code's debug view and the transcript show it), and so does status.
+    with claude_side() as side:
+        env = {"HOOKCHAIN_PLUGINS": "claude-probe,nosuch-guard"}
+        first = side.hook("PreToolUse", pre("ls", "t1", "s1"), **env)
+        assert first.code == 0
+        assert "plugin nosuch-guard not loaded" in first.stderr, first.stderr
+        side.hook("PostToolUse", post(pre("ls", "t1", "s1")), **env)
+        again = side.hook("PreToolUse", pre("ls", "t2", "s1"), **env)
+        assert "not loaded" not in again.stderr
+        other = side.hook("PreToolUse", pre("ls", "t3", "s2"), **env)
+        assert "plugin nosuch-guard not loaded" in other.stderr
+        shown = hookchain(side, "status")
+        assert "not loaded   nosuch-guard" in shown.stdout, shown.stdout

@@ -10,7 +10,7 @@ import asyncio
 import time
 from collections import OrderedDict, deque
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from framework.core.contract import (
 from framework.core.dispatch import current_dispatch
 from framework.core.engine import AgentInfo
 from framework.core.host import Host
+from framework.core.loading import load_failures
 from framework.core.turns import agent_turn_id, main_turn_id
 
 _log = structlog.get_logger("hookchain.claude")
@@ -174,10 +175,18 @@ class ClaudeBridge:
             "dispatch_errors": self.dispatch_errors,
             "handler_failures": sum(failures.values()),
             "plugins": [
-                {"name": p.name, "version": p.version, "status": p.status}
+                {"name": p.name, "version": p.version, "status": p.status, "error": p.error}
                 for p in self.host.plugins
             ],
         }
+
+    def _not_loaded_lines(self) -> str:
+        """One stderr line per plugin that was meant to load and did not: a session learns
+        that a guard is missing, instead of working on without it unawares."""
+        return "".join(
+            f"hookchain: plugin {record.name} not loaded: {record.error or record.status}\n"
+            for record in load_failures(self.host.plugins)
+        )
 
     # -- one hook call --
 
@@ -195,7 +204,13 @@ class ClaudeBridge:
         """The answer to an already parsed payload (see `mapping.parse_payload`)."""
         self.served += 1
         try:
-            return self._with_held(payload, await self._answer(payload))
+            answer = self._with_held(payload, await self._answer(payload))
+            state = self._sessions.get(payload["session_id"])
+            if state is not None and state.events == 1:
+                missing = self._not_loaded_lines()
+                if missing:  # once per session: its first answer
+                    answer = replace(answer, stderr=missing + answer.stderr)
+            return answer
         except cmap.PayloadError as error:
             self.payload_errors += 1
             return cmap.payload_error_answer(error)

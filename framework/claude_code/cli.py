@@ -101,6 +101,8 @@ def status(
             lines.append(f"  store        {entry['store']}")
         if entry.get("error"):
             lines.append(f"  not served   {entry['error']}")
+        for record in entry.get("not_loaded") or ():
+            lines.append(f"  not loaded   {record['name']}: {record['error']}")
     typer.echo("\n".join(lines))
 
 

@@ -35,6 +35,7 @@ from anyio.abc import TaskGroup
 from framework.claude_code import mapping as cmap
 from framework.claude_code.bridge import ClaudeBridge
 from framework.core.host import Host
+from framework.core.loading import load_failures
 from framework.core.names import env_prefix
 from framework.core.settings import CONFIG_FILE, SettingsError, load_settings, read_config
 
@@ -407,6 +408,10 @@ def _project_status(project: Project) -> dict[str, Any]:
     if project.host is not None:
         entry["store"] = _redacted(project.host.settings.store)
         entry["plugins"] = [p.name for p in project.host.loaded()]
+        entry["not_loaded"] = [
+            {"name": record.name, "error": record.error or record.status}
+            for record in load_failures(project.host.plugins)
+        ]
     return entry
 
 
