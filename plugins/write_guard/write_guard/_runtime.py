@@ -25,7 +25,8 @@ from write_guard._approvals import (
     won,
 )
 from write_guard._bash import analyse_bash
-from write_guard._control import control_denial, control_reason
+from write_guard._claude_sandbox import claude_sandboxed
+from write_guard._control import ControlDenial, control_denial, control_reason
 from write_guard._decide import (
     GitHold,
     Resolved,
@@ -265,6 +266,9 @@ class Guard:
         context, policy, resolved = await self.paths(engine, event, decision)
         if command is not None:
             control = control_denial(command, surface.programs, (self.host_pid,))
+            escape = event.input.get("dangerouslyDisableSandbox")
+            if control is None and escape not in (None, False):
+                control = ControlDenial("dangerouslyDisableSandbox: shell commands run sandboxed")
             if control is not None:
                 return ToolResult.denied(control_reason(control), by=PLUGIN)
         sandbox = self.sandbox.bwrap if command is not None else None
@@ -294,6 +298,11 @@ class Guard:
             result: ToolResult = await call_next(event)
             return result
         _context, policy, _resolved = await self.paths(engine, event, decision)
+        if claude_sandboxed(policy.workspace_root):
+            # Claude Code runs it in its own sandbox, built from this policy, after checking
+            # its permission rules on the command as written (see _claude_sandbox).
+            kept: ToolResult = await call_next(event)
+            return kept
         wrapped = dict(event.input)
         wrapped["command"] = wrap_command(command, self.plan(policy, sandbox))
         result = await call_next(event.model_copy(update={"input": wrapped}))
