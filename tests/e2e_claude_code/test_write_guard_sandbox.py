@@ -15,7 +15,7 @@ import json
 import re
 
 import pytest
-from kit import Project, Run, Sandbox
+from kit import BYPASS, Project, Run, Sandbox
 from mock_api import bash, say, tool, write
 
 pytestmark = pytest.mark.slow
@@ -170,8 +170,8 @@ def permissioned(box: Sandbox, *, sandbox_settings: bool = True) -> Project:
     return project
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_with_permission_checks_on_an_allow_rule_still_matches_and_the_sandbox_holds(
+@pytest.mark.parametrize("mode", [*MODES, BYPASS])
+def test_under_claude_codes_sandbox_an_allow_rule_matches_and_the_sandbox_holds(
     box: Sandbox, mode: str
 ) -> None:
     project = permissioned(box)

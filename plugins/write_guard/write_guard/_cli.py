@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from typing import Annotated, Any
 
@@ -114,6 +115,13 @@ def sandbox_settings(
         typer.echo(f"write-guard: {error}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"wrote Claude Code's sandbox settings into {path}")
+    missing = [tool for tool in ("bwrap", "socat") if shutil.which(tool) is None]
+    if missing:
+        typer.echo(
+            f"write-guard: {' and '.join(missing)} not found: Claude Code will refuse to start "
+            "here until they are installed (apt-get install bubblewrap socat)",
+            err=True,
+        )
 
 
 @hookimpl
