@@ -193,7 +193,7 @@ def test_under_claude_codes_sandbox_an_allow_rule_matches_and_the_sandbox_holds(
     assert protected.is_error and "Read-only file system" in protected.text
     assert not inside.is_error, inside.text
     assert (project.path / "inside.txt").exists()
-    assert escape.is_error and "dangerouslyDisableSandbox" in escape.text
+    assert escape.is_error and "Read-only file system" in escape.text
     assert not target.exists()
     assert config.read_text() == before
     for answer in run.hook_responses("PreToolUse"):

@@ -298,8 +298,11 @@ async def test_under_claude_codes_own_sandbox_the_command_is_left_as_written(tre
     assert outcome.result.denial is None
 
 
-@pytest.mark.parametrize("escape", [True, "true", 1])
-async def test_a_model_asking_to_leave_the_sandbox_is_denied(tree: Tree, escape: Any) -> None:
-    outcome = await _bash_outcome(tree, {"command": "ls", "dangerouslyDisableSandbox": escape})
-    assert outcome.result.denial is not None
-    assert "dangerouslyDisableSandbox" in outcome.result.denial.reason
+@needs_bwrap
+async def test_a_model_asking_to_leave_the_sandbox_stays_in_it(tree: Tree) -> None:
+    # Real sessions set it often; Claude Code's own sandbox ignores it under write-guard's
+    # settings, and here the wrapper confines the command whatever it says: no denial needed.
+    outcome = await _bash_outcome(tree, {"command": "ls", "dangerouslyDisableSandbox": True})
+    assert outcome.result.denial is None
+    updated = outcome.result.updated_input
+    assert updated is not None and "bwrap" in updated["command"]

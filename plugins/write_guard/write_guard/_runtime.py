@@ -26,7 +26,7 @@ from write_guard._approvals import (
 )
 from write_guard._bash import analyse_bash
 from write_guard._claude_sandbox import claude_sandboxed
-from write_guard._control import ControlDenial, control_denial, control_reason
+from write_guard._control import control_denial, control_reason
 from write_guard._decide import (
     GitHold,
     Resolved,
@@ -268,9 +268,6 @@ class Guard:
         context, policy, resolved = await self.paths(engine, event, decision)
         if command is not None:
             control = control_denial(command, surface.programs, (self.host_pid,))
-            escape = event.input.get("dangerouslyDisableSandbox")
-            if control is None and escape not in (None, False):
-                control = ControlDenial("dangerouslyDisableSandbox: shell commands run sandboxed")
             if control is not None:
                 return ToolResult.denied(control_reason(control), by=PLUGIN)
         sandbox = self.sandbox.bwrap if command is not None else None
@@ -302,7 +299,9 @@ class Guard:
         _context, policy, _resolved = await self.paths(engine, event, decision)
         if claude_sandboxed(policy.workspace_root):
             # Claude Code runs it in its own sandbox, built from this policy, after checking
-            # its permission rules on the command as written (see _claude_sandbox).
+            # its permission rules on the command as written (see _claude_sandbox); it ignores
+            # a `dangerouslyDisableSandbox` there. Otherwise the wrapper confines the command
+            # whatever that field says, so it is never a reason to deny.
             kept: ToolResult = await call_next(event)
             return kept
         wrapped = dict(event.input)
