@@ -45,9 +45,10 @@ CLAUDE_FLAGS = (
     "stream-json",
     "--verbose",
     "--include-hook-events",
-    "--dangerously-skip-permissions",
     "--no-session-persistence",
 )
+BYPASS = "bypassPermissions"
+"""The default `permission_mode` of a run: `--dangerously-skip-permissions`."""
 
 
 @dataclass
@@ -186,16 +187,36 @@ class Project:
         timeout: float = RUN_TIMEOUT_S,
         env: Mapping[str, str] | None = None,
         before_answer: Callable[[str, int], None] | None = None,
+        permission_mode: str = BYPASS,
     ) -> Run:
         """Run `claude -p prompt` here against a mock answering `script`; bounded by `timeout`.
 
         Several prompts are sent in one session (stream-json input), one after the other.
         `before_answer(thread, step)` runs before the mock answers each step (to disturb the host
-        at a known point of the session).
+        at a known point of the session). `permission_mode` is Claude Code's `--permission-mode`
+        (`default`, `acceptEdits`, `plan`; the default skips its permission checks).
         """
         return self.sandbox.run_claude(
-            self, prompt, script, threads, timeout, env or {}, before_answer
+            self, prompt, script, threads, timeout, env or {}, before_answer, permission_mode
         )
+
+    def trust(self) -> None:
+        """Accept Claude Code's trust dialog for this project: without it, `-p` ignores the
+        project's permission rules ("this workspace has not been trusted")."""
+        path = Path(self.sandbox.env["HOME"]) / ".claude.json"
+        state = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        state.setdefault("projects", {}).setdefault(str(self.path), {})[
+            "hasTrustDialogAccepted"
+        ] = True
+        path.write_text(json.dumps(state), encoding="utf-8")
+
+    def settings(self, **extra: Any) -> Path:
+        """Merge top-level keys into the project's `.claude/settings.json` (after `install`)."""
+        path = self.path / ".claude" / "settings.json"
+        current = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps({**current, **extra}, indent=2), encoding="utf-8")
+        return path
 
 
 @dataclass
@@ -248,6 +269,7 @@ class Sandbox:
         timeout: float,
         env: Mapping[str, str],
         before_answer: Callable[[str, int], None] | None,
+        permission_mode: str = BYPASS,
     ) -> Run:
         self.runs += 1
         debug = self.root / f"debug-{self.runs}.txt"
@@ -270,7 +292,7 @@ class Sandbox:
                     + b"\n"
                     for p in prompts
                 )
-            argv += [*CLAUDE_FLAGS, "--debug-file", str(debug)]
+            argv += [*CLAUDE_FLAGS, *permission_flags(permission_mode), "--debug-file", str(debug)]
             started = time.monotonic()
             process = subprocess.Popen(
                 argv,
@@ -305,6 +327,12 @@ class Sandbox:
         return Run(
             process.returncode, records, err.decode(errors="replace"), text, wall, api, timed_out
         )
+
+
+def permission_flags(mode: str) -> list[str]:
+    if mode == BYPASS:
+        return ["--dangerously-skip-permissions"]
+    return ["--permission-mode", mode]
 
 
 def jail(writable: Path) -> list[str]:

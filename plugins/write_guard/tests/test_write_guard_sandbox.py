@@ -22,6 +22,7 @@ from framework import (
     open_backend,
 )
 from wg_jail import BWRAP, Tree, guard_decides
+from write_guard._claude_sandbox import claude_sandboxed, sandbox_settings, write_sandbox_settings
 from write_guard._cli import approve_code_in
 from write_guard._sandbox import plan_sandbox, probe, wrap_command
 
@@ -231,3 +232,77 @@ async def test_other_plugins_see_the_command_as_the_model_wrote_it(tree: Tree) -
         await host.dispatch(call, terminal=terminal)
     assert seen == ["ls"]
     assert len(reached) == 1 and "bwrap" in reached[0]
+
+
+@needs_bwrap
+def test_a_store_file_inside_the_hidden_data_dir_does_not_break_the_sandbox(tree: Tree) -> None:
+    # The host's data dir and its store file are both hidden; bwrap could not make a mount
+    # point for the file inside the empty folder that hides the dir.
+    assert BWRAP is not None
+    data = tree.root / "data"
+    data.mkdir(exist_ok=True)
+    (data / "store.sqlite3").write_text("approvals")
+    roots = [str(tree.ws), str(tree.root / "tmp")]
+    plan = plan_sandbox(BWRAP, roots, [], [str(data), str(data / "store.sqlite3")])
+    ran = tree.run(wrap_command(f"echo in > f.txt; cat {data}/store.sqlite3", plan))
+    assert (tree.ws / "f.txt").read_text() == "in\n", ran
+    assert "approvals" not in ran.stdout
+
+
+def test_claude_codes_sandbox_settings_carry_the_policy(tmp_path: Path) -> None:
+    ws, extra, data = tmp_path / "ws", tmp_path / "tmp", tmp_path / "data"
+    for folder in (ws / ".git" / "hooks", ws / ".claude", extra, data):
+        folder.mkdir(parents=True)
+    (ws / ".git" / "config").write_text("")
+    plan = plan_sandbox("bwrap", [str(ws), str(extra)], [], [str(data)])
+    value = sandbox_settings(plan, str(ws))
+    assert value["allowUnsandboxedCommands"] is False and value["failIfUnavailable"] is True
+    assert value["autoAllowBashIfSandboxed"] is False
+    files = value["filesystem"]
+    assert files["allowWrite"] == [str(extra)]
+    deny = set(files["denyWrite"])
+    claude = ws / ".claude"
+    protected = {ws / ".git" / "config", ws / ".git" / "hooks", claude / "settings.local.json"}
+    assert {str(path) for path in protected} <= deny
+    assert str(claude) not in deny  # Claude Code binds .claude/commands and agents inside it
+    assert str(data) in deny and files["denyRead"] == [str(data)]
+    assert not claude_sandboxed(str(ws))
+    write_sandbox_settings(str(ws), value)
+    assert claude_sandboxed(str(ws))
+    # A local file that lets the model out switches the route back to write-guard's wrapper.
+    (ws / ".claude" / "settings.local.json").write_text(
+        '{"sandbox": {"allowUnsandboxedCommands": true}}'
+    )
+    assert not claude_sandboxed(str(ws))
+
+
+async def _bash_outcome(tree: Tree, tool_input: dict[str, Any]) -> Any:
+    async def terminal(event: ToolCall) -> ToolResult:
+        return ToolResult(output="ran")
+
+    env = {"HOME": str(tree.root / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws)}
+    async with Host(plugins=[write_guard], entry_points=False, env=env) as host:
+        await host.dispatch(SessionStart(session_id="s", cwd=str(tree.ws)))
+        call = ToolCall(session_id="s", tool_use_id="t", tool="Bash", input=tool_input)
+        return await host.dispatch(call, terminal=terminal)
+
+
+@needs_bwrap
+async def test_under_claude_codes_own_sandbox_the_command_is_left_as_written(tree: Tree) -> None:
+    write_sandbox_settings(
+        str(tree.ws),
+        {"enabled": True, "allowUnsandboxedCommands": False, "failIfUnavailable": True},
+    )
+    outcome = await _bash_outcome(tree, {"command": "npm run dev"})
+    assert outcome.result.updated_input is None
+    assert outcome.result.denial is None
+
+
+@needs_bwrap
+async def test_a_model_asking_to_leave_the_sandbox_stays_in_it(tree: Tree) -> None:
+    # Real sessions set it often; Claude Code's own sandbox ignores it under write-guard's
+    # settings, and here the wrapper confines the command whatever it says: no denial needed.
+    outcome = await _bash_outcome(tree, {"command": "ls", "dangerouslyDisableSandbox": True})
+    assert outcome.result.denial is None
+    updated = outcome.result.updated_input
+    assert updated is not None and "bwrap" in updated["command"]

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import time
 from typing import Annotated, Any
 
 import anyio
 import typer
-from framework import Store, hookimpl, load_settings, open_backend
+from framework import Store, data_dir, hookimpl, load_settings, open_backend
 
+from write_guard import _claude_sandbox as claude_sandbox
 from write_guard import _snapshot
 from write_guard._approvals import approval_key, canonical, code_key, new_approval
-from write_guard._runtime import PLUGIN, RECORD_TTL_S
+from write_guard._options import Options
+from write_guard._runtime import PLUGIN, RECORD_TTL_S, Guard
+from write_guard._sandbox import plan_sandbox
 
 
 async def approve_in(store: Store, command: str, now_ms: int) -> dict[str, Any]:
@@ -85,7 +90,42 @@ def restore(
     typer.echo(f"restored {done.ref} into {where}")
 
 
+def sandbox_settings(
+    workspace: Annotated[str, typer.Option(help="the workspace (Claude Code's project)")] = ".",
+    show: Annotated[bool, typer.Option("--print", help="print them, write nothing")] = False,
+) -> None:
+    """Write Claude Code's own sandbox settings (`sandbox` in .claude/settings.json) from
+    write-guard's policy: what makes shell commands sandboxed hold in every permission mode.
+
+    Claude Code then checks its permission rules on each command as written and runs it in
+    bubblewrap (it needs bwrap and socat); write-guard no longer rewrites the command."""
+    root = os.path.abspath(workspace)
+    guard = Guard(Options())
+    _context, policy = guard.build(root, root, os.environ.get("HOME"), None)
+    hidden = (guard.runtime_dir, str(data_dir()))
+    roots = () if policy.preset == "read-only" else (policy.workspace_root, *policy.extra_roots)
+    plan = plan_sandbox("bwrap", roots, policy.protected_paths, hidden)
+    value = claude_sandbox.sandbox_settings(plan, policy.workspace_root)
+    if show:
+        typer.echo(json.dumps({"sandbox": value}, indent=2))
+        return
+    try:
+        path = claude_sandbox.write_sandbox_settings(root, value)
+    except (OSError, ValueError) as error:
+        typer.echo(f"write-guard: {error}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"wrote Claude Code's sandbox settings into {path}")
+    missing = [tool for tool in ("bwrap", "socat") if shutil.which(tool) is None]
+    if missing:
+        typer.echo(
+            f"write-guard: {' and '.join(missing)} not found: Claude Code will refuse to start "
+            "here until they are installed (apt-get install bubblewrap socat)",
+            err=True,
+        )
+
+
 @hookimpl
 def register_cli(app: Any) -> None:
     app.command("approve")(approve)
     app.command("restore")(restore)
+    app.command("sandbox-settings")(sandbox_settings)

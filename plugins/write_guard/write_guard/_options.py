@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from write_guard._policy import OrchestratorLists, Preset
 from write_guard._sandbox import SandboxChoice
+from write_guard._surface import MCP_PATH_ARGUMENTS, MCP_READ_VERBS, McpPaths
 
 
 def _default_extra_roots() -> list[str]:
@@ -40,6 +41,10 @@ class Options(BaseSettings):
     """Shell commands: "auto" runs them in bubblewrap when it works here (else the line
     analysis, failing closed), "bwrap" the same, "off" the line analysis only. Options come
     from the host's environment and hookchain.toml, neither of which a command can change."""
+    mcp_path_arguments: list[str] = Field(default_factory=lambda: list(MCP_PATH_ARGUMENTS))
+    """MCP tool arguments (`*` globs) decided by resolved path like Write; [] switches it off."""
+    mcp_read_verbs: list[str] = Field(default_factory=lambda: list(MCP_READ_VERBS))
+    """MCP tools named `<verb>` or `<verb>_…` only read: their path arguments are not writes."""
     snapshots: bool = True
     """Record a git work tree's uncommitted changes before a shell command may change them."""
     case_insensitive: bool = sys.platform in {"darwin", "win32"}
@@ -57,6 +62,14 @@ class Options(BaseSettings):
         if agent_type is None:
             return self.preset
         return self.agent_presets.get(agent_type, self.subagent_preset or self.preset)
+
+    def mcp_paths(self) -> McpPaths | None:
+        """How MCP tools' path arguments are read (None: MCP tools are not decided)."""
+        if not self.mcp_path_arguments:
+            return None
+        arguments = tuple(name.casefold() for name in self.mcp_path_arguments)
+        verbs = tuple(verb.casefold() for verb in self.mcp_read_verbs)
+        return McpPaths(arguments=arguments, read_verbs=verbs)
 
     def orchestrator_lists(self) -> OrchestratorLists:
         return OrchestratorLists(

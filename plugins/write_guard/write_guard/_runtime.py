@@ -25,6 +25,7 @@ from write_guard._approvals import (
     won,
 )
 from write_guard._bash import analyse_bash
+from write_guard._claude_sandbox import claude_sandboxed
 from write_guard._control import control_denial, control_reason
 from write_guard._decide import (
     GitHold,
@@ -42,7 +43,7 @@ from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, Policy, prepare_patt
 from write_guard._quick import writes_nothing
 from write_guard._sandbox import Availability, SandboxPlan, plan_sandbox, probe, wrap_command
 from write_guard._snapshot import record
-from write_guard._surface import Surface, extract_surface
+from write_guard._surface import MCP_PREFIX, Surface, extract_surface
 
 PLUGIN = "write-guard"
 WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "notebookedit", "bash", "apply_patch",
@@ -78,7 +79,8 @@ class _Decision:
 
 
 def is_write_tool(tool: str) -> bool:
-    return tool.casefold() in WRITE_TOOLS
+    folded = tool.casefold()
+    return folded in WRITE_TOOLS or folded.startswith(MCP_PREFIX)
 
 
 def is_shell_tool(tool: str) -> bool:
@@ -94,6 +96,7 @@ class Guard:
 
     def __init__(self, options: Options) -> None:
         self.options = options
+        self.mcp = options.mcp_paths()
         self.setup_dir = os.getcwd()
         self.cwd_warned = False
         # The host's own files (its store holds the approvals), learnt from the first event.
@@ -126,7 +129,7 @@ class Guard:
         for known in self.decisions:
             if known.event is event:
                 return known
-        made = _Decision(event, extract_surface(event.tool, event.input))
+        made = _Decision(event, extract_surface(event.tool, event.input, self.mcp))
         self.decisions.append(made)
         return made
 
@@ -294,6 +297,13 @@ class Guard:
             result: ToolResult = await call_next(event)
             return result
         _context, policy, _resolved = await self.paths(engine, event, decision)
+        if claude_sandboxed(policy.workspace_root):
+            # Claude Code runs it in its own sandbox, built from this policy, after checking
+            # its permission rules on the command as written (see _claude_sandbox); it ignores
+            # a `dangerouslyDisableSandbox` there. Otherwise the wrapper confines the command
+            # whatever that field says, so it is never a reason to deny.
+            kept: ToolResult = await call_next(event)
+            return kept
         wrapped = dict(event.input)
         wrapped["command"] = wrap_command(command, self.plan(policy, sandbox))
         result = await call_next(event.model_copy(update={"input": wrapped}))

@@ -130,8 +130,8 @@ def plan_sandbox(
         read_only.append(os.path.realpath(path) if os.path.exists(path) else path)
     read_only = [p for p in dict.fromkeys(read_only) if os.path.exists(p) and _inside(p, writable)]
     hidden_dirs = [path for path in dict.fromkeys(hidden) if os.path.isdir(path)]
-    # A file inside a hidden folder is gone with it; bwrap could not mount over it there anyway
-    # (the emptied folder is read-only and has no such file to mount onto).
+    # A file inside a hidden folder is hidden with it: bwrap could not make its mount point
+    # in the empty read-only folder that covers the folder.
     hidden_files = [
         path
         for path in dict.fromkeys(hidden)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import fnmatch
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,39 @@ _PATCH_FIELDS = ("patch", "input", "diff", "content")
 _PATCH_HEADER = re.compile(r"^\*\*\* (?:Add File|Update File|Delete File|Move to): (.+?)\s*$", re.M)
 _APPLIES_PATCH = re.compile(r"(?:^|[\s;&|(])(?:apply_patch|applypatch|patch|git\s+apply)\b")
 _DIFF_HEADER = re.compile(r"^(?:---|\+\+\+) (?:\"(.+?)\"|(\S+))", re.M)
+
+
+MCP_PREFIX = "mcp__"
+MCP_PATH_ARGUMENTS = (
+    "path", "paths", "file", "files", "file_path", "filepath", "filename", "target",
+    "destination", "dest", "source", "directory", "dir", "output", "output_path",
+    "*_path", "*_paths", "*_file", "*_dir", "*_directory",
+)  # fmt: skip
+"""Argument names (`*` globs, case-insensitive) of an MCP tool that name a file it writes."""
+MCP_READ_VERBS = ("read", "get", "list", "search", "find", "view", "show", "stat", "describe",
+                  "query", "fetch", "open", "tree", "glob", "grep")  # fmt: skip
+"""An MCP tool named `<verb>` or `<verb>_…` (after `mcp__<server>__`) only reads."""
+
+
+@dataclass(frozen=True, slots=True)
+class McpPaths:
+    """Which MCP tool arguments write-guard reads as paths written (like Write's file_path)."""
+
+    arguments: tuple[str, ...] = MCP_PATH_ARGUMENTS
+    read_verbs: tuple[str, ...] = MCP_READ_VERBS
+
+    def targets(self, tool: str, tool_input: Mapping[str, Any]) -> list[str] | None:
+        """The paths an MCP call writes (None: a tool that only reads)."""
+        name = tool.rsplit("__", 1)[-1].casefold().replace("-", "_")
+        if name.split("_", 1)[0] in self.read_verbs:
+            return None
+        found: list[str] = []
+        for key, value in tool_input.items():
+            if not any(fnmatch.fnmatchcase(key.casefold(), p) for p in self.arguments):
+                continue
+            values: Sequence[Any] = value if isinstance(value, list) else [value]
+            found += [item for item in values if isinstance(item, str) and item]
+        return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +78,15 @@ NOTHING = Surface()
 SINK = "/dev/null"
 
 
-def extract_surface(tool: str, tool_input: Mapping[str, Any]) -> Surface:
-    """The write surface of `tool` called with `tool_input` (NOTHING for reads and other tools)."""
+def extract_surface(
+    tool: str, tool_input: Mapping[str, Any], mcp: McpPaths | None = None
+) -> Surface:
+    """The write surface of `tool` called with `tool_input` (NOTHING for reads and other tools);
+    `mcp`: how MCP tools' path arguments are read (None: MCP tools are not decided)."""
     kind = tool.casefold()
+    if mcp is not None and kind.startswith(MCP_PREFIX):
+        paths = mcp.targets(tool, tool_input)
+        return Surface(targets=tuple(WriteTarget(p, tool) for p in paths or ()))
     field = _PATH_FIELD.get(kind)
     if field is not None:
         path = tool_input.get(field)

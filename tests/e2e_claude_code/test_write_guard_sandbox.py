@@ -1,0 +1,213 @@
+"""write-guard's sandbox for shell commands under the real Claude Code binary.
+
+Two routes, chosen by Claude Code's permission mode (plugins/write_guard/README.md): with its
+permission checks skipped, write-guard rewrites each Bash command into its own bubblewrap
+wrapper (`updatedInput`); with them on (`default`, `acceptEdits`, `plan`), the rewritten command
+would be checked against the person's rules instead of the original, so `hookchain
+sandbox-settings` writes Claude Code's own sandbox settings from write-guard's policy and
+write-guard leaves the command as written. Every effect is checked on disk, and what the
+model saw in the mock's request log.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from kit import BYPASS, Project, Run, Sandbox
+from mock_api import bash, say, tool, write
+
+pytestmark = pytest.mark.slow
+
+WRAPPED = "__write_guard_sandbox"
+"""A word of write-guard's own wrapper: in a command, that command was rewritten."""
+
+
+def python_write(path: str, mode: str = "w") -> str:
+    """A write the line analysis cannot see (a program writing by itself): only the OS stops it."""
+    return f"python3 -c \"open('{path}', '{mode}').write('x\\n')\""
+
+
+def guarded(box: Sandbox) -> Project:
+    project = box.project()
+    project.install()
+    return project
+
+
+def ok(run: Run) -> Run:
+    assert run.code == 0, run.explain()
+    return run
+
+
+def model_saw(run: Run) -> str:
+    """Everything sent to the model in the session (the mock's request log)."""
+    return json.dumps(run.api.bodies(None))
+
+
+def test_a_shell_write_outside_fails_in_the_sandbox_and_a_write_inside_works(
+    box: Sandbox,
+) -> None:
+    project = guarded(box)
+    target = box.outside / "escaped.txt"
+    run = ok(
+        project.run(
+            "write files",
+            [bash(python_write(str(target))), bash("echo inside > inside.txt"), say("ok")],
+        )
+    )
+    escaped, inside = run.tool_results()
+    assert escaped.is_error
+    assert "Read-only file system" in escaped.text
+    assert not target.exists()
+    assert not inside.is_error, inside.text
+    assert (project.path / "inside.txt").read_text() == "inside\n"
+    pre = [json.loads(r["stdout"]) for r in run.hook_responses("PreToolUse")]
+    assert all(WRAPPED in p["hookSpecificOutput"]["updatedInput"]["command"] for p in pre)
+
+
+def test_a_cd_carries_over_to_the_next_call(box: Sandbox) -> None:
+    project = guarded(box)
+    (project.path / "sub").mkdir()
+    run = ok(project.run("go", [bash("cd sub"), bash("echo here > f.txt && pwd"), say("ok")]))
+    moved, wrote = run.tool_results()
+    assert not moved.is_error and not wrote.is_error, wrote.text
+    assert (project.path / "sub" / "f.txt").read_text() == "here\n"
+    assert not (project.path / "f.txt").exists()
+    assert str(project.path / "sub") in wrote.text
+
+
+def test_a_protected_file_in_the_workspace_is_read_only_to_bash_and_denied_to_write(
+    box: Sandbox,
+) -> None:
+    project = guarded(box)
+    config = project.path / ".git" / "config"
+    before = config.read_text()
+    script = [
+        bash(python_write(".git/config", "a")),
+        # Claude Code refuses a Write to a file not read first, before any hook runs.
+        tool("Read", {"file_path": str(config)}),
+        write(str(config), "[core]\n\thooksPath = /tmp\n"),
+        say("ok"),
+    ]
+    run = ok(project.run("configure git", script))
+    shell, _read, file_tool = run.tool_results()
+    assert shell.is_error and "Read-only file system" in shell.text
+    assert file_tool.is_error and "protected-path" in file_tool.text
+    assert config.read_text() == before
+
+
+def test_git_add_and_commit_still_work(box: Sandbox) -> None:
+    project = guarded(box)
+    (project.path / "new.txt").write_text("new\n")
+    run = ok(project.run("commit", [bash("git add new.txt && git commit -q -m add"), say("ok")]))
+    [result] = run.tool_results()
+    assert not result.is_error, result.text
+    log = project.git("log", "--format=%s").stdout.split()
+    assert log == ["add", "first"]
+
+
+def test_a_held_reset_shows_its_code_to_the_person_only_and_a_script_reset_is_restorable(
+    box: Sandbox,
+) -> None:
+    project = guarded(box)
+    readme = project.path / "README.md"
+    readme.write_text("work in progress\n")
+    (project.path / "reset.py").write_text(
+        "import subprocess\nsubprocess.run(['git', 'reset', '-q', '--hard'], check=True)\n"
+    )
+    run = ok(
+        project.run("clean up", [bash("git reset --hard"), bash("python3 reset.py"), say("ok")])
+    )
+    held, scripted = run.tool_results()
+    assert held.is_error and "git-gate" in held.text
+    codes = [m for text in run.system_messages() for m in re.findall(r"approve (\S+)", text)]
+    assert codes, run.system_messages()
+    for code in codes:
+        assert code not in model_saw(run)
+    # The gate cannot see git run by a script: the work is lost, then brought back.
+    assert not scripted.is_error, scripted.text
+    assert readme.read_text() == "# proj\n"
+    listed = project.hookchain("restore")
+    assert listed.returncode == 0, listed.stderr
+    snapshot = listed.stdout.split()[0]
+    restored = project.hookchain("restore", snapshot)
+    assert restored.returncode == 0, restored.stderr
+    assert readme.read_text() == "work in progress\n"
+
+
+def test_the_agent_cannot_stop_the_host_and_the_next_call_is_still_guarded(box: Sandbox) -> None:
+    project = guarded(box)
+    target = box.outside / "after-stop.txt"
+    run = ok(
+        project.run(
+            "stop it",
+            [bash("hookchain serve --stop"), bash(python_write(str(target))), say("ok")],
+        )
+    )
+    stop, after = run.tool_results()
+    assert stop.is_error and "control-plane" in stop.text
+    assert after.is_error and "Read-only file system" in after.text
+    assert not target.exists()
+    assert box.status() is not None
+
+
+# -- Claude Code's permission checks on: its own sandbox, from write-guard's policy ---------------
+
+
+MODES = ["default", "acceptEdits", "plan"]
+"""Claude Code's permission modes that check its rules before a command runs."""
+
+
+def permissioned(box: Sandbox, *, sandbox_settings: bool = True) -> Project:
+    """A project whose person allows `echo` (a trusted workspace, so the rule counts)."""
+    project = guarded(box)
+    if sandbox_settings:
+        done = project.hookchain("sandbox-settings")
+        assert done.returncode == 0, done.stderr
+    project.settings(permissions={"allow": ["Bash(echo:*)", "Bash(python3:*)"]})
+    project.trust()
+    return project
+
+
+@pytest.mark.parametrize("mode", [*MODES, BYPASS])
+def test_under_claude_codes_sandbox_an_allow_rule_matches_and_the_sandbox_holds(
+    box: Sandbox, mode: str
+) -> None:
+    project = permissioned(box)
+    target = box.outside / "escaped.txt"
+    config = project.path / ".git" / "config"
+    before = config.read_text()
+    script = [
+        bash("echo allowed"),
+        bash(python_write(str(target))),
+        bash(python_write(".git/config", "a")),
+        bash(python_write("inside.txt")),
+        bash(python_write(str(target)), dangerouslyDisableSandbox=True),
+        say("ok"),
+    ]
+    run = ok(project.run("go", script, permission_mode=mode))
+    echo, outside, protected, inside, escape = run.tool_results()
+    assert not echo.is_error and echo.text.strip() == "allowed", echo.text
+    assert outside.is_error and "Read-only file system" in outside.text
+    assert protected.is_error and "Read-only file system" in protected.text
+    assert not inside.is_error, inside.text
+    assert (project.path / "inside.txt").exists()
+    assert escape.is_error and "Read-only file system" in escape.text
+    assert not target.exists()
+    assert config.read_text() == before
+    for answer in run.hook_responses("PreToolUse"):
+        assert WRAPPED not in answer.get("stdout", "")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_with_permission_checks_on_a_rewritten_command_misses_the_persons_allow_rule(
+    box: Sandbox, mode: str
+) -> None:
+    """Why the second route exists: Claude Code checks its rules on the rewritten command."""
+    project = permissioned(box, sandbox_settings=False)
+    run = ok(project.run("go", [bash("echo allowed"), say("ok")], permission_mode=mode))
+    [echo] = run.tool_results()
+    assert echo.is_error and "allowed" not in echo.text
+    [answer] = run.hook_responses("PreToolUse")
+    assert WRAPPED in answer["stdout"]
