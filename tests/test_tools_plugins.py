@@ -1,8 +1,7 @@
 """The shipped plugins act the same whatever the harness names its tools (contract 1.1).
 
 write-guard must refuse a Gemini `write_file` outside the workspace exactly as it refuses a Claude
-Code `Write`; until it reads `ToolCall.action` instead of Claude Code's tool names, the Gemini
-case is a strict xfail, so the day it does the marker has to go.
+Code `Write`: it reads another harness's calls through `ToolCall.action`.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ async def _ran(terminal_log: list[str], event: ToolCall) -> ToolResult:
 def _guarded_write(tmp_path: Path, harness: str, tool: str, tool_input: dict[str, Any]) -> Any:
     workspace, outside, home = (tmp_path / name for name in ("ws", "outside", "home"))
     for folder in (workspace, outside, home):
-        folder.mkdir()
+        folder.mkdir(parents=True)
     ran: list[str] = []
 
     async def main() -> ToolResult:
@@ -60,10 +59,6 @@ def test_claude_code_write_outside_the_workspace_is_denied(tmp_path: Path) -> No
     assert result.denial is not None and ran == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="write-guard reads Claude Code's tool names (Write/Edit/…), not ToolCall.action.writes",
-)
 def test_gemini_write_file_outside_the_workspace_is_denied_the_same(tmp_path: Path) -> None:
     result, ran = _guarded_write(
         tmp_path, "gemini", "write_file", {"file_path": "../outside/x.txt", "content": "x"}
@@ -71,10 +66,6 @@ def test_gemini_write_file_outside_the_workspace_is_denied_the_same(tmp_path: Pa
     assert result.denial is not None and ran == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="write-guard reads Claude Code's tool names (Bash), not ToolCall.action.command",
-)
 def test_gemini_shell_write_outside_the_workspace_is_denied_the_same(tmp_path: Path) -> None:
     result, ran = _guarded_write(
         tmp_path, "gemini", "run_shell_command", {"command": "echo x > {out}/x.txt"}
@@ -87,3 +78,26 @@ def test_gemini_write_file_inside_the_workspace_runs(tmp_path: Path) -> None:
         tmp_path, "gemini", "write_file", {"file_path": "notes.md", "content": "x"}
     )
     assert result.denial is None and ran == ["t1"]
+
+
+@pytest.mark.parametrize("harness", ["gemini", "codex"])
+def test_another_harness_gets_no_rewritten_command_and_the_analysis_fails_closed(
+    tmp_path: Path, harness: str
+) -> None:
+    # Gemini CLI drops `updatedInput` and Codex's handling of it is unproven: a bwrap-wrapped
+    # command would run unwrapped there without a word, so no rewrite is offered and the line
+    # analysis decides instead, refusing what it cannot read.
+    tool = "run_shell_command" if harness == "gemini" else "Bash"
+    plain, ran = _guarded_write(tmp_path / "plain", harness, tool, {"command": "echo x > in.txt"})
+    assert plain.denial is None and plain.updated_input is None and ran == ["t1"]
+    unread, ran = _guarded_write(tmp_path / "unread", harness, tool, {"command": 'eval "$CMD"'})
+    assert unread.denial is not None and ran == []
+    assert "no-sandbox" in unread.denial.reason
+
+
+def test_claude_code_gets_its_command_confined_when_bubblewrap_is_here(tmp_path: Path) -> None:
+    if write_guard._sandbox.probe("auto").bwrap is None:
+        pytest.skip("no usable bubblewrap on this machine")
+    wrapped, ran = _guarded_write(tmp_path, "claude-code", "Bash", {"command": "echo x > in.txt"})
+    assert wrapped.denial is None and ran == ["t1"]
+    assert wrapped.updated_input is not None and "bwrap" in wrapped.updated_input["command"]

@@ -17,10 +17,6 @@ from suites import run_jailed
 
 pytestmark = pytest.mark.slow
 RUN_TIMEOUT_S = 90.0
-PLUGINS_READ_TOOL_NAMES = (
-    "write-guard reads Claude Code's tool names (Bash/Write/…), not ToolCall.action: "
-    "Gemini's run_shell_command and write_file pass it unguarded"
-)
 
 
 @dataclass
@@ -73,7 +69,6 @@ def test_a_repeated_failing_command_is_nudged(box: Sandbox) -> None:
     assert run.api.seen("loop-breaker"), run.explain()
 
 
-@pytest.mark.xfail(strict=True, reason=PLUGINS_READ_TOOL_NAMES)
 def test_a_shell_write_outside_the_workspace_is_denied_and_not_created(box: Sandbox) -> None:
     project = installed(box)
     target = box.outside / "stolen.txt"
@@ -82,12 +77,14 @@ def test_a_shell_write_outside_the_workspace_is_denied_and_not_created(box: Sand
     assert "write-guard" in run.api.tool_results()[0], run.explain()
 
 
-@pytest.mark.xfail(strict=True, reason=PLUGINS_READ_TOOL_NAMES)
-def test_a_write_file_outside_the_workspace_is_denied_by_write_guard(box: Sandbox) -> None:
+def test_a_write_file_to_a_protected_file_is_denied_by_write_guard(box: Sandbox) -> None:
+    # Gemini CLI refuses a write_file outside its workspace (and into .git) itself, before
+    # BeforeTool runs; Claude Code's settings inside the workspace pass its check, so
+    # write-guard is what stops it.
     project = installed(box)
-    target = box.outside / "stolen.txt"
-    run = run_gemini(box, project, [write_file(str(target), "x\n"), Say("Done.")], "write it")
-    assert not target.exists(), run.explain()  # Gemini's own workspace check refuses it too
+    target = project.path / ".claude" / "settings.json"
+    run = run_gemini(box, project, [write_file(str(target), "{}\n"), Say("Done.")], "write it")
+    assert not target.exists(), run.explain()
     assert "write-guard" in run.api.tool_results()[0], run.explain()
 
 

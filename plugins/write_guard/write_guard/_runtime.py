@@ -43,11 +43,21 @@ from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, Policy, prepare_patt
 from write_guard._quick import writes_nothing
 from write_guard._sandbox import Availability, SandboxPlan, plan_sandbox, probe, wrap_command
 from write_guard._snapshot import record
-from write_guard._surface import MCP_PREFIX, Surface, extract_surface
+from write_guard._surface import (
+    CLAUDE_TOOL_NAMES,
+    MCP_PREFIX,
+    Surface,
+    extract_surface,
+    neutral_surface,
+)
 
 PLUGIN = "write-guard"
-WRITE_TOOLS = frozenset({"write", "edit", "multiedit", "notebookedit", "bash", "apply_patch",
-                         "applypatch", "patch"})  # fmt: skip
+SHELL_TOOLS = frozenset({"bash",  # Claude Code, the Agent SDK, Codex's hooks
+                         "exec_command", "shell", "local_shell",  # Codex's model
+                         "run_shell_command"})  # Gemini CLI  # fmt: skip
+WRITE_TOOLS = SHELL_TOOLS | frozenset({"write", "edit", "multiedit", "notebookedit", "apply_patch",
+                                       "applypatch", "patch",
+                                       "write_file", "replace"})  # Gemini CLI  # fmt: skip
 HELD_PREFIX = "held:"
 RECORD_TTL_S = 24 * 3600.0
 DECISIONS_KEPT = 8
@@ -84,7 +94,7 @@ def is_write_tool(tool: str) -> bool:
 
 
 def is_shell_tool(tool: str) -> bool:
-    return tool.casefold() == "bash"
+    return tool.casefold() in SHELL_TOOLS
 
 
 def gated(command: str) -> bool:
@@ -125,11 +135,27 @@ class Guard:
             self._sandbox = probe(self.options.sandbox)
         return self._sandbox
 
+    def shell_sandbox(self, event: ToolCall) -> str | None:
+        """bwrap for this call's shell command, or None: also None for a harness that does not
+        run a rewritten tool input (Gemini CLI drops `updatedInput`; Codex's handling of it is
+        unproven), where the wrapper would be dropped without a word; the line analysis then
+        decides, failing closed on what it cannot read."""
+        if event.harness not in CLAUDE_TOOL_NAMES:
+            return None
+        return self.sandbox.bwrap
+
     def decision(self, event: ToolCall) -> _Decision:
         for known in self.decisions:
             if known.event is event:
                 return known
-        made = _Decision(event, extract_surface(event.tool, event.input, self.mcp))
+        if event.harness in CLAUDE_TOOL_NAMES:
+            surface = extract_surface(event.tool, event.input, self.mcp)
+        else:
+            action = event.action
+            surface = neutral_surface(
+                event.tool, event.input, action.kind, action.command, action.writes, self.mcp
+            )
+        made = _Decision(event, surface)
         self.decisions.append(made)
         return made
 
@@ -270,7 +296,7 @@ class Guard:
             control = control_denial(command, surface.programs, (self.host_pid,))
             if control is not None:
                 return ToolResult.denied(control_reason(control), by=PLUGIN)
-        sandbox = self.sandbox.bwrap if command is not None else None
+        sandbox = self.shell_sandbox(event) if command is not None else None
         denial = protected_denial(surface, context, policy, resolved, strict=sandbox is None)
         if denial is not None:
             return ToolResult.denied(denial.reason, by=PLUGIN)
@@ -292,7 +318,7 @@ class Guard:
         if refusal is not None:
             return refusal
         command = decision.surface.command
-        sandbox = self.sandbox.bwrap if command is not None else None
+        sandbox = self.shell_sandbox(event) if command is not None else None
         if command is None or sandbox is None:
             result: ToolResult = await call_next(event)
             return result

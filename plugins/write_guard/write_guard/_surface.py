@@ -161,3 +161,27 @@ def analysed_bash_surface(command: str) -> Surface:
         command=command,
         programs=tuple(analysis.programs),
     )
+
+
+CLAUDE_TOOL_NAMES = frozenset({"claude-code", "claude-agent-sdk"})
+"""Harnesses whose tools are Claude Code's (Bash, Write, Edit, …), read by their own names."""
+
+
+def neutral_surface(
+    tool: str,
+    tool_input: Mapping[str, Any],
+    kind: str,
+    command: str | None,
+    writes: Sequence[str],
+    mcp: McpPaths | None = None,
+) -> Surface:
+    """Another harness's call from the contract's harness-neutral description of it
+    (`ToolCall.action`): its shell command read as a Bash line, the files it writes as Write
+    targets; an MCP tool by its path arguments, as under Claude Code."""
+    if kind == "shell":
+        if command is None:
+            return Surface(malformed=f"{tool} without a command string")
+        return _bash_surface(command)
+    if writes:
+        return Surface(targets=tuple(WriteTarget(path, tool) for path in writes))
+    return extract_surface(tool, tool_input, mcp)
