@@ -7,7 +7,6 @@ import fcntl
 import json
 import os
 import socket
-import stat
 import struct
 import sys
 import time
@@ -26,6 +25,7 @@ from framework.claude_code import mapping as cmap
 from framework.claude_code import native
 from framework.claude_code.bridge import DEFAULT_SUSPEND_TIMEOUT_S, ClaudeBridge
 from framework.claude_code.projects import CallContext, ProjectRouter, load_plugin_modules
+from framework.core import files
 from framework.core.host import Host
 
 _log = structlog.get_logger("hookchain.serve")
@@ -73,13 +73,7 @@ class ServeOptions:
 
 def ensure_private_dir(path: Path) -> Path:
     """Create `path` 0700, or check an existing one is this user's and closed to others."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = path.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise RuntimeDirError(f"{path} is not a directory owned by this user; refusing to use it")
-    if info.st_mode & 0o077:
-        raise RuntimeDirError(f"{path} is open to other users (mode {info.st_mode & 0o777:o})")
-    return path
+    return files.ensure_private_dir(path, RuntimeDirError)
 
 
 def host_stamp() -> str:

@@ -25,6 +25,7 @@ import structlog
 from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 
 from framework.claude_code import mapping as cmap
+from framework.core import files
 from framework.core.settings import data_dir
 
 _log = structlog.get_logger("hookchain.http")
@@ -73,16 +74,15 @@ def token_path(base: Path | None = None) -> Path:
 
 
 def _private_dir(path: Path) -> None:
+    # Only ownership is required of the data dir here (it may be one a person opened to a
+    # group on purpose); the credentials inside it are private files.
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
     if path.stat().st_uid != os.getuid():
         raise CredentialsError(f"{path} is not owned by this user")
 
 
 def _read_private(path: Path) -> str:
-    info = path.stat()
-    if info.st_uid != os.getuid() or info.st_mode & 0o077:
-        raise CredentialsError(f"{path} must be private to this user (chmod 600)")
-    return path.read_text(encoding="ascii").strip()
+    return files.read_private(path, CredentialsError).strip()
 
 
 def _free_port() -> int:
@@ -96,10 +96,8 @@ def ensure_credentials(base: Path | None = None) -> HttpCredentials:
     folder = base or data_dir()
     _private_dir(folder)
     token_file = folder / TOKEN_FILE
-    with contextlib.suppress(FileExistsError):
-        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="ascii") as handle:
-            handle.write(secrets.token_urlsafe(32) + "\n")
+    if not token_file.exists():
+        files.write_private(token_file, secrets.token_urlsafe(32) + "\n", exclusive=True)
     port_file = folder / PORT_FILE
     configured = os.environ.get("HOOKCHAIN_HTTP_PORT")
     if configured:
@@ -108,9 +106,7 @@ def ensure_credentials(base: Path | None = None) -> HttpCredentials:
         port = int(_read_private(port_file))
     else:
         port = _free_port()
-        fd = os.open(port_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="ascii") as handle:
-            handle.write(f"{port}\n")
+        files.write_private(port_file, f"{port}\n")
     return HttpCredentials(port=port, token=_read_private(token_file))
 
 

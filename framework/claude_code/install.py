@@ -12,7 +12,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any, Literal
 
 from framework import _client
 from framework.claude_code import commands as slash
+from framework.core import files
 
 Scope = Literal["project", "local", "user"]
 SCOPES: tuple[Scope, ...] = ("project", "local", "user")
@@ -365,15 +365,7 @@ def apply(plan: InstallPlan) -> Path | None:
         if not backup.exists():
             shutil.copy2(plan.path, backup)
             backup.chmod(0o600)
-    fd, temp = tempfile.mkstemp(dir=plan.path.parent, prefix=".settings-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(plan.after)
-        Path(temp).chmod(mode)
-        Path(temp).replace(plan.path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    files.write_private(plan.path, plan.after, mode=mode)
     return backup
 
 
