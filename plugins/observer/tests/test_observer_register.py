@@ -95,7 +95,7 @@ async def test_a_main_turn_writes_one_scrubbed_episode(host: Host, data_dir: Pat
     assert outcome.result == TurnResult()
     [episode] = _lines(data_dir)
     assert episode["record"] == "episode"
-    assert episode["schema_version"] == 2
+    assert episode["schema_version"] == 3
     assert (episode["session_id"], episode["turn_id"], episode["node"]) == ("s1", "t1", "none")
     assert episode["task_size"] == {
         "tool_calls": 3,
@@ -528,3 +528,19 @@ async def test_denied_calls_are_calls_the_model_made(data_dir: Path) -> None:
     [episode] = _lines(data_dir)
     assert episode["task_size"]["tool_calls"] == 2
     assert episode["task_size"]["bucket"] == "small"
+
+
+@pytest.mark.anyio
+async def test_each_episode_names_the_harness_its_turn_came_from(
+    host: Host, data_dir: Path
+) -> None:
+    for session, harness in (("s1", "codex"), ("s2", "claude-code")):
+        await host.dispatch(SessionStart(session_id=session, cwd="/w", harness=harness))
+        await host.dispatch(PromptSubmit(session_id=session, text="hi", harness=harness))
+        await host.dispatch(TurnComplete(session_id=session, turn_id="t1", harness=harness))
+    episodes = _lines(data_dir)
+    assert [(e["session_id"], e["environment"]["harness"]) for e in episodes] == [
+        ("s1", "codex"),
+        ("s2", "claude-code"),
+    ]
+    assert {e["schema_version"] for e in episodes} == {3}
