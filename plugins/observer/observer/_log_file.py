@@ -340,6 +340,16 @@ def log_files(data_dir: Path) -> list[Path]:
     return sorted(path for path in data_dir.iterdir() if _MONTH_FILE.match(path.name))
 
 
+def no_data_message(data_dir: Path) -> str:
+    """What to say where there is no log: the folder looked at, and the two ways to fill one."""
+    return (
+        f"no observer data in {data_dir}: the observer writes it during agent sessions. "
+        "To get some, run a session in this project with the observer installed "
+        "(`hookchain install`, then use Claude Code here), or replay a recorded one: "
+        "`hookchain replay TRANSCRIPT --into DIR`, then `--data-dir DIR/observer`."
+    )
+
+
 def read_log(data_dir: Path) -> LogContents:
     """All records of all month files; a torn or foreign line is counted, never guessed at."""
     records: list[dict[str, Any]] = []
