@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import types
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -544,3 +545,32 @@ async def test_each_episode_names_the_harness_its_turn_came_from(
         ("s2", "claude-code"),
     ]
     assert {e["schema_version"] for e in episodes} == {3}
+
+
+@pytest.mark.anyio
+async def test_the_created_hookchain_folder_never_shows_in_git_status(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git_env = {
+        "HOME": str(tmp_path),
+        "PATH": os.environ["PATH"],
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", *args], cwd=repo, env=git_env, capture_output=True, text=True, timeout=30
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    git("init", "-q")
+    async with Host(
+        plugins=[observer], entry_points=False, store="memory://", env={}, options={}, config={}
+    ) as running:
+        await running.dispatch(SessionStart(session_id="s1", cwd=str(repo)))
+        await _turn(running, "hello")
+    assert list((repo / ".hookchain" / "observer").glob("episodes-*.jsonl"))
+    assert (repo / ".hookchain" / ".gitignore").read_text() == "*\n"
+    assert git("status", "--porcelain", "--untracked-files=all") == ""
