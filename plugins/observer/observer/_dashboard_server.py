@@ -37,8 +37,12 @@ def asset(name: str) -> bytes:
 
 
 def dashboard_json(data_dir: Path) -> bytes:
-    """The page's data: the four views over the log as it is now."""
-    payload = dashboard_payload(fold(read_log(data_dir).records))
+    """The page's data: the four views over the log as it is now, and which folder it is."""
+    payload = {
+        **dashboard_payload(fold(read_log(data_dir).records)),
+        "data_dir": str(data_dir),
+        "has_log": bool(log_files(data_dir)),
+    }
     return json.dumps(payload, ensure_ascii=False).encode("utf-8")
 
 
