@@ -44,7 +44,9 @@ def _episode(index: int, session: str, node: str, ms: int, directed: bool, tools
             counterfactual="planner" if directed else None,
             source="routing_tag" if directed else "none",
         ),
-        environment=Environment(session_turn=index + 1),
+        environment=Environment(
+            session_turn=index + 1, harness="codex" if session == "s2" else "claude-code"
+        ),
         task_size=TaskSize(tool_calls=tools, edits=tools // 2, files_touched=1, bucket="small"),
         prompt_signal=PromptSignal(length_bucket="short"),
     )

@@ -142,6 +142,8 @@ def test_dashboard_shows_the_four_views(
     ]
     newest = items[0]
     assert newest.find_element(By.CSS_SELECTOR, ".node").text == "reviewer"
+    assert newest.find_element(By.CSS_SELECTOR, ".harness").text == "codex"
+    assert items[-1].find_element(By.CSS_SELECTOR, ".harness").text == "claude-code"
     assert items[-1].find_element(By.CSS_SELECTOR, ".outcome").text == "success"
     browser.save_screenshot(str(tmp_path / "feed.png"))
 

@@ -79,6 +79,7 @@ def test_feed_view_is_newest_first_and_limited(fixture_log: Path) -> None:
     feed = feed_view(_folded(fixture_log), limit=3)
     assert [item["id"] for item in feed] == ["ep-005", "ep-004", "ep-003"]
     assert feed[0]["node"] == "reviewer"
+    assert [item["harness"] for item in feed] == ["codex", "codex", "codex"]
 
 
 def test_aggregate_view_by_month_and_day(fixture_log: Path) -> None:

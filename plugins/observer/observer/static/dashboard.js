@@ -104,6 +104,7 @@
       entry.appendChild(el("span", { class: "provenance" }, item.provenance));
       entry.appendChild(el("span", { class: "outcome outcome-" + item.outcome }, item.outcome));
       entry.appendChild(el("span", { class: "size" }, item.tool_calls + " tool calls"));
+      if (item.harness) entry.appendChild(el("span", { class: "harness" }, item.harness));
       entry.appendChild(el("code", { class: "episode-id" }, item.id));
       list.appendChild(entry);
     }
