@@ -146,10 +146,6 @@ def test_observer_writes_an_episode_of_the_codex_turn(box: Sandbox) -> None:
     assert _episodes(project), run.explain()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="observer records no harness yet: it should store engine.session.harness per episode",
-)
 def test_observer_names_the_harness_of_each_episode(box: Sandbox) -> None:
     project = installed(box)
     run_codex(box, project, [Call("echo hi"), Say("Done.")], "say hi")

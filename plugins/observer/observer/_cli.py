@@ -12,7 +12,7 @@ import typer
 from framework import hookimpl
 
 from observer._dashboard_server import LOOPBACK, make_server
-from observer._log_file import append_record, read_log
+from observer._log_file import append_record, log_files, no_data_message, read_log
 from observer._log_view import fold
 from observer._options import Options, resolve_data_dir
 from observer._read_counter import note_read
@@ -46,6 +46,15 @@ def _data_dir(explicit: Path | None) -> Path:
     return resolve_data_dir(Options(), None)
 
 
+def _existing_log(explicit: Path | None) -> Path:
+    """The data directory, which must hold a log: a command that reads creates nothing."""
+    directory = _data_dir(explicit)
+    if not log_files(directory):
+        typer.echo(no_data_message(directory), err=True)
+        raise typer.Exit(1)
+    return directory
+
+
 def build_app() -> typer.Typer:
     """The `observer` command group."""
     app = typer.Typer(
@@ -55,7 +64,7 @@ def build_app() -> typer.Typer:
     @app.command()
     def status(data_dir: DataDirOption = None) -> None:
         """Regenerate STATUS.md (per node and month: episodes, provenance, outcomes, errors)."""
-        directory = _data_dir(data_dir)
+        directory = _existing_log(data_dir)
         now = _now_ms()
         log = fold(read_log(directory).records)
         path = write_status(directory, render_status(log, now))
@@ -68,7 +77,15 @@ def build_app() -> typer.Typer:
         data_dir: DataDirOption = None,
     ) -> None:
         """Serve the dashboard (map, breakdown, feed, aggregate) on 127.0.0.1 until interrupted."""
-        server = make_server(_data_dir(data_dir), port)
+        try:
+            server = make_server(_data_dir(data_dir), port)
+        except OSError as error:
+            typer.echo(
+                f"observer dashboard: cannot listen on {LOOPBACK}:{port} ({error.strerror}); "
+                "choose another port with --port N (--port 0 picks a free one)",
+                err=True,
+            )
+            raise typer.Exit(2) from None
         typer.echo(f"observer dashboard: http://{LOOPBACK}:{server.server_address[1]}/")
         try:
             server.serve_forever()
@@ -84,7 +101,7 @@ def build_app() -> typer.Typer:
         data_dir: DataDirOption = None,
     ) -> None:
         """Append an outcome line for an episode (the episode line itself is never changed)."""
-        directory = _data_dir(data_dir)
+        directory = _existing_log(data_dir)
         if not _EPISODE_ID.match(episode_id):
             typer.echo(f"not an episode id: {episode_id!r}", err=True)
             raise typer.Exit(2)

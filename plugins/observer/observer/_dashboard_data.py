@@ -72,6 +72,7 @@ def _feed_item(episode: EpisodeView) -> dict[str, Any]:
         "id": episode.id,
         "ts": episode.ts,
         "session_id": episode.session_id,
+        "harness": episode.harness,
         "node": episode.node,
         "provenance": episode.provenance,
         "outcome": episode.outcome,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from observer._dashboard_data import dashboard_payload
-from observer._log_file import read_log
+from observer._log_file import log_files, read_log
 from observer._log_view import fold
 from observer._read_counter import note_read
 
@@ -37,8 +37,12 @@ def asset(name: str) -> bytes:
 
 
 def dashboard_json(data_dir: Path) -> bytes:
-    """The page's data: the four views over the log as it is now."""
-    payload = dashboard_payload(fold(read_log(data_dir).records))
+    """The page's data: the four views over the log as it is now, and which folder it is."""
+    payload = {
+        **dashboard_payload(fold(read_log(data_dir).records)),
+        "data_dir": str(data_dir),
+        "has_log": bool(log_files(data_dir)),
+    }
     return json.dumps(payload, ensure_ascii=False).encode("utf-8")
 
 
@@ -66,7 +70,9 @@ class DashboardHandler(BaseHTTPRequestHandler):
             self._send(HTTPStatus.OK, asset(name), content_type)
         elif path == "/api/data":
             body = dashboard_json(self.data_dir)
-            note_read(self.data_dir, self.clock_ms())
+            if log_files(self.data_dir):
+                # Only a log that is there is read; an empty folder is never created for it.
+                note_read(self.data_dir, self.clock_ms())
             self._send(HTTPStatus.OK, body, "application/json")
         else:
             self._send(HTTPStatus.NOT_FOUND, b"not found\n", "text/plain")

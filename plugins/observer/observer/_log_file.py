@@ -79,8 +79,35 @@ def ensure_private_dir(directory: Path, *, likely_new: bool = False) -> None:
             and stat.S_IMODE(found.st_mode) == _DIR_MODE
         ):
             return
+    new_hookchain = _missing_hookchain_folder(directory)
     directory.mkdir(mode=_DIR_MODE, parents=True, exist_ok=True)
     _confirm_created(directory)
+    if new_hookchain is not None:
+        _ignore_everything_in(new_hookchain)
+
+
+HOOKCHAIN_FOLDER = ".hookchain"
+"""The per-project folder of hookchain's files; the observer's log lives under it by default."""
+
+
+def _missing_hookchain_folder(directory: Path) -> Path | None:
+    """The `.hookchain` folder on the way to `directory` if it does not exist yet, else None."""
+    for candidate in (directory, *directory.parents):
+        if candidate.name == HOOKCHAIN_FOLDER:
+            return None if os.path.lexists(candidate) else candidate
+    return None
+
+
+def _ignore_everything_in(folder: Path) -> None:
+    """Write `folder/.gitignore` holding `*`, so the folder never shows in `git status`."""
+    try:
+        descriptor = os.open(
+            folder / ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, _FILE_MODE
+        )
+    except FileExistsError:
+        return
+    with os.fdopen(descriptor, "wb") as stream:
+        stream.write(b"*\n")
 
 
 def _confirm_created(directory: Path) -> None:
@@ -338,6 +365,16 @@ def log_files(data_dir: Path) -> list[Path]:
     if not data_dir.is_dir():
         return []
     return sorted(path for path in data_dir.iterdir() if _MONTH_FILE.match(path.name))
+
+
+def no_data_message(data_dir: Path) -> str:
+    """What to say where there is no log: the folder looked at, and the two ways to fill one."""
+    return (
+        f"no observer data in {data_dir}: the observer writes it during agent sessions. "
+        "To get some, run a session in this project with the observer installed "
+        "(`hookchain install`, then use Claude Code here), or replay a recorded one: "
+        "`hookchain replay TRANSCRIPT --into DIR`, then `--data-dir DIR/observer`."
+    )
 
 
 def read_log(data_dir: Path) -> LogContents:

@@ -31,6 +31,7 @@ class EpisodeView:
     files_touched: int
     size: str
     correction: bool
+    harness: str | None = None
 
     @property
     def month(self) -> str:
@@ -94,6 +95,7 @@ def _view(episode: Episode, outcome: str) -> EpisodeView:
         files_touched=episode.task_size.files_touched,
         size=episode.task_size.bucket,
         correction=episode.prompt_signal.correction,
+        harness=episode.environment.harness,
     )
 
 

@@ -1,4 +1,7 @@
-"""The log's line types (schema v2): episodes, outcome lines and observer_error markers."""
+"""The log's line types (schema v3): episodes, outcome lines and observer_error markers.
+
+Readers also take v2 lines, which are v3 without `environment.harness`.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +11,9 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
+SchemaVersion = Literal[2, 3]
+"""The versions a reader takes; lines are written with `SCHEMA_VERSION`."""
 
 Provenance = Literal["user_directed_method", "autonomous"]
 OutcomeValue = Literal["success", "failure", "abandoned"]
@@ -34,6 +39,8 @@ class DecisionProvenance(_Frozen):
 class Environment(_Frozen):
     """What the turn ran in; a field is None when the harness did not say."""
 
+    harness: str | None = None
+    """The harness the turn ran in (`Event.harness`); None on a v2 line."""
     model: str | None = None
     post_compaction: bool = False
     session_turn: int = Field(ge=1)
@@ -62,7 +69,7 @@ class Episode(_Frozen):
     """One main-loop turn. Written once; its outcome is refined by later outcome lines."""
 
     record: Literal["episode"] = "episode"
-    schema_version: Literal[2] = SCHEMA_VERSION
+    schema_version: SchemaVersion = SCHEMA_VERSION
     id: str
     ts: str
     session_id: str
@@ -80,7 +87,7 @@ class OutcomeLine(_Frozen):
     """A later verdict on an episode; the newest line for an episode wins."""
 
     record: Literal["outcome"] = "outcome"
-    schema_version: Literal[2] = SCHEMA_VERSION
+    schema_version: SchemaVersion = SCHEMA_VERSION
     episode_id: str
     outcome: OutcomeValue
     ts: str
@@ -90,7 +97,7 @@ class ObserverErrorMarker(_Frozen):
     """Written instead of an episode when the observer itself failed; names only the error type."""
 
     record: Literal["observer_error"] = "observer_error"
-    schema_version: Literal[2] = SCHEMA_VERSION
+    schema_version: SchemaVersion = SCHEMA_VERSION
     ts: str
     session_id: str | None = None
     turn_id: str | None = None

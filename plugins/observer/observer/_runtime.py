@@ -284,6 +284,7 @@ class Observer:
             ms=now,
             session_id=event.session_id,
             turn_id=event.turn_id,
+            harness=event.harness,
             session_turn=session.turns + 1,
             parallel_session=parallel,
             economy_level=engine.env.get(economy_env) if economy_env else None,

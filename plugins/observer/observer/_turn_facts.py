@@ -374,6 +374,7 @@ class EpisodeContext:
     ms: int
     session_id: str
     turn_id: str
+    harness: str
     session_turn: int
     parallel_session: bool
     economy_level: str | None
@@ -382,7 +383,7 @@ class EpisodeContext:
 def build_episode(
     facts: TurnFacts, session: SessionFacts, tag: RoutingTag | None, context: EpisodeContext
 ) -> Episode:
-    """The schema v2 episode of a finished main turn."""
+    """The schema v3 episode of a finished main turn."""
     return Episode.model_validate(episode_record(facts, session, tag, context))
 
 
@@ -412,6 +413,7 @@ def episode_record(
             "source": source,
         },
         "environment": {
+            "harness": context.harness,
             "model": session.model,
             "post_compaction": session.post_compaction,
             "session_turn": context.session_turn,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,10 @@ from observer._records import (
     TaskSize,
     iso_timestamp,
 )
+
+# The repository's CLI helpers (`cli_kit`: the real `hookchain` script in a subprocess) sit in
+# its tests folder; importlib mode puts no test folder on the path.
+sys.path.insert(0, str(Path(__file__).parents[2].parent / "tests"))
 
 DAY_MS = 24 * 60 * 60 * 1000
 START_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -39,7 +44,9 @@ def _episode(index: int, session: str, node: str, ms: int, directed: bool, tools
             counterfactual="planner" if directed else None,
             source="routing_tag" if directed else "none",
         ),
-        environment=Environment(session_turn=index + 1),
+        environment=Environment(
+            session_turn=index + 1, harness="codex" if session == "s2" else "claude-code"
+        ),
         task_size=TaskSize(tool_calls=tools, edits=tools // 2, files_touched=1, bucket="small"),
         prompt_signal=PromptSignal(length_bucket="short"),
     )

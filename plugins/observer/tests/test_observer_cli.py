@@ -109,3 +109,18 @@ def test_server_refuses_other_paths_and_foreign_hosts(served: str) -> None:
     assert _get(served + "/../episodes-2026-01.jsonl")[0] == 404
     assert _get(served + "/static/dashboard.js")[0] == 404
     assert _get(served + "/api/data", host="evil.example:80")[0] == 421
+
+
+def test_the_dashboard_over_a_missing_folder_creates_nothing(tmp_path: Path) -> None:
+    missing = tmp_path / ".hookchain" / "observer"
+    server = make_server(missing, 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        status, body, _ = _get(f"http://127.0.0.1:{server.server_port}/api/data")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert status == 200
+    assert json.loads(body)["aggregate"]["totals"]["episodes"] == 0
+    assert not (tmp_path / ".hookchain").exists()

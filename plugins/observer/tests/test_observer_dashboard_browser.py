@@ -142,6 +142,8 @@ def test_dashboard_shows_the_four_views(
     ]
     newest = items[0]
     assert newest.find_element(By.CSS_SELECTOR, ".node").text == "reviewer"
+    assert newest.find_element(By.CSS_SELECTOR, ".harness").text == "codex"
+    assert items[-1].find_element(By.CSS_SELECTOR, ".harness").text == "claude-code"
     assert items[-1].find_element(By.CSS_SELECTOR, ".outcome").text == "success"
     browser.save_screenshot(str(tmp_path / "feed.png"))
 
@@ -170,3 +172,63 @@ def test_dashboard_shows_the_four_views(
     screenshot = tmp_path / "aggregate.png"
     browser.save_screenshot(str(screenshot))
     assert screenshot.stat().st_size > 1000
+
+
+def _loaded(driver: WebDriver, url: str) -> None:
+    driver.get(url)
+    WebDriverWait(driver, 20).until(
+        lambda driver: driver.find_element(By.TAG_NAME, "body").get_attribute("data-loaded")
+    )
+    assert driver.find_element(By.TAG_NAME, "body").get_attribute("data-loaded") == "true"
+
+
+def test_an_empty_folder_says_which_folder_and_how_to_get_data(
+    browser: WebDriver, tmp_path: Path
+) -> None:
+    missing = tmp_path / "project" / ".hookchain" / "observer"
+    server = make_server(missing, 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        _loaded(browser, f"http://127.0.0.1:{server.server_port}/")
+        empty = browser.find_element(By.ID, "empty-state")
+        assert empty.is_displayed()
+        assert str(missing) in empty.text
+        assert "hookchain replay" in empty.text and "--into" in empty.text
+        assert "hookchain install" in empty.text
+        assert str(missing) in browser.find_element(By.ID, "source").text
+        assert not (tmp_path / "project").exists()
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_log_with_episodes_shows_no_empty_state_and_names_its_folder(
+    browser: WebDriver, dashboard_url: str, fixture_log: Path
+) -> None:
+    _loaded(browser, dashboard_url)
+    assert not browser.find_element(By.ID, "empty-state").is_displayed()
+    assert str(fixture_log) in browser.find_element(By.ID, "source").text
+
+
+@pytest.mark.parametrize(("suffix", "view"), [("#feed", "feed"), ("?view=aggregate", "aggregate")])
+def test_a_link_opens_its_view(
+    browser: WebDriver, dashboard_url: str, suffix: str, view: str
+) -> None:
+    _loaded(browser, dashboard_url + suffix)
+    assert _visible_view(browser) == f"view-{view}"
+    assert browser.find_element(By.ID, f"tab-{view}").get_attribute("aria-selected") == "true"
+
+
+def test_choosing_a_tab_makes_the_address_a_link_to_it(
+    browser: WebDriver, dashboard_url: str
+) -> None:
+    _loaded(browser, dashboard_url)
+    _open(browser, "breakdown")
+    link = browser.current_url
+    assert link.endswith("#breakdown")
+    browser.get(dashboard_url)
+    _loaded(browser, link)
+    assert _visible_view(browser) == "view-breakdown"
+    browser.back()
+    WebDriverWait(browser, 10).until(lambda driver: _visible_view(driver) == "view-map")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import types
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -95,7 +96,7 @@ async def test_a_main_turn_writes_one_scrubbed_episode(host: Host, data_dir: Pat
     assert outcome.result == TurnResult()
     [episode] = _lines(data_dir)
     assert episode["record"] == "episode"
-    assert episode["schema_version"] == 2
+    assert episode["schema_version"] == 3
     assert (episode["session_id"], episode["turn_id"], episode["node"]) == ("s1", "t1", "none")
     assert episode["task_size"] == {
         "tool_calls": 3,
@@ -528,3 +529,48 @@ async def test_denied_calls_are_calls_the_model_made(data_dir: Path) -> None:
     [episode] = _lines(data_dir)
     assert episode["task_size"]["tool_calls"] == 2
     assert episode["task_size"]["bucket"] == "small"
+
+
+@pytest.mark.anyio
+async def test_each_episode_names_the_harness_its_turn_came_from(
+    host: Host, data_dir: Path
+) -> None:
+    for session, harness in (("s1", "codex"), ("s2", "claude-code")):
+        await host.dispatch(SessionStart(session_id=session, cwd="/w", harness=harness))
+        await host.dispatch(PromptSubmit(session_id=session, text="hi", harness=harness))
+        await host.dispatch(TurnComplete(session_id=session, turn_id="t1", harness=harness))
+    episodes = _lines(data_dir)
+    assert [(e["session_id"], e["environment"]["harness"]) for e in episodes] == [
+        ("s1", "codex"),
+        ("s2", "claude-code"),
+    ]
+    assert {e["schema_version"] for e in episodes} == {3}
+
+
+@pytest.mark.anyio
+async def test_the_created_hookchain_folder_never_shows_in_git_status(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git_env = {
+        "HOME": str(tmp_path),
+        "PATH": os.environ["PATH"],
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+    }
+
+    def git(*args: str) -> str:
+        done = subprocess.run(
+            ["git", *args], cwd=repo, env=git_env, capture_output=True, text=True, timeout=30
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    git("init", "-q")
+    async with Host(
+        plugins=[observer], entry_points=False, store="memory://", env={}, options={}, config={}
+    ) as running:
+        await running.dispatch(SessionStart(session_id="s1", cwd=str(repo)))
+        await _turn(running, "hello")
+    assert list((repo / ".hookchain" / "observer").glob("episodes-*.jsonl"))
+    assert (repo / ".hookchain" / ".gitignore").read_text() == "*\n"
+    assert git("status", "--porcelain", "--untracked-files=all") == ""

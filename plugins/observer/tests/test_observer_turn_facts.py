@@ -47,6 +47,7 @@ CONTEXT = EpisodeContext(
     ms=1_767_225_600_000,
     session_id="s1",
     turn_id="t1",
+    harness="gemini",
     session_turn=3,
     parallel_session=True,
     economy_level="high",

@@ -79,6 +79,7 @@ def test_feed_view_is_newest_first_and_limited(fixture_log: Path) -> None:
     feed = feed_view(_folded(fixture_log), limit=3)
     assert [item["id"] for item in feed] == ["ep-005", "ep-004", "ep-003"]
     assert feed[0]["node"] == "reviewer"
+    assert [item["harness"] for item in feed] == ["codex", "codex", "codex"]
 
 
 def test_aggregate_view_by_month_and_day(fixture_log: Path) -> None:
@@ -173,3 +174,13 @@ def test_reminder_is_not_repeated_within_a_day() -> None:
     assert not reminder_due(counter, 54 * WEEK_MS + 1000, 54)
     assert reminder_due(counter, 54 * WEEK_MS + WEEK_MS // 7, 54)
     assert not reminder_due(ReadCounter(first_seen_ms=0), WEEK_MS, 54)
+
+
+def test_a_schema_v2_episode_without_a_harness_still_folds(fixture_log: Path) -> None:
+    records = [r for r in read_log(fixture_log).records if r["record"] == "episode"]
+    old = {**records[0], "schema_version": 2}
+    old["environment"] = {k: v for k, v in old["environment"].items() if k != "harness"}
+    new = {**records[1], "environment": {**records[1]["environment"], "harness": "gemini"}}
+    log = fold([old, new])
+    assert log.invalid_lines == 0
+    assert [episode.harness for episode in log.episodes] == [None, "gemini"]

@@ -27,6 +27,23 @@
     document.body.dataset.view = view;
   }
 
+  // A view is named by the address (#feed, or ?view=feed), so every view can be linked to.
+  function linkedView() {
+    const fromHash = window.location.hash.slice(1);
+    const fromQuery = new URLSearchParams(window.location.search).get("view");
+    for (const name of [fromHash, fromQuery]) if (VIEWS.includes(name)) return name;
+    return VIEWS[0];
+  }
+
+  function renderSource(data) {
+    document.getElementById("source").textContent = "Reading " + data.data_dir;
+    const empty = data.aggregate.totals.episodes === 0;
+    document.getElementById("empty-state").hidden = !empty;
+    document.getElementById("empty-folder").textContent = data.has_log
+      ? "The log in " + data.data_dir + " holds no episodes yet."
+      : "There is no observer log in " + data.data_dir + " yet.";
+  }
+
   function renderMap(map) {
     const graph = document.getElementById("map-graph");
     graph.replaceChildren();
@@ -87,6 +104,7 @@
       entry.appendChild(el("span", { class: "provenance" }, item.provenance));
       entry.appendChild(el("span", { class: "outcome outcome-" + item.outcome }, item.outcome));
       entry.appendChild(el("span", { class: "size" }, item.tool_calls + " tool calls"));
+      if (item.harness) entry.appendChild(el("span", { class: "harness" }, item.harness));
       entry.appendChild(el("code", { class: "episode-id" }, item.id));
       list.appendChild(entry);
     }
@@ -125,6 +143,7 @@
     renderBreakdown(data.breakdown);
     renderFeed(data.feed);
     renderAggregate(data.aggregate);
+    renderSource(data);
     const totals = data.aggregate.totals;
     document.getElementById("summary").textContent =
       plural(totals.episodes, "episode") + ", " + plural(map_nodes(data), "node") + ", " +
@@ -142,9 +161,14 @@
 
   document.addEventListener("DOMContentLoaded", () => {
     for (const name of VIEWS) {
-      document.getElementById("tab-" + name).addEventListener("click", () => show(name));
+      document.getElementById("tab-" + name).addEventListener("click", () => {
+        // A new history entry: the address becomes a link to the view and Back returns.
+        if (window.location.hash !== "#" + name) window.location.hash = name;
+        show(name);
+      });
     }
-    show("map");
+    window.addEventListener("hashchange", () => show(linkedView()));
+    show(linkedView());
     load().catch((error) => {
       document.getElementById("summary").textContent = "Could not load the log: " + error.message;
       document.body.dataset.loaded = "error";
