@@ -14,6 +14,7 @@ import structlog
 
 from framework.core.chain import LEVEL_CODE, CallNext, Dispatch, mark_overrun, position, task_of
 from framework.core.contract import Event
+from framework.core.logging import Once
 from framework.core.registration import Registration
 
 _log = structlog.get_logger("hookchain.chain")
@@ -26,7 +27,7 @@ class ChainRunner:
         self.default_budget = default_budget
         self.valid = valid
         self.failures: dict[tuple[str, str], int] = {}
-        self._logged: set[tuple[str, str, str]] = set()
+        self._logged = Once()
         self.active: set[Dispatch] = set()
         self.cancelled_tasks: dict[Dispatch, asyncio.Task[Any]] = {}
         self._seen: dict[Dispatch, tuple[CallNext, float]] = {}
@@ -53,9 +54,8 @@ class ChainRunner:
         key = (reg.plugin, reg.event)
         self.failures[key] = self.failures.get(key, 0) + 1
         site = f"{phase} at {_site(error, reg)}"
-        if (reg.plugin, reg.event, site) in self._logged:
+        if not self._logged.first((reg.plugin, reg.event, site)):
             return
-        self._logged.add((reg.plugin, reg.event, site))
         # Only the exception's type and where it happened: its message may hold call content.
         _log.warning(
             "handler failed; chain went on without it",
@@ -141,7 +141,7 @@ class LoopWatch:
         self._loop_thread = threading.get_ident()
         self._stopped = threading.Event()
         self._answered = threading.Event()
-        self._logged: set[tuple[str, str, str]] = set()
+        self._logged = Once()
         self._thread = threading.Thread(target=self._run, name="hookchain-loop-watch", daemon=True)
         self._thread.start()
 
@@ -200,9 +200,8 @@ class LoopWatch:
         return inner, (reg.plugin, reg.event, site)
 
     def _report(self, holder: tuple[str, str, str], held: float) -> None:
-        if holder in self._logged:
+        if not self._logged.first(holder):
             return
-        self._logged.add(holder)
         plugin, event, site = holder
         _log.warning(
             "handler blocked the event loop; every other dispatch waited",
