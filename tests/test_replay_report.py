@@ -7,10 +7,14 @@ from __future__ import annotations
 import json
 import re
 import textwrap
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from cli_kit import hookchain, on_terminal
+
+from framework.replay.runner import ReplayAction
+from framework.replay.text_report import counted_kind, row_counts, rows
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "transcripts"
@@ -173,3 +177,24 @@ def test_help_names_dates_and_urls(tmp_path: Path) -> None:
         ("--plugins", "NAME[,NAME…]"),
     ]:
         assert re.search(rf"{option}\s+{re.escape(metavar)}\s", done.stdout), option
+
+
+def _action(kind: str, text: str, index: int = 3, by: str = "p") -> ReplayAction:
+    return ReplayAction("s", by, "turn.step", kind, None, index, text)
+
+
+def test_only_a_toast_and_a_transcript_line_saying_the_same_are_one_alert() -> None:
+    same = rows([_action("toast", "hi  there"), _action("transcript", "hi there")])
+    assert [(r.kind, r.text) for r in same] == [("alert", "hi there")]
+    differ = [_action("toast", "a"), _action("transcript", "b")]
+    elsewhere = [_action("toast", "a"), _action("transcript", "a", index=4)]
+    others = [_action("toast", "a"), _action("transcript", "a", by="q")]
+    for apart in (differ, elsewhere, others):
+        assert [r.kind for r in rows(apart)] == ["toast", "transcript"]
+    counts: dict[str, Counter[str]] = {}
+    row_counts(rows([*differ, *same]), counts)
+    assert counts == {"p": Counter({"toast": 1, "transcript": 1, "alert": 1})}
+    assert [counted_kind(1, "deny"), counted_kind(2, "transcript")] == [
+        "1 denial",
+        "2 transcript lines",
+    ]

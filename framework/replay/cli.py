@@ -6,6 +6,7 @@ import json
 import os
 import re
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -323,18 +324,18 @@ class _Text(_Output):
 
     def __init__(self) -> None:
         self.console = text_report.console()
-        self.tables = False
+        self.shown: dict[str, Counter[str]] = {}
 
     def start(self, plugins: tuple[PluginStatus, ...]) -> None:
         text_report.print_plugins(self.console, plugins)
 
     def session(self, session: SessionReport, bar: _Bar | None) -> None:
-        self.tables = text_report.print_session(self.console, session) or self.tables
+        text_report.row_counts(text_report.print_session(self.console, session), self.shown)
 
     def finish(self, report: ReplayReport) -> None:
-        if self.tables:
+        if self.shown:
             text_report.print_legend(self.console)
-        text_report.print_totals(self.console, report)
+        text_report.print_totals(self.console, report, self.shown)
 
 
 def print_report(report: ReplayReport) -> None:

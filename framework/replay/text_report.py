@@ -90,16 +90,10 @@ def rows(actions: Iterable[ReplayAction]) -> list[Row]:
     return found
 
 
-def kind_counts(counts: Mapping[str, int]) -> list[tuple[str, int]]:
-    """A plugin's counts per kind, most first, with toasts matched by transcript lines counted
-    as alerts (as the table shows them)."""
-    merged = Counter(counts)
-    alerts = min(merged.get("toast", 0), merged.get("transcript", 0))
-    if alerts:
-        merged["toast"] -= alerts
-        merged["transcript"] -= alerts
-        merged[ALERT] += alerts
-    return [(kind, n) for kind, n in merged.most_common() if n]
+def row_counts(found: Iterable[Row], into: dict[str, Counter[str]]) -> None:
+    """Add the rows per plugin and kind to `into`: the totals count what the tables showed."""
+    for row in found:
+        into.setdefault(row.by, Counter())[row.kind] += 1
 
 
 def console() -> Any:
@@ -127,8 +121,8 @@ def print_plugins(out: Any, plugins: tuple[PluginStatus, ...]) -> None:
         out.print(_text(("disabled", "yellow"), f": {', '.join(disabled)}"))
 
 
-def print_session(out: Any, report: SessionReport) -> bool:
-    """The session's line and table; True when it had a table (so the legend is worth printing)."""
+def print_session(out: Any, report: SessionReport) -> list[Row]:
+    """The session's line and table; the rows shown (none: no table, no legend needed)."""
     from rich.table import Table
 
     session = report.summary
@@ -144,19 +138,20 @@ def print_session(out: Any, report: SessionReport) -> bool:
     )
     if not report.actions:
         out.print("  no plugin acted")
-        return False
+        return []
     table = Table(show_header=True, box=None, pad_edge=False)
     for column in ("#", "plugin", "kind", "event"):
         table.add_column(column, no_wrap=True)
     table.add_column("tool", overflow="fold", max_width=_TOOL_WIDTH)
     # The text takes what the other columns leave: it wraps at spaces, never is cut.
     table.add_column("text", overflow="fold")
-    for row in rows(report.actions):
+    shown = rows(report.actions)
+    for row in shown:
         table.add_row(
             str(row.index), _text(row.by), row.kind, row.event, _text(row.tool), _text(row.text)
         )
     out.print(table)
-    return True
+    return shown
 
 
 def print_legend(out: Any) -> None:
@@ -171,7 +166,8 @@ def print_legend(out: Any) -> None:
     out.print(table)
 
 
-def print_totals(out: Any, report: ReplayReport) -> None:
+def print_totals(out: Any, report: ReplayReport, shown: Mapping[str, Counter[str]]) -> None:
+    """The totals; each plugin's actions as the tables showed them (`shown`, from row_counts)."""
     summary = report.summary()
     out.print(
         _text(
@@ -184,13 +180,14 @@ def print_totals(out: Any, report: ReplayReport) -> None:
         )
     )
     where = "to a throwaway folder" if report.into is None else f"into {report.into}/"
-    for plugin, counts in summary["plugins"].items():
-        shown = ", ".join(counted_kind(n, kind) for kind, n in kind_counts(counts)) or "nothing"
+    for plugin in summary["plugins"]:
+        kinds = shown.get(plugin, Counter()).most_common()
+        line = ", ".join(counted_kind(n, kind) for kind, n in kinds) or "nothing"
         logged = summary["logged_records"].get(plugin)
         if logged:
             kept = plugin if report.into else ""
-            shown += f"; {counted(logged, 'record')} logged ({where}{kept})"
-        out.print(_text(f"  {plugin}: {shown}"))
+            line += f"; {counted(logged, 'record')} logged ({where}{kept})"
+        out.print(_text(f"  {plugin}: {line}"))
     for site, count in summary["handler_failures"].items():
         out.print(_text("  ", ("handler failures", "red"), f" {site}: {count}"))
     if report.into is not None:
