@@ -136,7 +136,7 @@ def replay_command(
             "--into",
             metavar="DIR",
             help="Keep every plugin's files in this folder, one subfolder per plugin "
-            "(DIR/<plugin>), instead of a throwaway folder, so a plugin's own commands can "
+            "(DIR/PLUGIN), instead of a throwaway folder, so a plugin's own commands can "
             "read them afterwards.",
         ),
     ] = None,
