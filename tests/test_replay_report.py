@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from cli_kit import hookchain, on_terminal
+from cli_kit import hookchain, on_terminal, plugins_folder
 
 from framework.replay.runner import ReplayAction
 from framework.replay.text_report import counted_kind, row_counts, rows
@@ -45,10 +45,7 @@ LONG_NOTE = textwrap.dedent(
 
 @pytest.fixture
 def local(tmp_path: Path) -> Path:
-    folder = tmp_path / "my-plugins"
-    folder.mkdir()
-    (folder / "long_note.py").write_text(LONG_NOTE, encoding="utf-8")
-    return folder
+    return plugins_folder(tmp_path / "my-plugins", {"long_note.py": LONG_NOTE})
 
 
 def _words(output: str) -> str:
