@@ -91,3 +91,11 @@ def on_terminal(
             process.wait()
         os.close(leader)
     return code, output.decode(errors="replace").replace("\r\n", "\n")
+
+
+def plugins_folder(folder: Path, files: Mapping[str, str]) -> Path:
+    """A new folder of single-file plugins (for HOOKCHAIN_PLUGINS_DIR): file name → source."""
+    folder.mkdir()
+    for name, source in files.items():
+        (folder / name).write_text(source, encoding="utf-8")
+    return folder

@@ -15,9 +15,14 @@ from typing import Annotated, Any, NoReturn, TextIO
 import typer
 
 from framework.core.hookspecs import hookimpl
-from framework.core.loading import entry_point_candidates
+from framework.core.loading import (
+    discovered_candidates,
+    unknown_names_message,
+    unknown_plugin_names,
+)
 from framework.core.logging import configure_logging
-from framework.core.settings import SettingsError, load_settings
+from framework.core.settings import UserError, find_config, load_settings
+from framework.replay import text_report
 from framework.replay.parallel import ReplayError, default_jobs, replay_jobs
 from framework.replay.reader import TranscriptPathError, transcript_files
 from framework.replay.runner import (
@@ -26,11 +31,8 @@ from framework.replay.runner import (
     ReplayReport,
     SessionReport,
     Window,
-    one_line,
 )
-from framework.stores.base import StoreError
 
-_TEXT_WIDTH = 160
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800}
 _DATE_ONLY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -80,7 +82,11 @@ def replay_command(
     ] = None,
     plugins: Annotated[
         list[str] | None,
-        typer.Option("--plugins", help="Only these plugins (comma-separated or repeated)."),
+        typer.Option(
+            "--plugins",
+            metavar="NAME[,NAME…]",
+            help="Only these plugins (comma-separated or repeated).",
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     json_lines: Annotated[
@@ -94,18 +100,24 @@ def replay_command(
     since: Annotated[
         str | None,
         typer.Option(
-            "--since", help="Only sessions active on or after this date or duration ago (7d)."
+            "--since",
+            metavar="DATE",
+            help="Only sessions active on or after this date or duration ago (7d).",
         ),
     ] = None,
     until: Annotated[
         str | None,
         typer.Option(
             "--until",
+            metavar="DATE",
             help="Only sessions started by this date (its end, for a bare date) or duration ago.",
         ),
     ] = None,
     store: Annotated[
-        str, typer.Option("--store", help="Store URL; a throwaway memory store by default.")
+        str,
+        typer.Option(
+            "--store", metavar="URL", help="Store URL; a throwaway memory store by default."
+        ),
     ] = "memory://",
     jobs: Annotated[
         int | None,
@@ -113,6 +125,7 @@ def replay_command(
             "--jobs",
             "-j",
             min=1,
+            metavar="N",
             help="Worker processes, each its own host (default: the number of cores).",
             show_default=False,
         ),
@@ -121,8 +134,9 @@ def replay_command(
         Path | None,
         typer.Option(
             "--into",
+            metavar="DIR",
             help="Keep every plugin's files in this folder, one subfolder per plugin "
-            "(DIR/<plugin>), instead of a throwaway folder, so a plugin's own commands can "
+            "(DIR/PLUGIN), instead of a throwaway folder, so a plugin's own commands can "
             "read them afterwards.",
         ),
     ] = None,
@@ -133,32 +147,24 @@ def replay_command(
         until_ms=parse_moment(until, end_of_day=True) if until else None,
     )
     only = [name.strip() for entry in plugins or () for name in entry.split(",") if name.strip()]
-    try:
-        settings = load_settings()
-    except SettingsError as error:
-        typer.echo(f"hookchain: {error}", err=True)
-        raise typer.Exit(2) from None
+    settings = load_settings(path=find_config())
     configure_logging(settings.log_level)
-    installed = {candidate.name for candidate in entry_point_candidates()}
-    unknown = [name for name in only if name not in installed]
+    candidates = discovered_candidates(settings.plugins_dir)
+    unknown = unknown_plugin_names(only, candidates)
     if unknown:
-        _fail(
-            f"no installed plugin named {', '.join(map(repr, unknown))}; "
-            f"installed: {', '.join(sorted(installed)) or 'none'}"
-        )
+        raise UserError(unknown_names_message(unknown, "--plugins", candidates))
     inputs = list(paths or [default_transcripts()])
     if not paths and not inputs[0].is_dir():
-        _fail(
+        _nothing(
             f"no transcripts under {inputs[0]}: no such folder (name transcript files or "
-            "folders, or set CLAUDE_CONFIG_DIR to Claude Code's config folder)",
-            code=1,
+            "folders, or set CLAUDE_CONFIG_DIR to Claude Code's config folder)"
         )
     try:
         found = len(transcript_files(inputs))
     except TranscriptPathError as error:
-        _fail(str(error))
+        raise UserError(str(error)) from None
     if not found:
-        _fail(f"no transcripts (*.jsonl) under {_names(inputs)}", code=1)
+        _nothing(f"no transcripts (*.jsonl) under {_names(inputs)}")
     if into is not None:
         into = _prepare_into(into)
     output: _Output
@@ -183,8 +189,8 @@ def replay_command(
             on_session=lambda s: output.session(s, bar),
             progress=None if bar is None else bar.advance,
         )
-    except (TranscriptPathError, StoreError, ReplayError) as error:
-        _fail(str(error))
+    except (TranscriptPathError, ReplayError) as error:
+        raise UserError(str(error)) from None
     finally:
         if bar is not None:
             bar.close()
@@ -199,9 +205,10 @@ def _started(output: _Output, bar: _Bar | None, plugins: tuple[PluginStatus, ...
     output.start(plugins)
 
 
-def _fail(message: str, code: int = 2) -> NoReturn:
+def _nothing(message: str) -> NoReturn:
+    """Nothing to replay: not a mistake in what was given, so exit 1 (2 is for those)."""
     typer.echo(f"hookchain replay: {message}", err=True)
-    raise typer.Exit(code)
+    raise typer.Exit(1)
 
 
 def _names(paths: Sequence[Path]) -> str:
@@ -233,11 +240,11 @@ def _prepare_into(into: Path) -> Path:
     """The `--into` folder, made private to the user when it is new; refused when not a folder."""
     into = into.expanduser().resolve()
     if into.exists() and not into.is_dir():
-        _fail(f"--into {into}: not a folder")
+        raise UserError(f"--into {into}: not a folder; name a folder, or a new one to create")
     try:
         into.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as error:
-        _fail(f"--into {into}: {error.strerror}")
+        raise UserError(f"--into {into}: {error.strerror}") from None
     return into
 
 
@@ -312,95 +319,36 @@ class _JsonLines(_Output):
 
 
 class _Text(_Output):
-    """The readable report: the plugins, per session what each did as it is replayed, totals."""
+    """The readable report: the plugins, per session what each did as it is replayed, a legend
+    of the table's columns when there was a table, totals."""
 
     def __init__(self) -> None:
-        from rich.console import Console
-
-        self.console = Console()
+        self.console = text_report.console()
+        self.shown: dict[str, Counter[str]] = {}
 
     def start(self, plugins: tuple[PluginStatus, ...]) -> None:
-        print_plugins(self.console, plugins)
+        text_report.print_plugins(self.console, plugins)
 
     def session(self, session: SessionReport, bar: _Bar | None) -> None:
-        print_session(self.console, session)
+        text_report.row_counts(text_report.print_session(self.console, session), self.shown)
 
     def finish(self, report: ReplayReport) -> None:
-        print_totals(self.console, report)
+        if self.shown:
+            text_report.print_legend(self.console)
+        text_report.print_totals(self.console, report, self.shown)
 
 
 def print_report(report: ReplayReport) -> None:
     """The readable report of a finished replay (what `hookchain replay` prints as it goes)."""
-    from rich.console import Console
-
-    console = Console()
-    print_plugins(console, report.plugins)
+    output = _Text()
+    output.start(report.plugins)
     by_session: dict[str, list[Any]] = {}
     for action in report.actions:
         by_session.setdefault(action.session_id, []).append(action)
     for summary in report.sessions:
         actions = tuple(by_session.get(summary.session_id, ()))
-        print_session(console, SessionReport(summary, actions))
-    print_totals(console, report)
-
-
-def print_plugins(console: Any, plugins: tuple[PluginStatus, ...]) -> None:
-    loaded = [p.name for p in plugins if p.status == "loaded"]
-    console.print(f"[bold]plugins[/bold]: {', '.join(loaded) or 'none'}")
-    disabled = [p.name for p in plugins if p.status == "disabled"]
-    for plugin in plugins:
-        if plugin.status not in ("loaded", "disabled"):
-            console.print(f"[red]not loaded[/red]: {plugin.name}: {plugin.error}")
-    if disabled:
-        console.print(f"[yellow]disabled[/yellow]: {', '.join(disabled)}")
-
-
-def print_session(console: Any, report: SessionReport) -> None:
-    from rich.table import Table
-
-    session = report.summary
-    started = datetime.fromtimestamp(session.first_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
-    console.print(
-        f"\n[bold]session {session.session_id}[/bold]  {started}  {Path(session.path).name}  "
-        f"{session.prompts} prompts, {session.turns} turns, {session.tool_calls} tool calls"
-    )
-    if not report.actions:
-        console.print("  no plugin acted")
-        return
-    table = Table(show_header=True, box=None, pad_edge=False)
-    for column in ("#", "plugin", "kind", "event", "tool", "text"):
-        table.add_column(column, overflow="fold")
-    for action in report.actions:
-        tool = f"{action.tool} {action.label}".strip() if action.tool else ""
-        table.add_row(
-            str(action.index),
-            action.by,
-            action.kind,
-            action.event,
-            tool,
-            one_line(action.text, _TEXT_WIDTH),
-        )
-    console.print(table)
-
-
-def print_totals(console: Any, report: ReplayReport) -> None:
-    summary = report.summary()
-    console.print(
-        f"\n[bold]total[/bold]: {summary['sessions']} sessions, {summary['events']} events, "
-        f"{summary['tool_calls']} tool calls ({summary['tool_calls_main']} in the main loop), "
-        f"{summary['skipped_lines']} unreadable lines skipped"
-    )
-    where = "to a throwaway folder" if report.into is None else f"into {report.into}/"
-    for plugin, counts in summary["plugins"].items():
-        shown = ", ".join(f"{n} {kind}" for kind, n in Counter(counts).most_common()) or "nothing"
-        logged = summary["logged_records"].get(plugin)
-        if logged:
-            shown += f"; {logged} records logged ({where}{plugin if report.into else ''})"
-        console.print(f"  {plugin}: {shown}")
-    for site, count in summary["handler_failures"].items():
-        console.print(f"  [red]handler failures[/red] {site}: {count}")
-    if report.into is not None:
-        console.print(f"plugin files kept in {report.into}")
+        output.session(SessionReport(summary, actions), None)
+    output.finish(report)
 
 
 @hookimpl

@@ -24,7 +24,7 @@ import anyio.to_thread
 
 from framework.core.engine import FakeClock
 from framework.core.host import Host
-from framework.core.loading import entry_point_candidates
+from framework.core.loading import discovered_candidates
 from framework.core.settings import HostSettings
 from framework.replay.reader import TranscriptGroup, TranscriptPathError
 from framework.replay.runner import (
@@ -154,7 +154,8 @@ def _preload(args: _HostArgs) -> None:
         return
     only = set(args.settings.plugins) if args.settings is not None else set()
     disabled = set(args.settings.disable_plugins) if args.settings is not None else set()
-    for candidate in entry_point_candidates():
+    folder = args.settings.plugins_dir if args.settings is not None else None
+    for candidate in discovered_candidates(folder):
         if (only and candidate.name not in only) or candidate.name in disabled:
             continue
         with contextlib.suppress(Exception):
