@@ -48,6 +48,9 @@ async def answer_native(bridge: PayloadAnswerer, event: str, raw: bytes) -> cmap
     module = ADAPTERS.get(harness)
     if module is None:
         known = ", ".join(sorted(ADAPTERS))
+        if isinstance(bridge, ClaudeBridge):  # counted where status reads it
+            bridge.served += 1
+            bridge.payload_errors += 1
         return cmap.payload_error_answer(
             cmap.PayloadError(f"unknown harness {harness!r} (known: {known}, or none)")
         )
