@@ -7,8 +7,10 @@ wrapper that jails it), so a guard that fails lets the scripted write change onl
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,7 +20,8 @@ from typing import Any
 import anyio
 import pytest
 from kit import jail
-from mock_api import MockAPI, Step, say, write
+from mock_api import MockAPI, Step, bash, say, write
+from suites import episodes
 
 from framework import Host, ToolCall
 
@@ -103,7 +106,9 @@ async def _run(box: Box, api: MockAPI, prompt: str, plugins: list[Any]) -> list[
             entry_points=False,
             store=f"sqlite:///{box.root / 'store.db'}",
             env={"HOME": str(box.home)},
-            options={"write-guard": {"extra_writable_roots": []}},
+            # The CLI's TMPDIR (not this process's) is where write-guard's wrapped Bash
+            # commands keep their shell state.
+            options={"write-guard": {"extra_writable_roots": [env["TMPDIR"]]}},
         ) as host,
         hooks_for(host) as hooks,
     ):
@@ -114,7 +119,7 @@ async def _run(box: Box, api: MockAPI, prompt: str, plugins: list[Any]) -> list[
             setting_sources=[],
             cli_path=str(box.cli),
             env=env,
-            max_turns=6,
+            max_turns=10,
         )
         with anyio.fail_after(RUN_TIMEOUT_S):
             async for message in query(prompt=prompt, options=options):
@@ -151,6 +156,73 @@ def test_a_healthy_run_is_untouched(box: Box) -> None:
     assert target.read_text() == "# notes\n"
     assert len(results) == 1 and not results[0].is_error
     assert not any("hookchain" in str(body) or "write-guard" in str(body) for body in bodies)
+
+
+def _git(box: Box, *args: str) -> str:
+    """git in the workspace, with the sandbox's home (no person's git config is read)."""
+    env = {"PATH": os.environ["PATH"], "HOME": str(box.home), "GIT_CONFIG_NOSYSTEM": "1"}
+    identity = ["-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid"]
+    done = subprocess.run(
+        ["git", *identity, *args],
+        cwd=box.workspace,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
+    return done.stdout
+
+
+def test_a_dangerous_git_operation_is_held(box: Box) -> None:
+    _git(box, "init", "-q", "-b", "main")
+    (box.workspace / "README.md").write_text("# ws\n")
+    _git(box, "add", "README.md")
+    _git(box, "commit", "-q", "-m", "first")
+    (box.workspace / "work.txt").write_text("uncommitted work\n")
+    _git(box, "add", "work.txt")
+    with _mock([bash("git reset --hard HEAD"), say("Done.")]) as api:
+        anyio.run(_run, box, api, "reset it", [])
+        results = api.tool_results()
+    assert (box.workspace / "work.txt").read_text() == "uncommitted work\n"
+    assert "work.txt" in _git(box, "diff", "--cached", "--name-only")
+    assert len(results) == 1 and results[0].is_error
+    assert "write-guard" in results[0].text
+
+
+def test_a_repeated_failing_command_is_nudged(box: Box) -> None:
+    import loop_breaker
+
+    # One turn per call: each tool_use needs its own id, or the CLI drops the repeats.
+    script = [*(bash("ls does-not-exist") for _ in range(5)), say("Done.")]
+    with _mock(script) as api:
+        anyio.run(_run, box, api, "list it", [loop_breaker])
+        results = api.tool_results()
+        bodies = api.bodies()
+    assert len(results) == 5 and all(r.is_error for r in results), results
+    # The note comes back with a failure's result: in a later request, never the first.
+    assert "loop-breaker" not in json.dumps(bodies[0])
+    assert any("loop-breaker" in json.dumps(body) for body in bodies[1:])
+
+
+def test_observer_writes_an_episode_of_the_sdk_turn(box: Box) -> None:
+    import observer
+
+    with _mock([bash("echo hi"), say("Done.")]) as api:
+        anyio.run(_run, box, api, "say hi", [observer])
+    found = episodes(box.workspace)
+    assert len(found) == 1, found
+    assert found[0]["task_size"]["tool_calls"] == 1, found
+
+
+def test_observer_names_the_harness_of_each_episode(box: Box) -> None:
+    import observer
+
+    with _mock([bash("echo hi"), say("Done.")]) as api:
+        anyio.run(_run, box, api, "say hi", [observer])
+    found = episodes(box.workspace)
+    assert found
+    assert all('"harness": "claude-agent-sdk"' in json.dumps(e) for e in found), found
 
 
 def test_no_sdk_process_outlives_the_run(box: Box) -> None:

@@ -3,10 +3,12 @@ this one: skipping off CI only, the pinned npm installs, the bwrap check."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import harness
 import kit
@@ -60,3 +62,15 @@ def run_jailed(
         cwd=cwd,
         check=False,
     )
+
+
+def episodes(workspace: Path) -> list[dict[str, Any]]:
+    """The observer's episode records under `workspace` (its default data folder), in order."""
+    folder = workspace / ".hookchain" / "observer"
+    records = [
+        json.loads(line)
+        for path in sorted(folder.glob("episodes-*.jsonl"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    return [record for record in records if record.get("record") == "episode"]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from kit import Project, Sandbox
 from mock_responses import Call, MockResponses, Say, Step
-from suites import run_jailed
+from suites import episodes, run_jailed
 
 pytestmark = pytest.mark.slow
 RUN_TIMEOUT_S = 90.0
@@ -129,29 +129,19 @@ def test_status_says_when_codex_does_not_trust_the_hooks(box: Sandbox) -> None:
     assert "does not trust" not in status.stderr, status.stderr
 
 
-def _episodes(project: Project) -> list[dict[str, object]]:
-    folder = project.path / ".hookchain" / "observer"
-    lines = [
-        line
-        for path in sorted(folder.glob("episodes-*.jsonl"))
-        for line in path.read_text().splitlines()
-    ]
-    return [json.loads(line) for line in lines if line.strip()]
-
-
 def test_observer_writes_an_episode_of_the_codex_turn(box: Sandbox) -> None:
     project = installed(box)
     run = run_codex(box, project, [Call("echo hi"), Say("Done.")], "say hi")
     box.side.host_pid()  # the host answered; episodes are written at turn end
-    assert _episodes(project), run.explain()
+    assert episodes(project.path), run.explain()
 
 
 def test_observer_names_the_harness_of_each_episode(box: Sandbox) -> None:
     project = installed(box)
     run_codex(box, project, [Call("echo hi"), Say("Done.")], "say hi")
-    episodes = _episodes(project)
-    assert episodes
-    assert all('"harness": "codex"' in json.dumps(episode) for episode in episodes)
+    found = episodes(project.path)
+    assert found
+    assert all('"harness": "codex"' in json.dumps(episode) for episode in found)
 
 
 def test_project_scope_guards_once_codex_trusts_the_project(box: Sandbox) -> None:

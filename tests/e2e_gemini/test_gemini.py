@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from kit import Project, Sandbox
 from mock_gemini import MockGemini, Say, Step, shell, write_file
-from suites import run_jailed
+from suites import episodes, run_jailed
 
 pytestmark = pytest.mark.slow
 RUN_TIMEOUT_S = 90.0
@@ -86,6 +86,33 @@ def test_a_write_file_to_a_protected_file_is_denied_by_write_guard(box: Sandbox)
     run = run_gemini(box, project, [write_file(str(target), "{}\n"), Say("Done.")], "write it")
     assert not target.exists(), run.explain()
     assert "write-guard" in run.api.tool_results()[0], run.explain()
+
+
+def test_a_dangerous_git_operation_is_held(box: Sandbox) -> None:
+    project = installed(box)
+    (project.path / "work.txt").write_text("uncommitted work\n")
+    project.git("add", "work.txt")
+    run = run_gemini(box, project, [shell("git reset --hard HEAD"), Say("Done.")], "reset it")
+    assert (project.path / "work.txt").read_text() == "uncommitted work\n", run.explain()
+    assert "work.txt" in project.git("diff", "--cached", "--name-only").stdout, run.explain()
+    assert "write-guard" in run.api.tool_results()[0], run.explain()
+
+
+def test_observer_writes_an_episode_of_the_gemini_turn(box: Sandbox) -> None:
+    project = installed(box)
+    run = run_gemini(box, project, [shell("echo hi"), Say("Done.")], "say hi")
+    box.side.host_pid()  # the host answered; episodes are written at turn end
+    found = episodes(project.path)
+    assert found, run.explain()
+    assert found[-1]["task_size"]["tool_calls"] == 1, found
+
+
+def test_observer_names_the_harness_of_each_episode(box: Sandbox) -> None:
+    project = installed(box)
+    run_gemini(box, project, [shell("echo hi"), Say("Done.")], "say hi")
+    found = episodes(project.path)
+    assert found
+    assert all('"harness": "gemini"' in json.dumps(episode) for episode in found), found
 
 
 def test_uninstall_removes_only_hookchains_hooks(box: Sandbox) -> None:
