@@ -322,6 +322,12 @@ class Guard:
         if command is None or sandbox is None:
             result: ToolResult = await call_next(event)
             return result
+        if engine.sandboxed:
+            # A replay or a test host: nothing it is handed runs, so there is no command to
+            # confine, and building the mounts (a realpath walk and git lookups per command)
+            # would only cost time. The decisions before this point are the same as live.
+            unwrapped: ToolResult = await call_next(event)
+            return unwrapped
         _context, policy, _resolved = await self.paths(engine, event, decision)
         if claude_sandboxed(policy.workspace_root):
             # Claude Code runs it in its own sandbox, built from this policy, after checking

@@ -46,13 +46,25 @@ class Availability:
     reason: str
 
 
+_PROBED: dict[str, Availability] = {}
+"""bwrap's verdict per binary, for this process: whether this machine lets it create
+namespaces does not change while it runs, and each replayed session opens a host of its own."""
+
+
 def probe(choice: SandboxChoice, which: str | None = None) -> Availability:
-    """Find bwrap and prove it can create its namespaces (one ~5 ms run; done once per host)."""
+    """Find bwrap and prove it can create its namespaces (one ~5 ms run per process)."""
     if choice == "off":
         return Availability(None, "the sandbox is switched off in the write-guard options")
     path = which or shutil.which("bwrap")
     if path is None:
         return Availability(None, "bubblewrap (bwrap) is not installed")
+    known = _PROBED.get(path)
+    if known is None:
+        known = _PROBED[path] = _run_probe(path)
+    return known
+
+
+def _run_probe(path: str) -> Availability:
     try:
         done = subprocess.run(
             [path, "--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--", "/bin/true"],
