@@ -352,7 +352,9 @@ async def test_other_events_are_classic_and_malformed_input_fails_open() -> None
         assert bridge.payload_errors == 1
         status = bridge.status()
         assert status["payload_errors"] == 1
-        assert status["plugins"] == [{"name": "claude-probe", "version": None, "status": "loaded"}]
+        assert status["plugins"] == [
+            {"name": "claude-probe", "version": None, "status": "loaded", "error": None}
+        ]
 
 
 @pytest.mark.anyio
