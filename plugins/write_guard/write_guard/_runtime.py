@@ -304,7 +304,10 @@ class Guard:
             unread = self.unenforced(command, surface, resolved)
             if unread is not None:
                 return ToolResult.denied(unread, by=PLUGIN)
-        if command is not None and self.options.snapshots and not writes_nothing(command):
+        # A replay or a test host runs nothing it is handed, and must never touch the folders a
+        # recorded session worked in (a snapshot writes a ref there).
+        snapshots = self.options.snapshots and not engine.sandboxed
+        if command is not None and snapshots and not writes_nothing(command):
             await self.snapshot(engine, context.cwd, command)
         decision.checked = True
         return None
