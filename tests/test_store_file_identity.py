@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import anyio
@@ -116,3 +117,23 @@ async def test_the_memory_store_drops_expired_entries_nobody_reads_again() -> No
     for index in range(60):
         await backend.set(f"kept:{index}", index)
     assert sorted(backend._data) == sorted(f"kept:{index}" for index in range(60))
+
+
+def _open_after(start: float, path: str) -> str:
+    time.sleep(max(0.0, start - time.time()))
+    try:
+        SQLiteBackend(Path(path))
+    except Exception as error:  # reported to the parent, which asserts on it
+        return f"{type(error).__name__}: {error}"
+    return "ok"
+
+
+def test_processes_opening_one_new_file_at_once_all_open_it(tmp_path: Path) -> None:
+    # Replay workers sharing a store open the same new file at the same moment; switching it to
+    # WAL is where SQLite said "database is locked" without waiting.
+    for round_ in range(3):
+        path = str(tmp_path / f"shared-{round_}.db")
+        start = time.time() + 0.5
+        with ProcessPoolExecutor(max_workers=6) as pool:
+            answers = list(pool.map(_open_after, [start] * 6, [path] * 6))
+        assert answers == ["ok"] * 6

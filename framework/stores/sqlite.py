@@ -71,14 +71,31 @@ class SQLiteBackend:
             if fresh:
                 os.chmod(path, 0o600)
             db.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
-            db.execute("PRAGMA journal_mode = WAL")
-            db.execute("PRAGMA synchronous = NORMAL")
-            db.execute(_SCHEMA)
-            db.execute(_EXPIRY_INDEX)
+            self._set_up(db)
             found = os.stat(path)
         except (OSError, sqlite3.Error) as error:
             raise StoreError(f"cannot open SQLite store {path}: {error}") from error
         return db, (found.st_dev, found.st_ino)
+
+    def _set_up(self, db: sqlite3.Connection) -> None:
+        """WAL mode and the schema. Switching to WAL takes the file exclusively and SQLite answers
+        "database is locked" at once, without waiting, when another process opens the same new
+        file at that moment (replay workers sharing a store do): so the mode is read first, and
+        a locked set-up is tried again within the busy timeout."""
+        deadline = time.monotonic() + self._busy_timeout_ms / 1000
+        while True:
+            try:
+                mode = db.execute("PRAGMA journal_mode").fetchone()[0]
+                if str(mode).lower() != "wal":
+                    db.execute("PRAGMA journal_mode = WAL")
+                db.execute("PRAGMA synchronous = NORMAL")
+                db.execute(_SCHEMA)
+                db.execute(_EXPIRY_INDEX)
+                return
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
 
     def _same_file(self) -> None:
         """Reopen the path if it no longer names the file we hold (deleted, replaced, moved)."""
