@@ -120,6 +120,20 @@ ProjectOption = Annotated[bool, typer.Option("--project", help="Same as --scope 
 DryRunOption = Annotated[
     bool, typer.Option("--dry-run", help="Print the change as a diff; write nothing.")
 ]
+EventsOption = Annotated[
+    list[str] | None,
+    typer.Option("--events", help="Events to hook (repeatable; default: every mapped one)."),
+]
+TransportOption = Annotated[
+    str, typer.Option("--transport", help="command (default) or http (Claude Code 2.1.63+).")
+]
+FailClosedOption = Annotated[
+    bool,
+    typer.Option(
+        "--fail-closed",
+        help="Block tool calls while the host is unreachable (keeps PreToolUse on command).",
+    ),
+]
 
 
 def _scope(scope: str, user: bool, project: bool) -> inst.Scope:
@@ -183,20 +197,9 @@ def install(
     scope: ScopeOption = "",
     project: ProjectOption = False,
     user: UserOption = False,
-    events: Annotated[
-        list[str] | None,
-        typer.Option("--events", help="Events to hook (repeatable; default: every mapped one)."),
-    ] = None,
-    transport: Annotated[
-        str, typer.Option("--transport", help="command (default) or http (Claude Code 2.1.63+).")
-    ] = "command",
-    fail_closed: Annotated[
-        bool,
-        typer.Option(
-            "--fail-closed",
-            help="Block tool calls while the host is unreachable (keeps PreToolUse on command).",
-        ),
-    ] = False,
+    events: EventsOption = None,
+    transport: TransportOption = "command",
+    fail_closed: FailClosedOption = False,
     dry_run: DryRunOption = False,
 ) -> None:
     """Add hookchain's hooks to Claude Code's settings (idempotent; the old file is kept)."""

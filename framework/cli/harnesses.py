@@ -103,20 +103,9 @@ def install(
     scope: ScopeChoice = None,
     project: claude_cli.ProjectOption = False,
     user: claude_cli.UserOption = False,
-    events: Annotated[
-        list[str] | None,
-        typer.Option("--events", help="Events to hook (repeatable; default: every mapped one)."),
-    ] = None,
-    transport: Annotated[
-        str, typer.Option("--transport", help="command (default) or http (Claude Code 2.1.63+).")
-    ] = "command",
-    fail_closed: Annotated[
-        bool,
-        typer.Option(
-            "--fail-closed",
-            help="Block tool calls while the host is unreachable (keeps PreToolUse on command).",
-        ),
-    ] = False,
+    events: claude_cli.EventsOption = None,
+    transport: claude_cli.TransportOption = "command",
+    fail_closed: claude_cli.FailClosedOption = False,
     trust: Annotated[
         bool,
         typer.Option(
