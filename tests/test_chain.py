@@ -492,3 +492,27 @@ def test_budgets_hold_when_a_host_is_opened_again_under_a_new_event_loop() -> No
 
     for _ in range(2):
         assert anyio.run(once).output == "done"
+
+
+async def test_a_finished_dispatch_leaves_no_garbage_for_the_collector() -> None:
+    # A dispatch (and its frames) must go by reference counting the moment its caller lets go:
+    # a reference cycle would leave every dispatch to the collector, whose passes then cost
+    # every dispatch of a busy host (benchmarks/dispatch.py).
+    import gc
+
+    trail: list[str] = []
+    async with host_with(recorder("a", trail), recorder("b", trail)) as host:
+        for _ in range(3):  # warm: sessions, bound chains, the watchdog
+            await host.dispatch(bash("ls"), Terminal())
+        gc.collect()
+        gc.disable()
+        try:
+            for _ in range(50):
+                outcome = await host.dispatch(bash("ls"), Terminal())
+                assert outcome.origin == ENGINE_ORIGIN
+                del outcome
+            unreachable = gc.collect()
+        finally:
+            gc.enable()
+    assert unreachable == 0
+    assert trail.count("a>") == 53

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import gc
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from framework.core.engine import Engine
 
 Terminal = Callable[[Any], Awaitable[Any]]
+Run = tuple[tuple[Registration, "Engine"], ...]
+"""A chain as one session runs it: each registration with the engine its handler is given,
+closed by END_OF_CHAIN (whose engine, `NO_ENGINE`, is never handed to anyone)."""
 
 
 async def _no_handler(engine: Any, event: Any, call_next: Any) -> Any:
@@ -48,6 +51,9 @@ END_OF_CHAIN = Registration(
     sequence=-1,
 )
 """Closes every chain the host runs, so finding the next handler needs no length check."""
+
+NO_ENGINE: Engine = None  # type: ignore[assignment]
+"""END_OF_CHAIN's place for an engine in a `Run`: the terminal is given none."""
 
 
 # Frame states. _OVERRUN: the watchdog found the handler stuck before it called call_next.
@@ -95,7 +101,6 @@ class CallNext:
         # root frame (the Dispatch itself, reg None) also keeps the dispatch's bookkeeping, so
         # that a dispatch costs no extra coroutine. Each level tells the watchdog where the
         # dispatch is by one slot store (`self._child`): see `position`.
-        dispatch = self._dispatch
         if self._state:
             raise self._refusal()
         if event is not self._event:
@@ -107,16 +112,21 @@ class CallNext:
                     f"pass a {type(self._event).__name__} (or nothing)",
                 )
         self._state = _RUNNING
-        root = self is dispatch
+        root = self.reg is None
         if root:
+            # The root frame is its Dispatch. It keeps no reference to itself: a dispatch is
+            # freed by reference counting when its caller lets go, never by the collector.
+            dispatch: Dispatch = self  # type: ignore[assignment]
             token = current_dispatch.set(dispatch)
             dispatch.runner.active.add(dispatch)
+        else:
+            dispatch = self._dispatch
         chain = dispatch._chain
         index = self._index
-        reg = chain[index]
+        reg, engine = chain[index]
         while reg.match is not None and not reg.match(event):
             index += 1
-            reg = chain[index]
+            reg, engine = chain[index]
         try:
             if reg is END_OF_CHAIN:
                 result = await dispatch.terminal(event)
@@ -129,7 +139,6 @@ class CallNext:
                 frame._state = _IDLE
                 frame.reg = reg
                 self._child = frame
-                engine = dispatch.engines[reg.plugin]
                 try:
                     result = await reg.handler(engine, event, frame)
                 except Exception as error:
@@ -199,16 +208,14 @@ class Dispatch(CallNext):
         "_chain",
         "cancelling",
         "depth",
-        "engines",
         "runner",
         "source",
         "terminal",
     )
     _actions: list[Action] | None
-    _chain: tuple[Registration, ...]
+    _chain: Run
     cancelling: CallNext | None
     depth: int
-    engines: Mapping[str, Engine]
     runner: Runner
     source: str
     terminal: Terminal
@@ -216,6 +223,10 @@ class Dispatch(CallNext):
     # The root frame's index and registration never change: class values, not per-dispatch stores.
     _index = 0
     reg = None
+
+    @property
+    def origin(self) -> str:
+        return self.source
 
     @property
     def result(self) -> Any:

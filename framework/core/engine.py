@@ -166,6 +166,7 @@ class SessionRuntime:
         "id",
         "model",
         "pending",
+        "runs",
     )
 
     def __init__(self, session_id: str) -> None:
@@ -178,6 +179,8 @@ class SessionRuntime:
         self.pending: list[Action] = []
         self.agents: dict[str, AgentInfo] = {}
         self.env: dict[str, str] = {}
+        # The host's chains bound to this session's engines (`Host._bind`), by event key.
+        self.runs: dict[Any, Any] = {}
 
     def started(self, event: SessionStart) -> None:
         self.cwd = event.cwd or self.cwd

@@ -12,7 +12,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from framework.core.chain import END_OF_CHAIN, Dispatch, Outcome
+from framework.core.chain import END_OF_CHAIN, NO_ENGINE, Dispatch, Outcome, Run
 from framework.core.contract import (
     ENGINE_ORIGIN,
     EVENT_TYPES,
@@ -52,7 +52,8 @@ _log = structlog.get_logger("hookchain.host")
 _plugin_log = structlog.get_logger("hookchain.plugin")
 
 
-_BARE_CHAIN = (END_OF_CHAIN,)
+_BARE_RUN: Run = ((END_OF_CHAIN, NO_ENGINE),)
+_run_level = Dispatch.__call__
 
 
 _HAS_AGENT_FIELD: dict[type[Event], bool] = {}
@@ -321,13 +322,12 @@ class Host:
         # Dispatch has no __init__: its fields are set right here, one Python call less on the
         # hottest path of the host (see benchmarks/dispatch.py).
         dispatch = Dispatch()
-        dispatch._dispatch = dispatch
         dispatch._event = event
         dispatch._state = 0
-        dispatch._chain = self._runs.get(event.name if kind is Classic else kind, _BARE_CHAIN)
+        key = event.name if kind is Classic else kind
+        dispatch._chain = runtime.runs.get(key) or self._bind(runtime, key)
         dispatch.runner = runner
         dispatch.source = origin
-        dispatch.engines = runtime.engines
         dispatch.terminal = terminal or _neutral_terminal
         dispatch._actions = None
         dispatch.depth = depth
@@ -336,8 +336,9 @@ class Host:
             runner.arm()
         if kind is SessionEnd:
             return self._end_session(dispatch, runtime)
-        # The root frame returns the outcome itself: no wrapper coroutine on the hot path.
-        outcome: Awaitable[Outcome] = dispatch(event)
+        # The root frame returns the outcome itself: no wrapper coroutine on the hot path, and
+        # its level is called as the function it is (calling the instance costs a type lookup).
+        outcome: Awaitable[Outcome] = _run_level(dispatch, event)
         return outcome
 
     async def _end_session(self, dispatch: Dispatch, runtime: SessionRuntime) -> Outcome:
@@ -356,6 +357,16 @@ class Host:
             runtime.pending = []
             await self._close_session(runtime, deadline)
         return dispatch
+
+    def _bind(self, runtime: SessionRuntime, key: Any) -> Run:
+        """The chain for `key` as this session runs it: each handler with its engine, looked up
+        once per session rather than at every level of every dispatch."""
+        chain = self._runs.get(key)
+        run = _BARE_RUN
+        if chain is not None:
+            run = (*((reg, runtime.engines[reg.plugin]) for reg in chain[:-1]), *_BARE_RUN)
+        runtime.runs[key] = run
+        return run
 
     def _session(self, session_id: str) -> SessionRuntime:
         runtime = self.sessions.get(session_id)
