@@ -516,3 +516,35 @@ async def test_a_finished_dispatch_leaves_no_garbage_for_the_collector() -> None
             gc.enable()
     assert unreachable == 0
     assert trail.count("a>") == 53
+
+
+async def test_a_finished_dispatch_in_the_same_task_is_no_parent_of_the_next() -> None:
+    # A dispatch started outside any other stays in the context when it ends (its reset is
+    # saved): it must count as none, for nesting depth and for where actions are recorded.
+    seen: list[tuple[int, list[str]]] = []
+    hosts: list[Host] = []
+
+    def register(on: Any) -> None:
+        async def nest(engine: Any, event: Any, call_next: Any) -> Any:
+            if call_next.origin == ENGINE_ORIGIN:
+                inner = await hosts[0].dispatch(event, origin="nest")
+                engine.ui.toast("outer")
+                seen.append((inner.depth, [a.text for a in inner.actions]))
+            else:
+                engine.ui.toast("inner")
+            return await call_next(event)
+
+        on("tool.call", nest)
+
+    settings = HostSettings(store="memory://", max_dispatch_depth=2)
+    plugin = make_plugin("nest", register)
+    async with Host(plugins=[plugin], entry_points=False, settings=settings, config={}) as host:
+        hosts.append(host)
+        for _ in range(3):
+            outcome = await host.dispatch(bash(), Terminal())
+            assert outcome.depth == 0
+            assert [a.text for a in outcome.actions] == ["outer"]
+        assert host.failures == {}
+        host.engine("nest").ui.toast("outside")
+        assert [a.text for a in host.take_pending("default")] == ["outside"]
+    assert seen == [(1, ["inner"])] * 3

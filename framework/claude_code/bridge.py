@@ -35,7 +35,7 @@ from framework.core.contract import (
     TurnStart,
     TurnStep,
 )
-from framework.core.dispatch import current_dispatch
+from framework.core.dispatch import running_dispatch
 from framework.core.engine import AgentInfo
 from framework.core.host import Host
 from framework.core.loading import load_failures
@@ -388,7 +388,7 @@ class ClaudeBridge:
         async def terminal(event: ToolCall) -> ToolResult:
             # Toasts and messages recorded on the way down reach Claude Code with the PreToolUse
             # answer, before the tool runs, rather than waiting for its result.
-            dispatch = current_dispatch.get()
+            dispatch = running_dispatch()
             pending.early_actions = tuple(dispatch.actions) if dispatch is not None else ()
             pending.at_terminal = True
             pending.final_input = event.input

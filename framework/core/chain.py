@@ -58,6 +58,8 @@ NO_ENGINE: Engine = None  # type: ignore[assignment]
 
 # Frame states. _OVERRUN: the watchdog found the handler stuck before it called call_next.
 _IDLE, _RUNNING, _DONE, _FAILED, _OVERRUN = 0, 1, 2, 3, 4
+RUNNING = _RUNNING
+"""A frame's state while its level runs (the host reads it on a dispatch left in the context)."""
 
 
 class Runner(Protocol):
@@ -160,7 +162,8 @@ class CallNext:
             if root:
                 dispatch._child = None  # see below
                 dispatch.runner.active.discard(dispatch)
-                current_dispatch.reset(token)
+                if dispatch.depth:
+                    current_dispatch.reset(token)
             raise
         self._outcome = result
         self._state = _DONE
@@ -169,7 +172,11 @@ class CallNext:
             # so that they go by reference counting, not by the garbage collector.
             dispatch._child = None
             dispatch.runner.active.discard(dispatch)
-            current_dispatch.reset(token)
+            if dispatch.depth:
+                # A nested dispatch gives the context back to the one it runs in. One at depth 0
+                # stays in it, finished, until the next: readers take a finished one for none
+                # (`running_dispatch`), and the reset is saved.
+                current_dispatch.reset(token)
             return dispatch  # the root hands the host the whole outcome
         return result
 
@@ -227,6 +234,11 @@ class Dispatch(CallNext):
     @property
     def origin(self) -> str:
         return self.source
+
+    @property
+    def running(self) -> bool:
+        """Whether the chain is still running (it has neither returned, raised nor been settled)."""
+        return self._state == _RUNNING
 
     @property
     def result(self) -> Any:

@@ -28,4 +28,14 @@ class Action:
 current_dispatch: contextvars.ContextVar[Any] = contextvars.ContextVar(
     "hookchain_dispatch", default=None
 )
-"""The dispatch running in this context (None outside one): where UI actions are recorded."""
+"""The dispatch last started in this context. Read it with `running_dispatch()`: a dispatch
+started outside any other (depth 0) is left here when it ends, which saves the reset on the
+host's hottest path, and a finished dispatch counts as none."""
+
+
+def running_dispatch() -> Any:
+    """The dispatch running in this context (None outside one): where UI actions are recorded."""
+    dispatch = current_dispatch.get()
+    if dispatch is None or not dispatch.running:
+        return None
+    return dispatch

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 
-from framework.core.dispatch import Action, current_dispatch
+from framework.core.dispatch import Action, running_dispatch
 from framework.core.tools import CLAUDE_CODE
 from framework.stores.base import Store
 
@@ -190,7 +190,7 @@ class SessionRuntime:
 
 def record(runtime: SessionRuntime, action: Action) -> None:
     """Record an action in the running dispatch's audit, or the session's pending list."""
-    dispatch = current_dispatch.get()
+    dispatch = running_dispatch()
     if dispatch is not None:
         dispatch.actions.append(action)
     else:
@@ -198,7 +198,7 @@ def record(runtime: SessionRuntime, action: Action) -> None:
 
 
 def _event_name() -> str:
-    dispatch = current_dispatch.get()
+    dispatch = running_dispatch()
     return "" if dispatch is None else str(dispatch.event_name)
 
 

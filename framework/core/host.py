@@ -12,7 +12,7 @@ import anyio
 import structlog
 from anyio.abc import TaskGroup
 
-from framework.core.chain import END_OF_CHAIN, NO_ENGINE, Dispatch, Outcome, Run
+from framework.core.chain import END_OF_CHAIN, NO_ENGINE, RUNNING, Dispatch, Outcome, Run
 from framework.core.contract import (
     ENGINE_ORIGIN,
     EVENT_TYPES,
@@ -297,7 +297,8 @@ class Host:
         if not self._opened:
             raise RuntimeError("the host is not open; use `async with Host(...)`")
         parent = current_dispatch.get()
-        depth = 0 if parent is None else parent.depth + 1
+        # A finished dispatch left in the context is none (`running_dispatch`): read inline here.
+        depth = 0 if parent is None or parent._state != RUNNING else parent.depth + 1
         if depth >= self._max_depth:
             raise ContractError(
                 f"plugin {origin!r} dispatched {event.name} {depth} levels deep; nested dispatches "

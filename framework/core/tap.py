@@ -10,7 +10,7 @@ import structlog
 
 from framework.core.chain import Runner, position
 from framework.core.contract import StreamChunk
-from framework.core.dispatch import current_dispatch
+from framework.core.dispatch import running_dispatch
 from framework.core.registration import Registration
 
 _log = structlog.get_logger("hookchain.tap")
@@ -145,7 +145,7 @@ def tap(
     so no chunk ever waits on a plugin's own async work (start that with `engine.spawn`).
     """
     owner = None
-    dispatch = current_dispatch.get()
+    dispatch = running_dispatch()
     if dispatch is not None:
         # The handler running now is the one tapping: its failures are counted as its own.
         frame = position(dispatch)
