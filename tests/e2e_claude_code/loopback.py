@@ -1,6 +1,7 @@
 """What every mock model API of the end-to-end suites shares: a threaded HTTP server on
-127.0.0.1 (port 0) that stops by itself after `max_seconds`, counts requests against
-`max_requests`, and keeps every request body for the test to read."""
+127.0.0.1 (port 0) that stops by itself after `max_seconds` (`LoopbackServer`), and for the
+simple ones a request count against `max_requests` and every request body kept for the test
+to read (`LoopbackMock`)."""
 
 from __future__ import annotations
 
@@ -14,14 +15,12 @@ Answer = tuple[int, bytes, str]
 """Status, body, content type."""
 
 
-class LoopbackMock:
-    """Subclasses implement `answer(path, body) -> (status, body, content type)`."""
+class LoopbackServer:
+    """A threaded HTTP server on 127.0.0.1 (port 0) serving `handler`, stopped by `stop()`, by
+    leaving the `with` block, or by itself after `max_seconds`: no test leaves one behind."""
 
-    def __init__(self, *, max_requests: int, max_seconds: float) -> None:
-        self.max_requests = max_requests
-        self.requests: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self._serve))
+    def __init__(self, handler: type[BaseHTTPRequestHandler], *, max_seconds: float) -> None:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._timer = threading.Timer(max_seconds, self.stop)
@@ -51,7 +50,17 @@ class LoopbackMock:
 
     def _close(self) -> None:
         self._server.shutdown()
-        self._server.server_close()
+        self._server.server_close()  # refuse new connections at once, not after a timeout
+
+
+class LoopbackMock(LoopbackServer):
+    """Subclasses implement `answer(path, body) -> (status, body, content type)`."""
+
+    def __init__(self, *, max_requests: int, max_seconds: float) -> None:
+        self.max_requests = max_requests
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        super().__init__(_handler(self._serve), max_seconds=max_seconds)
 
     def recorded(self) -> list[dict[str, Any]]:
         with self._lock:

@@ -19,8 +19,10 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from loopback import LoopbackServer
 
 DONE_TEXT = "Done."
 """What the mock says once a script has no more turns: a plain end of the turn."""
@@ -197,7 +199,7 @@ class ToolResult:
     is_error: bool
 
 
-class MockAPI:
+class MockAPI(LoopbackServer):
     """The server; use it as a context manager (`with MockAPI([...]) as api: api.url`)."""
 
     def __init__(
@@ -219,37 +221,15 @@ class MockAPI:
         """Every request: method, path, body (parsed JSON or None), the step and thread answered."""
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._timer = threading.Timer(max_seconds, self.stop)
-        self._timer.daemon = True
-        self._stopped = threading.Event()
+        super().__init__(self._handler_class(), max_seconds=max_seconds)
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        return self.base_url
 
     def __enter__(self) -> MockAPI:
-        self._thread.start()
-        self._timer.start()
+        super().__enter__()
         return self
-
-    def __exit__(self, *_: object) -> None:
-        self.stop()
-        self._thread.join(timeout=5)
-
-    def stop(self) -> None:
-        if not self._stopped.is_set():
-            self._stopped.set()
-            self._timer.cancel()
-            # shutdown() waits for serve_forever: never call it on the serving thread itself.
-            threading.Thread(target=self._close, daemon=True).start()
-
-    def _close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()  # refuse new connections at once, not after a timeout
 
     # What reached the model -------------------------------------------------------------
 
