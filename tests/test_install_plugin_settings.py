@@ -56,6 +56,23 @@ def test_the_persons_keys_are_kept_and_reported_and_uninstall_leaves_them() -> N
     assert removed.ledger is None
 
 
+def test_a_key_the_person_set_in_the_other_settings_file_is_kept_too(tmp_path: Path) -> None:
+    # Claude Code reads .claude/settings.json with settings.local.json: the local file's value
+    # would silently override the person's committed one.
+    project, local = tmp_path / ".claude" / "settings.json", tmp_path / ".claude" / "x.json"
+    project.parent.mkdir()
+    project.write_text(json.dumps({"sandbox": {"enabled": False}}))
+    plan = inst.plan_install(
+        local, ("Stop",), plugin_settings={"guard": SANDBOX}, elsewhere=(project,)
+    )
+    assert "enabled" not in json.loads(plan.after)["sandbox"]
+    assert plan.plugins is not None
+    [kept] = plan.plugins.kept
+    assert kept.describe() == (
+        f"kept your sandbox.enabled = false in {project} (guard asked for true)"
+    )
+
+
 def test_a_value_the_person_set_equal_is_theirs_and_survives_uninstall() -> None:
     mine = {"sandbox": {"enabled": True}}
     merged = ps.merge_plugin_settings(mine, {"guard": SANDBOX}, {})

@@ -334,6 +334,7 @@ def install(
             keep_pre_tool_use_on_command=closed,
             plugin_settings=None if asked is None else asked.settings,
             unchanged_plugins=() if asked is None else asked.unchanged,
+            elsewhere=inst.companion_files(chosen_scope, inst.find_project_root(Path.cwd())),
         )
     except inst.InstallError as error:
         raise _fail(str(error)) from None

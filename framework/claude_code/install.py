@@ -143,6 +143,15 @@ def settings_path(scope: Scope, project_dir: Path, home: Path | None = None) -> 
     return project_dir / ".claude" / "settings.json"
 
 
+def companion_files(scope: Scope, project_dir: Path) -> tuple[Path, ...]:
+    """The other settings file Claude Code reads with this scope's in the project: the
+    committed one beside the local one, and the reverse (none for user scope)."""
+    if scope == "user":
+        return ()
+    other: Scope = "project" if scope == "local" else "local"
+    return (settings_path(other, project_dir),)
+
+
 def commands_folder(scope: Scope, project_dir: Path, home: Path | None = None) -> Path:
     """Where Claude Code looks for slash command files of that scope (`local` shares the
     project's: a command file holds no machine-specific path)."""
@@ -353,20 +362,23 @@ def plan_install(
     *,
     plugin_settings: Mapping[str, Mapping[str, Any]] | None = None,
     unchanged_plugins: Collection[str] = (),
+    elsewhere: Sequence[Path] = (),
     **options: Any,
 ) -> InstallPlan:
     """The change that installs hookchain's hooks and, unless `plugin_settings` is None (the
     plugins could not be asked), what the plugins ask for in the same file (plugin name →
     nested mapping); `unchanged_plugins` keep what an earlier install wrote for them (they
-    could not be asked this time)."""
+    could not be asked this time). A key the person set in one of the `elsewhere` files
+    (the harness reads them with this one) is the person's too: kept, not written here."""
     before, settings = read_settings(path)
     merged = merge(settings, events, **options)
     if plugin_settings is None:
         return _plan(path, before, merged, None, None)
     ledger_file = contributed.ledger_path(path)
     ledger_text, ledger = _read_ledger(ledger_file)
+    others = {str(other): read_settings(other)[1] for other in elsewhere if other != path}
     plugins = contributed.merge_plugin_settings(
-        merged, plugin_settings, ledger, unchanged=unchanged_plugins
+        merged, plugin_settings, ledger, unchanged=unchanged_plugins, elsewhere=others
     )
     change = _ledger_change(ledger_file, ledger_text, ledger, plugins)
     return _plan(path, before, plugins.settings, change, plugins)

@@ -36,10 +36,13 @@ class Kept:
     key: Key
     theirs: Any
     wanted: Any
+    where: str | None = None
+    """The other settings file the person's value is in (None: the file install writes)."""
 
     def describe(self) -> str:
+        place = f" in {self.where}" if self.where else ""
         return (
-            f"kept your {dotted(self.key)} = {json.dumps(self.theirs)} "
+            f"kept your {dotted(self.key)} = {json.dumps(self.theirs)}{place} "
             f"({self.plugin} asked for {json.dumps(self.wanted)})"
         )
 
@@ -202,11 +205,14 @@ def merge_plugin_settings(
     ledger: Mapping[str, Any],
     *,
     unchanged: Collection[str] = (),
+    elsewhere: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Merged:
     """`settings` with what the plugins ask for (plugin name → nested mapping). Values an
     earlier install wrote and no plugin asks for now are taken out (while unchanged), except
     those of the `unchanged` plugins (which could not be asked: they stay as recorded); a key
-    the person set is kept and reported."""
+    the person set is kept and reported, also one set in a settings file of `elsewhere` (its
+    name → its settings: the harness reads them together, so a value written here would
+    override or duplicate the person's there)."""
     result = copy.deepcopy(dict(settings))
     before = _written(ledger)
     created = _created(ledger)
@@ -227,6 +233,13 @@ def merge_plugin_settings(
     for key, (plugin, value) in wanted.items():
         current = _get(result, key)
         ours = key in before and current == before[key][1]
+        if current is _MISSING:
+            other = _found_elsewhere(elsewhere or {}, key)
+            if other is not None:
+                where, theirs = other
+                if theirs != value:
+                    merged.kept.append(Kept(plugin, key, theirs, value, where))
+                continue
         if current is _MISSING or ours:
             if current != value:
                 _set(result, key, value, created)
@@ -237,6 +250,16 @@ def merge_plugin_settings(
         # else: the person set the same value: theirs, and uninstall leaves it.
     merged.ledger = _ledger(written, {k for k in created if _get(result, k) is not _MISSING})
     return merged
+
+
+def _found_elsewhere(
+    elsewhere: Mapping[str, Mapping[str, Any]], key: Key
+) -> tuple[str, Any] | None:
+    for where, settings in elsewhere.items():
+        found = _get(settings, key)
+        if found is not _MISSING:
+            return where, found
+    return None
 
 
 def remove_plugin_settings(settings: Mapping[str, Any], ledger: Mapping[str, Any]) -> Merged:
