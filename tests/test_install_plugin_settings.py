@@ -178,6 +178,8 @@ def register(on, options):
 
 @hookimpl
 def harness_settings(harness, scope, project_root):
+    if harness == "gemini":
+        return {"tools": {"sandbox": True}}
     if harness != "claude-code":
         return None
     return {"sandbox": {"enabled": True, "filesystem": {"allowWrite": [project_root + "/out"]}}}
@@ -251,3 +253,17 @@ def test_status_says_what_each_plugin_says_of_this_project_without_a_host(
     as_json = runner.invoke(cli, ["status", "--json"])
     here = json.loads(as_json.output)["here"]
     assert here == {"root": str(project), "plugin_status": {"settings-probe": f"probing {project}"}}
+
+
+def test_settings_asked_for_a_harness_whose_installer_does_not_merge_them_are_named(
+    cli: typer.Typer, tmp_path: Path
+) -> None:
+    from framework.cli import harnesses
+
+    app = typer.Typer()
+    harnesses.register_cli(app)
+    done = CliRunner().invoke(app, ["install", "--harness", "gemini"])
+    assert done.exit_code == 0, done.output
+    assert "plugin settings-probe asks for gemini settings (tools)" in done.output
+    written = (tmp_path / "project" / ".gemini" / "settings.json").read_text()
+    assert "sandbox" not in written
