@@ -242,3 +242,22 @@ def test_the_plugin_module_implements_both_hooks_as_the_host_calls_them(tree: Tr
     names = {impl.plugin_name for impl in host.pm.hook.status_line.get_hookimpls()}
     assert names == {"write-guard"}
     assert {i.plugin_name for i in host.pm.hook.harness_settings.get_hookimpls()} == names
+
+
+@needs_claude_sandbox
+def test_sandbox_settings_prints_what_install_is_asked_for(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    monkeypatch.setenv("HOME", str(tree.root / "home"))
+    (tree.ws / "hookchain.toml").write_text(
+        f'[write-guard]\nextra_writable_roots = ["{tree.root / "tmp"}"]\n'
+    )
+    app = typer.Typer()
+    write_guard.register_cli(app)
+    shown = CliRunner().invoke(app, ["sandbox-settings", "--workspace", str(tree.ws), "--print"])
+    assert shown.exit_code == 0, shown.output
+    asked = write_guard.harness_settings("claude-code", "local", str(tree.ws), _options(tree))
+    assert json.loads(shown.output) == asked  # the project's hookchain.toml was read
