@@ -161,6 +161,9 @@ def test_cli_dry_run_prints_a_diff_and_writes_nothing(
     app = typer.Typer()
     _cli_claude.register_cli(app)
     monkeypatch.chdir(tmp_path)
+    # Install creates the host's own folders: these, not the user's.
+    monkeypatch.setenv("HOOKCHAIN_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("HOOKCHAIN_RUNTIME_DIR", str(tmp_path / "rt"))
     runner = CliRunner()
     shown = runner.invoke(app, ["install", "--dry-run", "--events", "Stop"])
     assert shown.exit_code == 0, shown.output

@@ -67,6 +67,18 @@ def test_pre_tool_use_payloads_become_tool_calls_with_their_input() -> None:
             assert call.tool_use_id.startswith("input:")
 
 
+def test_the_permission_mode_of_each_call_reaches_the_tool_call_and_none_when_unsaid() -> None:
+    modes = []
+    for payload in of("PreToolUse"):
+        call = cmap.tool_call(payload)
+        assert call.permission_mode == payload.get("permission_mode")
+        modes.append(call.permission_mode)
+    # Real payloads of both kinds: recent ones say the mode, Claude Code 1.0.89's do not.
+    assert "acceptEdits" in modes and None in modes
+    unsaid = {**of("PreToolUse")[0], "permission_mode": ""}
+    assert cmap.tool_call(unsaid).permission_mode is None
+
+
 def test_old_payloads_pair_pre_and_post_by_session_tool_and_input() -> None:
     pre = next(p for p in of("PreToolUse") if "tool_use_id" not in p)
     post = {**pre, "hook_event_name": "PostToolUse", "tool_response": {"stdout": ""}}

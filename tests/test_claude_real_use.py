@@ -75,6 +75,10 @@ def test_two_projects_on_one_host_each_get_their_own_workspace_and_options() -> 
         assert status is not None
         configs = {entry["root"]: entry["config"] for entry in status["projects"]}
         assert configs == {str(a): str(a / "hookchain.toml"), str(b): None}
+        # Each project's plugins say, in the warm host's status, which route enforces what.
+        for entry in status["projects"]:
+            line = entry["plugin_status"]["write-guard"]
+            assert line.startswith("shell writes: "), line
 
 
 def test_the_project_comes_from_the_payload_cwd_when_no_project_dir_is_set() -> None:

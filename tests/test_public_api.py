@@ -48,6 +48,14 @@ def test_every_public_name_is_documented_in_the_contract() -> None:
     assert missing == []
 
 
+def test_every_hook_a_plugin_may_implement_is_documented_in_the_contract() -> None:
+    text = (ROOT / "docs" / "contract.md").read_text(encoding="utf-8")
+    hooks = [name for name in vars(framework.HookSpecs) if not name.startswith("_")]
+    assert {"register", "register_cli", "harness_settings", "status_line"} <= set(hooks)
+    missing = [name for name in hooks if f"`{name}(" not in text]
+    assert missing == []
+
+
 def test_every_module_opens_with_a_one_line_docstring() -> None:
     for path in sorted((ROOT / "framework").rglob("*.py")):
         if "_scaffold" in path.parts:

@@ -7,16 +7,22 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import anyio
 import typer
 
 from framework import _client_core
 from framework import _launch as wire
-from framework.claude_code import daemon, http
+from framework.claude_code import daemon, http, project_plugins
 from framework.claude_code import install as inst
+from framework.claude_code import plugin_settings as contributed
+from framework.core import files
 from framework.core.hookspecs import hookimpl
+from framework.core.settings import data_dir
+
+if TYPE_CHECKING:
+    from framework.core.host import Host
 
 
 def _fail(message: str, code: int = 2) -> typer.Exit:
@@ -61,12 +67,18 @@ def status(
     """Show the running host: pid, uptime, sessions, plugins and error counts."""
     options = daemon.ServeOptions.from_env()
     answer = daemon.request_control(options, "@status")
+    here = _here_status()
     if answer is None:
         folder = str(options.runtime_dir)
         failed, age = wire.read_start_error(folder, time.time())
         problem = wire.runtime_dir_problem(folder) if os.path.isdir(folder) else ""
         if as_json:
-            shown = {"pid": None, "running": False, "start_error": failed or problem or None}
+            shown = {
+                "pid": None,
+                "running": False,
+                "start_error": failed or problem or None,
+                "here": here,
+            }
             typer.echo(json.dumps(shown))
         else:
             typer.echo("hookchain: no host running")
@@ -74,9 +86,10 @@ def status(
                 typer.echo(f"last start failed {age:.0f} s ago: {failed}")
             elif problem:
                 typer.echo(f"a host cannot start: {problem}")
+            typer.echo("\n".join(_here_lines(here)))
         raise typer.Exit(1)
     if as_json:
-        typer.echo(json.dumps({"running": True, **answer}))
+        typer.echo(json.dumps({"running": True, **answer, "here": here}))
         return
     plugins = ", ".join(f"{p['name']} ({p['status']})" for p in answer.get("plugins", []))
     lines = [
@@ -103,7 +116,32 @@ def status(
             lines.append(f"  not served   {entry['error']}")
         for record in entry.get("not_loaded") or ():
             lines.append(f"  not loaded   {record['name']}: {record['error']}")
+        for plugin, line in (entry.get("plugin_status") or {}).items():
+            lines.append(f"  {plugin:<12} {line}")
+    served = {entry.get("root") for entry in answer.get("projects", [])}
+    if here.get("root") not in served:
+        lines += _here_lines(here)
     typer.echo("\n".join(lines))
+
+
+def _here_status() -> dict[str, object]:
+    """The project of the current folder and what each plugin says of it (`status_line`), as a
+    host there would load them; no running host is needed."""
+    root = inst.find_project_root(Path.cwd())
+    host, problem = project_plugins.project_host()
+    if host is None:
+        return {"root": str(root), "plugin_status": {}, "error": problem}
+    return {"root": str(root), "plugin_status": project_plugins.status_lines(host, root)}
+
+
+def _here_lines(here: dict[str, object]) -> list[str]:
+    lines = [f"this project   {here['root']}"]
+    if here.get("error"):
+        lines.append(f"  plugins not loaded: {here['error']}")
+    said = here.get("plugin_status")
+    for plugin, line in said.items() if isinstance(said, dict) else ():
+        lines.append(f"  {plugin:<12} {line}")
+    return lines
 
 
 ScopeOption = Annotated[
@@ -151,27 +189,92 @@ def _target(scope: inst.Scope) -> Path:
     return inst.settings_path(scope, inst.find_project_root(Path.cwd()))
 
 
-def _plugin_commands() -> dict[str, tuple[str, str]]:
-    """The commands of the plugins installed here, as a host in this project loads them."""
+def _project_host() -> Host | None:
+    """The plugins installed here, as a host in this project loads them."""
+    host, problem = project_plugins.project_host()
+    if host is None:  # settings or plugins broken: the hooks still install
+        typer.echo(
+            f"hookchain: warning: plugins not asked for their commands and settings ({problem})",
+            err=True,
+        )
+    return host
+
+
+def _host_folders() -> None:
+    """The host's data and runtime folders, created now as the host would (0700): settings a
+    plugin writes from them (a sandbox keeping commands out of them) name folders that exist,
+    which a sandbox can mount."""
+    for folder in (data_dir(), Path(wire.runtime_dir())):
+        try:
+            files.ensure_private_dir(folder)
+        except OSError as error:
+            typer.echo(f"hookchain: warning: {error}", err=True)
+
+
+def _plugin_commands(host: Host | None) -> dict[str, tuple[str, str]]:
     from framework.claude_code.commands import declared_commands
-    from framework.core.host import Host
 
-    try:
-        host = Host(store="memory://")
-        host.load()
-    except Exception as error:  # settings or plugins broken: the hooks still install
-        typer.echo(f"hookchain: warning: plugin commands not listed ({error})", err=True)
-        return {}
-    return declared_commands(host)
+    return {} if host is None else declared_commands(host)
 
 
-def _commands_step(scope: inst.Scope, dry_run: bool, remove: bool = False) -> None:
+def _asked_settings(host: Host | None, scope: inst.Scope) -> project_plugins.AskedSettings | None:
+    """What the plugins ask for in the settings file of `scope`; None when they cannot be
+    asked (what an earlier install wrote for them then stays as it was)."""
+    if host is None:
+        return None
+    root = inst.find_project_root(Path.cwd())
+    asked = project_plugins.asked_settings(host, "claude-code", scope, root)
+    for problem in asked.problems:
+        typer.echo(f"hookchain: warning: {problem}", err=True)
+    return asked
+
+
+def _report_plugin_settings(plan: inst.InstallPlan, dry_run: bool) -> None:
+    """Say what plugins' settings did: written, taken out, and every key of the person's kept."""
+    merged = plan.plugins
+    if merged is None:
+        return
+    verb = "would write" if dry_run else "wrote"
+    for plugin, keys in _by_plugin(merged.added).items():
+        typer.echo(f"hookchain: {verb} {plugin}'s settings {keys} into {plan.path}")
+    gone = "would take out" if dry_run else "took out"
+    for plugin, keys in _by_plugin(merged.removed).items():
+        typer.echo(f"hookchain: {gone} {plugin}'s settings {keys} from {plan.path}")
+    for plugin, keys in _by_plugin(merged.left).items():
+        typer.echo(
+            f"hookchain: left {plugin}'s settings {keys} in {plan.path}: you changed them "
+            "after install wrote them, so they are yours now",
+            err=True,
+        )
+    for kept in merged.kept:
+        typer.echo(f"hookchain: warning: {plan.path}: {kept.describe()}", err=True)
+
+
+def _by_plugin(entries: list[tuple[str, contributed.Key]]) -> dict[str, str]:
+    grouped: dict[str, list[str]] = {}
+    for plugin, key in entries:
+        grouped.setdefault(plugin, []).append(contributed.dotted(key))
+    return {plugin: ", ".join(keys) for plugin, keys in grouped.items()}
+
+
+def _report_status(host: Host | None) -> None:
+    """Each plugin's status line for this project, once the settings are in place."""
+    if host is None:
+        return
+    root = inst.find_project_root(Path.cwd())
+    for plugin, line in project_plugins.status_lines(host, root).items():
+        typer.echo(f"hookchain: {plugin}: {line}")
+
+
+def _commands_step(
+    scope: inst.Scope, dry_run: bool, remove: bool = False, host: Host | None = None
+) -> None:
     folder = inst.commands_folder(scope, inst.find_project_root(Path.cwd()))
     if remove:
         for path in inst.remove_command_files(folder, dry_run=dry_run):
             typer.echo(f"hookchain: {'would remove' if dry_run else 'removed'} {path}")
         return
-    written, skipped = inst.write_command_files(folder, _plugin_commands(), dry_run=dry_run)
+    written, skipped = inst.write_command_files(folder, _plugin_commands(host), dry_run=dry_run)
     for path in written:
         command = "/" + path.stem
         typer.echo(f"hookchain: {'would write' if dry_run else 'wrote'} {path} (for {command})")
@@ -218,6 +321,10 @@ def install(
         if warning:
             typer.echo(f"hookchain: warning: {warning}", err=True)
         port = http.ensure_credentials().port
+    if not dry_run:
+        _host_folders()
+    host = _project_host()
+    asked = _asked_settings(host, chosen_scope)
     try:
         plan = inst.plan_install(
             path,
@@ -225,11 +332,15 @@ def install(
             transport=chosen,
             port=port,
             keep_pre_tool_use_on_command=closed,
+            plugin_settings=None if asked is None else asked.settings,
+            unchanged_plugins=() if asked is None else asked.unchanged,
+            elsewhere=inst.companion_files(chosen_scope, inst.find_project_root(Path.cwd())),
         )
     except inst.InstallError as error:
         raise _fail(str(error)) from None
     _apply(plan, dry_run, "hooks installed in")
-    _commands_step(chosen_scope, dry_run)
+    _report_plugin_settings(plan, dry_run)
+    _commands_step(chosen_scope, dry_run, host=host)
     if not dry_run:
         inst.precompile_client()
     if chosen == "http" and not dry_run:
@@ -244,6 +355,8 @@ def install(
             )
     if chosen == "http" and not dry_run:
         _switch_running_host()
+    if not dry_run:
+        _report_status(host)
     if not dry_run and plan.changed:
         typer.echo("hookchain: restart Claude Code (or review /hooks) for the change to apply")
 
@@ -275,6 +388,7 @@ def uninstall(
     except inst.InstallError as error:
         raise _fail(str(error)) from None
     _apply(plan, dry_run, "hooks removed from")
+    _report_plugin_settings(plan, dry_run)
     _commands_step(chosen_scope, dry_run, remove=True)
 
 

@@ -12,13 +12,14 @@ import shlex
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from framework import _client
 from framework.claude_code import commands as slash
+from framework.claude_code import plugin_settings as contributed
 from framework.core import files
 
 Scope = Literal["project", "local", "user"]
@@ -94,24 +95,43 @@ class InstallError(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class InstallPlan:
-    """A settings change: the file, its text before and after."""
+class LedgerChange:
+    """The record of plugins' settings beside a settings file: its text before and after
+    (after "" : no record is left, the file goes)."""
 
     path: Path
     before: str
     after: str
 
+
+@dataclass(frozen=True, slots=True)
+class InstallPlan:
+    """A settings change: the file, its text before and after, and what plugins' settings did
+    (the record beside the file, the keys added, kept and removed)."""
+
+    path: Path
+    before: str
+    after: str
+    ledger: LedgerChange | None = None
+    plugins: contributed.Merged | None = field(default=None, compare=False)
+
     @property
     def changed(self) -> bool:
-        return self.before != self.after
+        ledger = self.ledger
+        return self.before != self.after or (ledger is not None and ledger.before != ledger.after)
 
     def diff(self) -> str:
-        lines = difflib.unified_diff(
-            self.before.splitlines(keepends=True),
-            self.after.splitlines(keepends=True),
-            fromfile=f"{self.path} (now)",
-            tofile=f"{self.path} (after)",
-        )
+        files = [(self.path, self.before, self.after)]
+        if self.ledger is not None:
+            files.append((self.ledger.path, self.ledger.before, self.ledger.after))
+        lines: list[str] = []
+        for path, before, after in files:
+            lines += difflib.unified_diff(
+                before.splitlines(keepends=True),
+                after.splitlines(keepends=True),
+                fromfile=f"{path} (now)",
+                tofile=f"{path} (after)",
+            )
         return "".join(lines)
 
 
@@ -121,6 +141,15 @@ def settings_path(scope: Scope, project_dir: Path, home: Path | None = None) -> 
     if scope == "local":
         return project_dir / ".claude" / "settings.local.json"
     return project_dir / ".claude" / "settings.json"
+
+
+def companion_files(scope: Scope, project_dir: Path) -> tuple[Path, ...]:
+    """The other settings file Claude Code reads with this scope's in the project: the
+    committed one beside the local one, and the reverse (none for user scope)."""
+    if scope == "user":
+        return ()
+    other: Scope = "project" if scope == "local" else "local"
+    return (settings_path(other, project_dir),)
 
 
 def commands_folder(scope: Scope, project_dir: Path, home: Path | None = None) -> Path:
@@ -327,18 +356,75 @@ def read_settings(path: Path) -> tuple[str, dict[str, Any]]:
     return text, settings
 
 
-def plan_install(path: Path, events: Sequence[str] = DEFAULT_EVENTS, **options: Any) -> InstallPlan:
+def plan_install(
+    path: Path,
+    events: Sequence[str] = DEFAULT_EVENTS,
+    *,
+    plugin_settings: Mapping[str, Mapping[str, Any]] | None = None,
+    unchanged_plugins: Collection[str] = (),
+    elsewhere: Sequence[Path] = (),
+    **options: Any,
+) -> InstallPlan:
+    """The change that installs hookchain's hooks and, unless `plugin_settings` is None (the
+    plugins could not be asked), what the plugins ask for in the same file (plugin name →
+    nested mapping); `unchanged_plugins` keep what an earlier install wrote for them (they
+    could not be asked this time). A key the person set in one of the `elsewhere` files
+    (the harness reads them with this one) is the person's too: kept, not written here."""
     before, settings = read_settings(path)
-    after = render(merge(settings, events, **options))
-    return InstallPlan(path, before, before if _same(before, after) else after)
+    merged = merge(settings, events, **options)
+    if plugin_settings is None:
+        return _plan(path, before, merged, None, None)
+    ledger_file = contributed.ledger_path(path)
+    ledger_text, ledger = _read_ledger(ledger_file)
+    others = {str(other): read_settings(other)[1] for other in elsewhere if other != path}
+    plugins = contributed.merge_plugin_settings(
+        merged, plugin_settings, ledger, unchanged=unchanged_plugins, elsewhere=others
+    )
+    change = _ledger_change(ledger_file, ledger_text, ledger, plugins)
+    return _plan(path, before, plugins.settings, change, plugins)
 
 
 def plan_uninstall(path: Path) -> InstallPlan:
+    """The change that removes hookchain's hooks and what plugins' settings install wrote."""
     before, settings = read_settings(path)
-    if not before:
+    ledger_file = contributed.ledger_path(path)
+    ledger_text, ledger = _read_ledger(ledger_file)
+    if not before and not ledger_text:
         return InstallPlan(path, before, before)
-    after = render(remove(settings))
-    return InstallPlan(path, before, before if _same(before, after) else after)
+    plugins = contributed.remove_plugin_settings(remove(settings), ledger)
+    change = _ledger_change(ledger_file, ledger_text, ledger, plugins)
+    if not before:
+        return InstallPlan(path, before, before, change, plugins)
+    return _plan(path, before, plugins.settings, change, plugins)
+
+
+def _plan(
+    path: Path,
+    before: str,
+    settings: Mapping[str, Any],
+    ledger: LedgerChange | None,
+    plugins: contributed.Merged | None,
+) -> InstallPlan:
+    after = render(settings)
+    return InstallPlan(path, before, before if _same(before, after) else after, ledger, plugins)
+
+
+def _read_ledger(path: Path) -> tuple[str, dict[str, Any]]:
+    try:
+        ledger = contributed.read_ledger(path)
+    except contributed.PluginSettingsError as error:
+        raise InstallError(str(error)) from None
+    return (path.read_text(encoding="utf-8") if ledger else ""), ledger
+
+
+def _ledger_change(
+    path: Path, text: str, ledger: Mapping[str, Any], plugins: contributed.Merged
+) -> LedgerChange | None:
+    if plugins.ledger is None:
+        return LedgerChange(path, text, "") if text else None
+    after = contributed.render_ledger(plugins.ledger)
+    same = bool(ledger) and contributed.render_ledger(ledger) == after
+    return LedgerChange(path, text, text if same else after)
 
 
 def _same(before: str, after: str) -> bool:
@@ -365,7 +451,14 @@ def apply(plan: InstallPlan) -> Path | None:
         if not backup.exists():
             shutil.copy2(plan.path, backup)
             backup.chmod(0o600)
-    files.write_private(plan.path, plan.after, mode=mode)
+    if plan.before != plan.after:
+        files.write_private(plan.path, plan.after, mode=mode)
+    ledger = plan.ledger
+    if ledger is not None and ledger.before != ledger.after:
+        if ledger.after:
+            files.write_private(ledger.path, ledger.after, mode=mode)
+        else:
+            ledger.path.unlink(missing_ok=True)
     return backup
 
 

@@ -179,6 +179,7 @@ def tool_call(payload: Mapping[str, Any]) -> ToolCall:
         tool=tool,
         input=_tool_input(payload),
         agent_id=_agent_id(payload),
+        permission_mode=_text(payload, "permission_mode") or None,
     )
     return event
 

@@ -34,6 +34,7 @@ from anyio.abc import TaskGroup
 
 from framework.claude_code import mapping as cmap
 from framework.claude_code.bridge import ClaudeBridge
+from framework.claude_code.project_plugins import status_lines
 from framework.core.host import Host
 from framework.core.loading import load_failures
 from framework.core.names import env_prefix
@@ -412,6 +413,7 @@ def _project_status(project: Project) -> dict[str, Any]:
             {"name": record.name, "error": record.error or record.status}
             for record in load_failures(project.host.plugins)
         ]
+        entry["plugin_status"] = status_lines(project.host, project.root)
     return entry
 
 

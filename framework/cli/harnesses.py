@@ -13,6 +13,7 @@ import typer
 
 from framework.claude_code import cli as claude_cli
 from framework.claude_code import install as claude_install
+from framework.claude_code import project_plugins
 from framework.codex import install as codex_install
 from framework.core.hookspecs import hookimpl
 from framework.gemini import install as gemini_install
@@ -137,6 +138,7 @@ def install(
     except claude_install.InstallError as error:
         raise _fail(str(error)) from None
     _show(plan, dry_run, "hooks installed in")
+    _unmerged_plugin_settings(chosen, where)
     if dry_run:
         return
     claude_install.precompile_client()
@@ -150,6 +152,23 @@ def install(
         if problem:
             typer.echo(f"hookchain: warning: {problem}", err=True)
     typer.echo(f"hookchain: start a new {chosen} session for the change to apply")
+
+
+def _unmerged_plugin_settings(harness: str, scope: str) -> None:
+    """Plugins asking for settings of a harness whose installer does not merge them yet: said,
+    never dropped without a word."""
+    host, _problem = project_plugins.project_host()
+    if host is None:
+        return
+    root = claude_install.find_project_root(Path.cwd())
+    asked = project_plugins.asked_settings(host, harness, scope, root)
+    for plugin, value in asked.settings.items():
+        typer.echo(
+            f"hookchain: warning: plugin {plugin} asks for {harness} settings "
+            f"({', '.join(value)}), which install does not write for {harness} yet; set them "
+            "by hand if you want them",
+            err=True,
+        )
 
 
 def uninstall(

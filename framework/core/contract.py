@@ -259,6 +259,10 @@ class ToolCall(Event):
     tool: str
     input: ReadOnlyMap = Field(default_factory=FrozenMap)
     agent_id: str | None = None
+    permission_mode: str | None = None
+    """The harness's permission mode for this call, as it sent it (Claude Code: `default`,
+    `acceptEdits`, `plan`, `auto`, `dontAsk`, `bypassPermissions`); None when it did not say.
+    Per call: the person can switch modes within a session."""
 
     @property
     def action(self) -> ToolAction:

@@ -232,7 +232,7 @@ def test_a_host_that_cannot_start_says_why_and_costs_little(box: Sandbox) -> Non
     project = box.project()
     project.install()
     runtime = box.root / "rt"
-    runtime.mkdir(mode=0o755)
+    runtime.mkdir(exist_ok=True)  # install creates it, 0700, as the host would
     runtime.chmod(0o755)  # open to others: the host refuses to start there
     run = project.run("one command", [bash("echo hi"), say("ok")], timeout=40)
     assert run.code == 0, run.explain()

@@ -1,12 +1,12 @@
 """write-guard's sandbox for shell commands under the real Claude Code binary.
 
-Two routes, chosen by Claude Code's permission mode (plugins/write_guard/README.md): with its
-permission checks skipped, write-guard rewrites each Bash command into its own bubblewrap
-wrapper (`updatedInput`); with them on (`default`, `acceptEdits`, `plan`), the rewritten command
-would be checked against the person's rules instead of the original, so `hookchain
-sandbox-settings` writes Claude Code's own sandbox settings from write-guard's policy and
-write-guard leaves the command as written. Every effect is checked on disk, and what the
-model saw in the mock's request log.
+Two routes (plugins/write_guard/README.md): `hookchain install` writes Claude Code's own
+sandbox settings from write-guard's policy, which hold in every permission mode (Claude Code
+checks its rules on the command as written, then runs it in bubblewrap); where the person
+keeps Claude Code's sandbox off, write-guard rewrites each Bash command into its own bubblewrap
+wrapper (`updatedInput`), which holds only with the permission checks skipped: with them on,
+write-guard leaves the command as written and the line analysis decides, failing closed, and
+says so. Every effect is checked on disk, and what the model saw in the mock's request log.
 """
 
 from __future__ import annotations
@@ -30,8 +30,15 @@ def python_write(path: str, mode: str = "w") -> str:
 
 
 def guarded(box: Sandbox) -> Project:
+    """A project on the rewrite route: the person keeps Claude Code's sandbox off, which
+    `hookchain install` keeps (and says so)."""
     project = box.project()
-    project.install()
+    local = project.path / ".claude" / "settings.local.json"
+    local.parent.mkdir(exist_ok=True)
+    local.write_text(json.dumps({"sandbox": {"enabled": False}}), encoding="utf-8")
+    done = project.install()
+    assert "kept your sandbox.enabled = false (write-guard asked for true)" in done.stderr
+    assert "write-guard's bwrap rewrite, in bypassPermissions mode only" in done.stdout
     return project
 
 
@@ -159,14 +166,21 @@ MODES = ["default", "acceptEdits", "plan"]
 """Claude Code's permission modes that check its rules before a command runs."""
 
 
-def permissioned(box: Sandbox, *, sandbox_settings: bool = True) -> Project:
-    """A project whose person allows `echo` (a trusted workspace, so the rule counts)."""
-    project = guarded(box)
-    if sandbox_settings:
-        done = project.hookchain("sandbox-settings")
-        assert done.returncode == 0, done.stderr
+def permissioned(project: Project) -> Project:
+    """The person allows `echo` and `python3` (a trusted workspace, so the rules count)."""
     project.settings(permissions={"allow": ["Bash(echo:*)", "Bash(python3:*)"]})
     project.trust()
+    return project
+
+
+def installed(box: Sandbox) -> Project:
+    """A project with nothing but `hookchain install`: it writes Claude Code's sandbox."""
+    project = box.project()
+    done = project.install()
+    assert "wrote write-guard's settings sandbox.enabled" in done.stdout, done.stdout
+    assert "shell writes: Claude Code's sandbox, in every permission mode" in done.stdout
+    local = json.loads((project.path / ".claude" / "settings.local.json").read_text())
+    assert local["sandbox"]["enabled"] is True
     return project
 
 
@@ -174,7 +188,7 @@ def permissioned(box: Sandbox, *, sandbox_settings: bool = True) -> Project:
 def test_under_claude_codes_sandbox_an_allow_rule_matches_and_the_sandbox_holds(
     box: Sandbox, mode: str
 ) -> None:
-    project = permissioned(box)
+    project = permissioned(installed(box))
     target = box.outside / "escaped.txt"
     config = project.path / ".git" / "config"
     before = config.read_text()
@@ -198,16 +212,36 @@ def test_under_claude_codes_sandbox_an_allow_rule_matches_and_the_sandbox_holds(
     assert config.read_text() == before
     for answer in run.hook_responses("PreToolUse"):
         assert WRAPPED not in answer.get("stdout", "")
+    assert not [m for m in run.system_messages() if "NOT enforced" in m]
+
+
+def test_uninstall_takes_claude_codes_sandbox_settings_out_again(box: Sandbox) -> None:
+    project = installed(box)
+    local = project.path / ".claude" / "settings.local.json"
+    removed = project.hookchain("uninstall")
+    assert removed.returncode == 0, removed.stderr
+    assert "took out write-guard's settings sandbox." in removed.stdout
+    assert "sandbox" not in json.loads(local.read_text())
+    assert not (project.path / ".claude" / "settings.local.hookchain.json").exists()
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_with_permission_checks_on_a_rewritten_command_misses_the_persons_allow_rule(
+def test_with_permission_checks_on_and_claude_codes_sandbox_off_the_line_analysis_decides(
     box: Sandbox, mode: str
 ) -> None:
-    """Why the second route exists: Claude Code checks its rules on the rewritten command."""
-    project = permissioned(box, sandbox_settings=False)
-    run = ok(project.run("go", [bash("echo allowed"), say("ok")], permission_mode=mode))
-    [echo] = run.tool_results()
-    assert echo.is_error and "allowed" not in echo.text
-    [answer] = run.hook_responses("PreToolUse")
-    assert WRAPPED in answer["stdout"]
+    """A rewritten command would be checked against the person's rules instead of theirs:
+    write-guard leaves it as written, refuses what the analysis cannot read, and says so."""
+    project = permissioned(guarded(box))
+    target = box.outside / "escaped.txt"
+    script = [bash("echo allowed"), bash(python_write(str(target))), bash("echo again"), say("ok")]
+    run = ok(project.run("go", script, permission_mode=mode))
+    echo, unread, again = run.tool_results()
+    assert not echo.is_error and echo.text.strip() == "allowed", echo.text
+    assert not again.is_error and again.text.strip() == "again", again.text
+    assert unread.is_error and "no-sandbox" in unread.text
+    assert not target.exists()
+    for answer in run.hook_responses("PreToolUse"):
+        assert WRAPPED not in answer.get("stdout", "")
+    warned = [m for m in run.system_messages() if "checks its permission rules" in m]
+    assert len(warned) == 1, run.system_messages()
+    assert f"({mode} mode)" in warned[0] and "NOT enforced by the OS" in warned[0]

@@ -7,6 +7,7 @@ from framework import PluginInfo
 from write_guard._cli import register_cli
 from write_guard._options import Options
 from write_guard._register import register
+from write_guard._status import harness_settings, status_line
 
 plugin = PluginInfo(
     name="write-guard",
@@ -18,4 +19,4 @@ plugin = PluginInfo(
     access=frozenset({"files", "subprocess"}),
 )
 
-__all__ = ["Options", "plugin", "register", "register_cli"]
+__all__ = ["Options", "harness_settings", "plugin", "register", "register_cli", "status_line"]

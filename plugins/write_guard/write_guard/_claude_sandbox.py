@@ -23,10 +23,19 @@ from write_guard._sandbox import SandboxPlan
 SETTINGS_FILES = ("settings.json", "settings.local.json")
 """The workspace's Claude Code settings files that may switch the sandbox on."""
 
-CLAUDE_FILES = ("settings.json", "settings.local.json")
+CLAUDE_FILES = (
+    "settings.json",
+    "settings.local.json",
+    # What `hookchain install` wrote into them, which `uninstall` would take out again.
+    "settings.hookchain.json",
+    "settings.local.hookchain.json",
+)
 """Of a `.claude` folder, what Claude Code's sandbox is told to keep read-only: it binds its own
 `.claude/commands` and `.claude/agents` read-only itself, and could not make their mount
 points inside a `.claude` made read-only whole."""
+
+REQUIRED_TOOLS = ("bwrap", "socat")
+"""What Claude Code's sandbox runs on Linux; without them it refuses to start (see above)."""
 
 REQUIRED = {"enabled": True, "allowUnsandboxedCommands": False, "failIfUnavailable": True}
 """What makes Claude Code's sandbox hold: on, no model-chosen way out, no unsandboxed start."""
@@ -48,19 +57,21 @@ def sandbox_settings(plan: SandboxPlan, workspace: str) -> dict[str, Any]:
     return {
         **REQUIRED,
         "autoAllowBashIfSandboxed": False,
+        # Sorted: the same policy gives the same settings whichever paths exist yet, so a
+        # second install changes nothing.
         "filesystem": {
-            "allowWrite": [path for path in plan.writable if path != real],
-            "denyWrite": [*read_only, *hidden],
-            "denyRead": hidden,
+            "allowWrite": sorted({path for path in plan.writable if path != real}),
+            "denyWrite": sorted({*read_only, *hidden}),
+            "denyRead": sorted(set(hidden)),
         },
     }
 
 
-def claude_sandboxed(workspace: str) -> bool:
-    """Whether the workspace's Claude Code settings run Bash in Claude Code's sandbox so that
-    it holds (every value of `REQUIRED`). The files are protected: a command cannot change them
-    (read-only in the sandbox, a Write to them denied)."""
+def workspace_sandbox(workspace: str) -> dict[str, Any]:
+    """The `sandbox` value Claude Code reads from the workspace's settings files: the local
+    file over the project's, key by key, with the `filesystem` lists of both."""
     found: dict[str, Any] = {}
+    paths: dict[str, list[str]] = {}
     for name in SETTINGS_FILES:
         try:
             with open(os.path.join(workspace, ".claude", name), encoding="utf-8") as handle:
@@ -68,9 +79,48 @@ def claude_sandboxed(workspace: str) -> bool:
         except (OSError, ValueError):
             continue
         sandbox = settings.get("sandbox") if isinstance(settings, dict) else None
-        if isinstance(sandbox, dict):
-            found.update(sandbox)
+        if not isinstance(sandbox, dict):
+            continue
+        found.update(sandbox)
+        files = sandbox.get("filesystem")
+        if isinstance(files, dict):
+            for key, value in files.items():
+                if isinstance(value, list):
+                    paths.setdefault(key, []).extend(str(item) for item in value)
+    if paths:
+        found["filesystem"] = paths
+    return found
+
+
+def claude_sandboxed(workspace: str) -> bool:
+    """Whether the workspace's Claude Code settings run Bash in Claude Code's sandbox so that
+    it holds (every value of `REQUIRED`). The files are protected: a command cannot change them
+    (read-only in the sandbox, a Write to them denied)."""
+    found = workspace_sandbox(workspace)
     return all(found.get(key) is value for key, value in REQUIRED.items())
+
+
+def settings_mismatch(found: dict[str, Any], expected: dict[str, Any]) -> str | None:
+    """How the workspace's sandbox settings differ from the policy's (None: they match). More
+    writable paths than the policy's, or fewer protected ones, are differences; so is a policy
+    path missing from `allowWrite` (commands there fail)."""
+    problems = [
+        f"{key} is {json.dumps(found.get(key))}, not {json.dumps(value)}"
+        for key, value in REQUIRED.items()
+        if found.get(key) is not value
+    ]
+    stated = found.get("filesystem")
+    files: dict[str, Any] = stated if isinstance(stated, dict) else {}
+    wanted = expected["filesystem"]
+    have = {key: set(files.get(key, [])) for key in wanted}
+    extra = sorted(have["allowWrite"] - set(wanted["allowWrite"]))
+    if extra:
+        problems.append(f"allowWrite also allows {', '.join(extra)}")
+    for key in wanted:
+        missing = [path for path in wanted[key] if path not in have[key]]
+        if missing:
+            problems.append(f"{key} lacks {', '.join(missing)}")
+    return "; ".join(problems) or None
 
 
 def write_sandbox_settings(workspace: str, value: dict[str, Any]) -> str:

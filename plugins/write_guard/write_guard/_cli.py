@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import shutil
 import time
 from typing import Annotated, Any
 
 import anyio
 import typer
-from framework import Store, data_dir, hookimpl, load_settings, open_backend
+from framework import Host, Store, hookimpl, load_settings, open_backend
 
 from write_guard import _claude_sandbox as claude_sandbox
-from write_guard import _snapshot
+from write_guard import _snapshot, _status
 from write_guard._approvals import approval_key, canonical, code_key, new_approval
 from write_guard._options import Options
-from write_guard._runtime import PLUGIN, RECORD_TTL_S, Guard
-from write_guard._sandbox import plan_sandbox
+from write_guard._runtime import PLUGIN, RECORD_TTL_S
 
 
 async def approve_in(store: Store, command: str, now_ms: int) -> dict[str, Any]:
@@ -97,15 +96,13 @@ def sandbox_settings(
     """Write Claude Code's own sandbox settings (`sandbox` in .claude/settings.json) from
     write-guard's policy: what makes shell commands sandboxed hold in every permission mode.
 
-    Claude Code then checks its permission rules on each command as written and runs it in
-    bubblewrap (it needs bwrap and socat); write-guard no longer rewrites the command."""
+    `hookchain install` writes the same into the file it installs in (and `uninstall` takes
+    them out); this writes them into .claude/settings.json by itself. Claude Code then checks
+    its permission rules on each command as written and runs it in bubblewrap (it needs bwrap
+    and socat); write-guard no longer rewrites the command."""
     root = os.path.abspath(workspace)
-    guard = Guard(Options())
-    _context, policy = guard.build(root, root, os.environ.get("HOME"), None)
-    hidden = (guard.runtime_dir, str(data_dir()))
-    roots = () if policy.preset == "read-only" else (policy.workspace_root, *policy.extra_roots)
-    plan = plan_sandbox("bwrap", roots, policy.protected_paths, hidden)
-    value = claude_sandbox.sandbox_settings(plan, policy.workspace_root)
+    options = _project_options(root)
+    value = _status.expected_settings(options, root)
     if show:
         typer.echo(json.dumps({"sandbox": value}, indent=2))
         return
@@ -115,13 +112,34 @@ def sandbox_settings(
         typer.echo(f"write-guard: {error}", err=True)
         raise typer.Exit(2) from None
     typer.echo(f"wrote Claude Code's sandbox settings into {path}")
-    missing = [tool for tool in ("bwrap", "socat") if shutil.which(tool) is None]
+    missing = _status.missing_tools()
     if missing:
         typer.echo(
             f"write-guard: {' and '.join(missing)} not found: Claude Code will refuse to start "
             "here until they are installed (apt-get install bubblewrap socat)",
             err=True,
         )
+
+
+def _project_options(root: str) -> Options:
+    """write-guard's options as a host in the project loads them (its hookchain.toml too)."""
+    # A host finds hookchain.toml from the folder it starts in: the project's, not ours.
+    with contextlib.chdir(root):
+        host = Host(store="memory://", entry_points=False, plugins=[_plugin_module()])
+        host.load()
+    for record in host.plugins:
+        if record.name == PLUGIN and record.status == "loaded":
+            options: Options = record.options
+            return options
+    why = "; ".join(f"{r.status}: {r.error or 'see hookchain plugins'}" for r in host.plugins)
+    typer.echo(f"write-guard: not loaded in {root} ({why})", err=True)
+    raise typer.Exit(2)
+
+
+def _plugin_module() -> Any:
+    import write_guard
+
+    return write_guard
 
 
 @hookimpl

@@ -41,6 +41,13 @@ from write_guard._options import Options
 from write_guard._paths import PathContext, PathRejection
 from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, Policy, prepare_patterns
 from write_guard._quick import writes_nothing
+from write_guard._routes import (
+    Facts,
+    Route,
+    checks_warning,
+    permission_checks,
+    session_warning,
+)
 from write_guard._sandbox import Availability, SandboxPlan, plan_sandbox, probe, wrap_command
 from write_guard._snapshot import record
 from write_guard._surface import (
@@ -64,6 +71,8 @@ DECISIONS_KEPT = 8
 BUILT_KEPT = 64
 # Well inside the handler's default budget (2 s), which a huge work tree could otherwise use up.
 SNAPSHOT_BUDGET_S = 1.0
+CHECKS_WARNED = "warned:permission-checks"
+"""Session state: the person was told that permission checks leave shell writes unenforced."""
 
 
 def runtime_dir(environ: os._Environ[str] | dict[str, str] = os.environ) -> str:
@@ -86,6 +95,8 @@ class _Decision:
     paths: tuple[PathContext, Policy, Resolved] | None = None
     checked: bool = False
     """The fail-closed checks passed (and the snapshot was taken) for this event."""
+    route: Route = "none"
+    """How the OS confines this call's shell command (set by the fail-closed checks)."""
 
 
 def is_write_tool(tool: str) -> bool:
@@ -135,14 +146,23 @@ class Guard:
             self._sandbox = probe(self.options.sandbox)
         return self._sandbox
 
-    def shell_sandbox(self, event: ToolCall) -> str | None:
-        """bwrap for this call's shell command, or None: also None for a harness that does not
-        run a rewritten tool input (Gemini CLI drops `updatedInput`; Codex's handling of it is
-        unproven), where the wrapper would be dropped without a word; the line analysis then
-        decides, failing closed on what it cannot read."""
+    def shell_route(self, engine: Engine, event: ToolCall, policy: Policy) -> tuple[Route, bool]:
+        """How the OS confines this call's shell command, and whether permission checks are
+        what keeps the rewrite from holding. `none` for a harness that does not run a rewritten
+        tool input (Gemini CLI drops `updatedInput`; Codex's handling of it is unproven), where
+        the wrapper would be dropped without a word, and under Claude Code's permission checks
+        without its sandbox settings, where the rewritten command would be checked against the
+        person's rules instead of theirs; the line analysis then decides, failing closed."""
         if event.harness not in CLAUDE_TOOL_NAMES:
-            return None
-        return self.sandbox.bwrap
+            return "none", False
+        # A replay or a test host runs nothing: the recorded workspace's files are not read.
+        if not engine.sandboxed and claude_sandboxed(policy.workspace_root):
+            return "claude-sandbox", False
+        if self.sandbox.bwrap is None:
+            return "none", False
+        if permission_checks(event.permission_mode):
+            return "none", True
+        return "bwrap-rewrite", False
 
     def decision(self, event: ToolCall) -> _Decision:
         for known in self.decisions:
@@ -296,11 +316,16 @@ class Guard:
             control = control_denial(command, surface.programs, (self.host_pid,))
             if control is not None:
                 return ToolResult.denied(control_reason(control), by=PLUGIN)
-        sandbox = self.shell_sandbox(event) if command is not None else None
-        denial = protected_denial(surface, context, policy, resolved, strict=sandbox is None)
+        route: Route = "none"
+        if command is not None:
+            route, checked = self.shell_route(engine, event, policy)
+            decision.route = route
+            if checked:
+                await self.warn_checks(engine, event)
+        denial = protected_denial(surface, context, policy, resolved, strict=route == "none")
         if denial is not None:
             return ToolResult.denied(denial.reason, by=PLUGIN)
-        if command is not None and sandbox is None:
+        if command is not None and route == "none":
             unread = self.unenforced(command, surface, resolved)
             if unread is not None:
                 return ToolResult.denied(unread, by=PLUGIN)
@@ -321,24 +346,23 @@ class Guard:
         if refusal is not None:
             return refusal
         command = decision.surface.command
-        sandbox = self.shell_sandbox(event) if command is not None else None
-        if command is None or sandbox is None:
+        sandbox = self.sandbox.bwrap
+        # Under Claude Code's own sandbox (`claude-sandbox`), it runs the command there, built
+        # from this policy, after checking its permission rules on the command as written (see
+        # _claude_sandbox); it ignores a `dangerouslyDisableSandbox` there. On the rewrite
+        # route the wrapper confines the command whatever that field says, so it is never a
+        # reason to deny. A replay or a test host runs nothing it is handed: building the
+        # mounts (a realpath walk and git lookups per command) would only cost time, and the
+        # decisions before this point are the same as live.
+        if (
+            command is None
+            or sandbox is None
+            or decision.route != "bwrap-rewrite"
+            or engine.sandboxed
+        ):
             result: ToolResult = await call_next(event)
             return result
-        if engine.sandboxed:
-            # A replay or a test host: nothing it is handed runs, so there is no command to
-            # confine, and building the mounts (a realpath walk and git lookups per command)
-            # would only cost time. The decisions before this point are the same as live.
-            unwrapped: ToolResult = await call_next(event)
-            return unwrapped
         _context, policy, _resolved = await self.paths(engine, event, decision)
-        if claude_sandboxed(policy.workspace_root):
-            # Claude Code runs it in its own sandbox, built from this policy, after checking
-            # its permission rules on the command as written (see _claude_sandbox); it ignores
-            # a `dangerouslyDisableSandbox` there. Otherwise the wrapper confines the command
-            # whatever that field says, so it is never a reason to deny.
-            kept: ToolResult = await call_next(event)
-            return kept
         wrapped = dict(event.input)
         wrapped["command"] = wrap_command(command, self.plan(policy, sandbox))
         result = await call_next(event.model_copy(update={"input": wrapped}))
@@ -455,16 +479,34 @@ class Guard:
             )
         return result
 
+    async def warn_checks(self, engine: Engine, event: ToolCall) -> None:
+        """Tell the person once per session that permission checks keep the rewrite route
+        from holding, so shell writes fall back to the line analysis."""
+        if await engine.state.get(CHECKS_WARNED) is None:
+            await engine.state.set(CHECKS_WARNED, True)
+            engine.ui.toast(checks_warning(event.permission_mode or "unknown"))
+
     async def started(self, engine: Engine, event: SessionStart, call_next: CallNext) -> Any:
-        """Tell the person at the start of a session when shell writes are not enforced by
-        the OS (under the sandbox a refused write reads 'Read-only file system' by itself)."""
+        """Tell the person at the start of a session when shell writes are not, or not in
+        every permission mode, enforced by the OS (under a sandbox a refused write reads
+        'Read-only file system' by itself)."""
         result = await call_next(event)
+        claude_like = event.harness in CLAUDE_TOOL_NAMES
+        workspace = self.options.workspace_root or engine.env.get("CLAUDE_PROJECT_DIR") or event.cwd
         available = self.sandbox
-        if available.bwrap is None:
-            engine.ui.toast(
-                f"write-guard: shell writes are NOT enforced by the OS here ({available.reason});"
-                " the command line is analysed instead and refused when it cannot be read fully."
-            )
+        facts = Facts(
+            claude_settings=bool(workspace)
+            and not engine.sandboxed
+            and claude_sandboxed(workspace),
+            bwrap_reason=available.reason,
+            bwrap_works=available.bwrap is not None,
+        )
+        warning = session_warning(facts, event.harness, claude_like)
+        # A replay cannot tell which mode the session ran in: only a missing sandbox is news.
+        if engine.sandboxed and claude_like and facts.bwrap_works:
+            warning = None
+        if warning is not None:
+            engine.ui.toast(warning)
         return result
 
 

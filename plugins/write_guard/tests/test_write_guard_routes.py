@@ -1,0 +1,263 @@
+"""Which route enforces shell writes: Claude Code's own sandbox (settings `hookchain install`
+writes from the policy), write-guard's bwrap rewrite (only with Claude Code's permission checks
+off), or none (line analysis, fail closed); said plainly at session start, once per session when
+permission checks turn the rewrite off, and in `hookchain status`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from typing import Any
+
+import pytest
+from framework import Action, Host, SessionStart, ToolCall, ToolResult
+from wg_jail import BWRAP, Tree
+from write_guard._claude_sandbox import REQUIRED, write_sandbox_settings
+from write_guard._options import Options
+
+import write_guard
+
+pytestmark = pytest.mark.anyio
+needs_bwrap = pytest.mark.skipif(BWRAP is None, reason="needs bubblewrap")
+CLAUDE_SANDBOX_HERE = sys.platform == "linux" and all(
+    shutil.which(tool) for tool in ("bwrap", "socat")
+)
+needs_claude_sandbox = pytest.mark.skipif(
+    not CLAUDE_SANDBOX_HERE, reason="Claude Code's sandbox needs bwrap and socat"
+)
+
+UNREADABLE = "echo x | tee >(cat > f) >/dev/null"
+"""A line the analysis cannot read fully: refused where no sandbox confines it."""
+
+
+async def _session(
+    tree: Tree,
+    calls: list[dict[str, Any]],
+    *,
+    harness: str = "claude-code",
+    **options: object,
+) -> tuple[list[ToolResult], list[Action]]:
+    """One session in a real host: its session start, then each Bash call (`command`,
+    `permission_mode`); the results and every action (toasts included)."""
+
+    async def terminal(event: ToolCall) -> ToolResult:
+        return ToolResult(output="ran")
+
+    env = {"HOME": str(tree.root / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws)}
+    settings = {"extra_writable_roots": [str(tree.root / "tmp")], **options}
+    results: list[ToolResult] = []
+    actions: list[Action] = []
+    async with Host(
+        plugins=[write_guard], entry_points=False, store="memory://", env=env,
+        options={"write-guard": settings},
+    ) as host:  # fmt: skip
+        start = SessionStart(session_id="s", cwd=str(tree.ws), harness=harness)
+        actions += (await host.dispatch(start)).actions
+        for index, call in enumerate(calls):
+            event = ToolCall(
+                session_id="s",
+                tool_use_id=f"t{index}",
+                tool="Bash" if harness != "gemini" else "run_shell_command",
+                input={"command": call["command"]},
+                permission_mode=call.get("permission_mode"),
+                harness=harness,
+            )
+            outcome = await host.dispatch(event, terminal=terminal)
+            results.append(outcome.result)
+            actions += outcome.actions
+    return results, actions
+
+
+def _toasts(actions: list[Action]) -> list[str]:
+    return [a.text for a in actions if a.kind == "toast"]
+
+
+def _claude_settings(tree: Tree) -> None:
+    write_sandbox_settings(str(tree.ws), dict(REQUIRED))
+
+
+# -- permission_mode decides whether the rewrite holds ----------------------------------------
+
+
+@needs_bwrap
+@pytest.mark.parametrize("mode", ["default", "acceptEdits", "plan", "dontAsk", "a-new-mode"])
+async def test_with_permission_checks_on_and_no_claude_settings_the_line_analysis_decides(
+    tree: Tree, mode: str
+) -> None:
+    calls = [
+        {"command": "ls -la", "permission_mode": mode},
+        {"command": UNREADABLE, "permission_mode": mode},
+        {"command": "cat a.txt", "permission_mode": mode},
+    ]
+    (plain, unreadable, again), actions = await _session(tree, calls)
+    # Never rewritten: Claude Code would check its rules on the wrapper, not on `ls -la`.
+    assert plain.denial is None and plain.updated_input is None
+    assert again.denial is None and again.updated_input is None
+    assert unreadable.denial is not None and "no-sandbox" in unreadable.denial.reason
+    warned = [text for text in _toasts(actions) if "checks its permission rules" in text]
+    assert len(warned) == 1, _toasts(actions)  # once per session
+    assert f"({mode} mode)" in warned[0] and "NOT enforced by the OS" in warned[0]
+    assert "hookchain install" in warned[0]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("mode", ["bypassPermissions", None])
+async def test_with_permission_checks_off_or_unsaid_the_command_is_rewritten(
+    tree: Tree, mode: str | None
+) -> None:
+    calls = [{"command": "ls -la", "permission_mode": mode}, {"command": UNREADABLE}]
+    (plain, unreadable), actions = await _session(tree, calls)
+    assert plain.updated_input is not None and "bwrap" in plain.updated_input["command"]
+    # The OS confines it: the analysis need not refuse what it cannot read.
+    assert unreadable.denial is None and unreadable.updated_input is not None
+    assert not [text for text in _toasts(actions) if "checks its permission rules" in text]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("mode", ["default", "bypassPermissions"])
+async def test_under_claude_codes_sandbox_settings_every_mode_leaves_the_command_as_written(
+    tree: Tree, mode: str
+) -> None:
+    _claude_settings(tree)
+    calls = [{"command": "ls -la", "permission_mode": mode}, {"command": UNREADABLE}]
+    (plain, unreadable), actions = await _session(tree, calls)
+    assert plain.denial is None and plain.updated_input is None
+    assert unreadable.denial is None and unreadable.updated_input is None
+    assert _toasts(actions) == []
+
+
+# -- what the person is told at session start -------------------------------------------------
+
+
+@needs_bwrap
+async def test_session_start_says_when_only_bypass_mode_is_os_enforced(tree: Tree) -> None:
+    _results, actions = await _session(tree, [])
+    [toast] = _toasts(actions)
+    assert "only in bypassPermissions mode" in toast and "they are NOT" in toast
+    assert "hookchain install" in toast
+
+
+@needs_bwrap
+async def test_session_start_says_nothing_under_claude_codes_sandbox(tree: Tree) -> None:
+    _claude_settings(tree)
+    _results, actions = await _session(tree, [])
+    assert _toasts(actions) == []
+
+
+async def test_session_start_says_a_harness_that_drops_rewrites_is_not_enforced(
+    tree: Tree,
+) -> None:
+    _results, actions = await _session(tree, [], harness="gemini")
+    [toast] = _toasts(actions)
+    assert "NOT enforced by the OS under gemini" in toast
+
+
+async def test_session_start_says_no_sandbox_plainly(tree: Tree) -> None:
+    _results, actions = await _session(tree, [], sandbox="off")
+    [toast] = _toasts(actions)
+    assert "NOT enforced by the OS here (the sandbox is switched off" in toast
+
+
+# -- install: the settings write-guard asks for -------------------------------------------------
+
+
+def _options(tree: Tree, **values: object) -> Options:
+    return Options(extra_writable_roots=[str(tree.root / "tmp")], **values)  # type: ignore[arg-type]
+
+
+@needs_claude_sandbox
+def test_install_is_asked_for_claude_codes_sandbox_from_the_policy(tree: Tree) -> None:
+    asked = write_guard.harness_settings("claude-code", "local", str(tree.ws), _options(tree))
+    assert asked is not None
+    sandbox = asked["sandbox"]
+    assert {key: sandbox[key] for key in REQUIRED} == REQUIRED
+    assert sandbox["autoAllowBashIfSandboxed"] is False
+    files = sandbox["filesystem"]
+    assert files["allowWrite"] == [str(tree.root / "tmp")]
+    assert str(tree.ws / ".git" / "config") in files["denyWrite"]
+    assert str(tree.ws / ".claude" / "settings.local.hookchain.json") in files["denyWrite"]
+    assert str(tree.root / "run") in files["denyRead"]  # the host's runtime dir
+    # The same settings, asked again: install then changes nothing.
+    again = write_guard.harness_settings("claude-code", "local", str(tree.ws), _options(tree))
+    assert again == asked
+
+
+def test_install_is_asked_for_nothing_where_claude_codes_sandbox_does_not_fit(
+    tree: Tree,
+) -> None:
+    ws = str(tree.ws)
+    assert write_guard.harness_settings("claude-code", "user", ws, _options(tree)) is None
+    assert write_guard.harness_settings("gemini", "project", ws, _options(tree)) is None
+    off = _options(tree, sandbox="off")
+    assert write_guard.harness_settings("claude-code", "local", ws, off) is None
+
+
+# -- status: which route, plainly -----------------------------------------------------------------
+
+
+@needs_claude_sandbox
+def test_status_names_claude_codes_sandbox_and_says_when_its_settings_differ(tree: Tree) -> None:
+    options = _options(tree)
+    asked = write_guard.harness_settings("claude-code", "local", str(tree.ws), options)
+    assert asked is not None
+    write_sandbox_settings(str(tree.ws), dict(asked["sandbox"]))
+    line = write_guard.status_line(str(tree.ws), options)
+    assert line.startswith("shell writes: Claude Code's sandbox, in every permission mode")
+    assert "match write-guard's policy" in line
+    looser = json.loads(json.dumps(asked["sandbox"]))
+    looser["filesystem"]["allowWrite"].append(str(tree.root / "out"))
+    looser["filesystem"]["denyWrite"].remove(str(tree.ws / ".git" / "config"))
+    write_sandbox_settings(str(tree.ws), looser)
+    differs = write_guard.status_line(str(tree.ws), options)
+    assert "differ from write-guard's policy" in differs
+    assert f"allowWrite also allows {tree.root / 'out'}" in differs
+    assert f"denyWrite lacks {tree.ws / '.git' / 'config'}" in differs
+
+
+@needs_bwrap
+def test_status_names_the_rewrite_route_and_where_it_does_not_hold(tree: Tree) -> None:
+    line = write_guard.status_line(str(tree.ws), _options(tree))
+    assert line.startswith("shell writes: write-guard's bwrap rewrite, in bypassPermissions")
+    assert "in default, acceptEdits and plan mode NONE" in line
+    assert "failing closed" in line
+
+
+def test_status_says_none_plainly_without_a_sandbox(tree: Tree) -> None:
+    line = write_guard.status_line(str(tree.ws), _options(tree, sandbox="off"))
+    assert line.startswith("shell writes: NONE: not OS-enforced (the sandbox is switched off")
+    assert "line analysis only, failing closed" in line
+
+
+@needs_bwrap
+def test_a_person_switching_claude_codes_sandbox_off_is_the_rewrite_route(tree: Tree) -> None:
+    write_sandbox_settings(str(tree.ws), {"enabled": False})
+    line = write_guard.status_line(str(tree.ws), _options(tree))
+    assert line.startswith("shell writes: write-guard's bwrap rewrite")
+
+
+def test_the_plugin_module_implements_both_hooks_as_the_host_calls_them(tree: Tree) -> None:
+    host = Host(plugins=[write_guard], entry_points=False, store="memory://")
+    host.load()
+    names = {impl.plugin_name for impl in host.pm.hook.status_line.get_hookimpls()}
+    assert names == {"write-guard"}
+    assert {i.plugin_name for i in host.pm.hook.harness_settings.get_hookimpls()} == names
+
+
+@needs_claude_sandbox
+def test_sandbox_settings_prints_what_install_is_asked_for(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    monkeypatch.setenv("HOME", str(tree.root / "home"))
+    (tree.ws / "hookchain.toml").write_text(
+        f'[write-guard]\nextra_writable_roots = ["{tree.root / "tmp"}"]\n'
+    )
+    app = typer.Typer()
+    write_guard.register_cli(app)
+    shown = CliRunner().invoke(app, ["sandbox-settings", "--workspace", str(tree.ws), "--print"])
+    assert shown.exit_code == 0, shown.output
+    asked = write_guard.harness_settings("claude-code", "local", str(tree.ws), _options(tree))
+    assert json.loads(shown.output) == asked  # the project's hookchain.toml was read
