@@ -407,9 +407,11 @@ _ONE_PATTERN = re.compile(
 )
 _PIECES = (
     *" >>&|;-/.\"'~$_\n\t0129ax",
-    *("tee", "sed", "-i", "perl", "-pi", "git", "checkout", "npm", "install", "go", "mod"),
-    *("tidy", "tar", "-x", "xzf", "--fix", "--write", "gofmt", "-w", "black", "ruff", "format"),
-    *("/dev/null", "rm", "mv", "pip3", "ñ", "é"),
+    *("tee", "mv", "cp", "rm", "touch", "mkdir", "patch", "chmod", "ln", "truncate", "unzip"),
+    *("tar -x", "tar xzf", "sed -i", "sed -n", "perl -pi", "git checkout", "git clean", "git log"),
+    *("npm install", "pnpm add", "yarn remove", "bun i", "pip3 install", "uv sync", "go mod tidy"),
+    *("poetry update", "cargo get", "npm test", "--fix", "--write", "gofmt -w", "black"),
+    *("ruff format", "ruff check", "/dev/null", "ñ", "é"),
 )
 
 

@@ -356,16 +356,18 @@ def label_of(tool: str, tool_input: Mapping[str, Any]) -> str:
 # Three patterns, not one: a redirection and a `--fix`/`--write` flag start with a literal, which
 # `re` finds by a fast scan; in one alternation with the words every position of a long command
 # was tried against every branch (a sixth of the time; a test compares them on many commands).
+# The words are tried only at a word start with one of their first letters.
 _REDIRECTION = re.compile(r">(?<![\d&>]>)>?\s*(?!&|/dev/null)[\w~./$\"']")
 _FIXING_FLAG = re.compile(r"--(?:fix|write)\b")
 _MUTATING_WORDS = re.compile(
-    r"\b(?:tee|mv|cp|rm|touch|mkdir|patch|chmod|ln|truncate|unzip|tar\s+-?x\w*)\b"
-    r"|\bsed\s+(?:-\w*\s+)*-i|\bperl\s+-\w*i"
-    r"|\bgit\s+(?:checkout|switch|reset|restore|apply|am|stash|merge|rebase|pull|cherry-pick"
+    r"\b(?=[bcglmnprstuy])(?:"
+    r"(?:tee|mv|cp|rm|touch|mkdir|patch|chmod|ln|truncate|unzip|tar\s+-?x\w*)\b"
+    r"|sed\s+(?:-\w*\s+)*-i|perl\s+-\w*i"
+    r"|git\s+(?:checkout|switch|reset|restore|apply|am|stash|merge|rebase|pull|cherry-pick"
     r"|revert|rm|mv|clean)\b"
-    r"|\b(?:npm|pnpm|yarn|bun|pip3?|uv|poetry|cargo|go)\s+(?:install|i|add|remove|uninstall"
+    r"|(?:npm|pnpm|yarn|bun|pip3?|uv|poetry|cargo|go)\s+(?:install|i|add|remove|uninstall"
     r"|update|upgrade|get|sync|mod\s+tidy)\b"
-    r"|\bgofmt\s+-\w*w|\bblack\b|\bruff\s+format\b"
+    r"|gofmt\s+-\w*w|black\b|ruff\s+format\b)"
 )
 
 
