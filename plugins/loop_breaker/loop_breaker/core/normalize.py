@@ -188,6 +188,7 @@ PRECONDITION_MARKERS = (
 _PERSON_DENIAL = ("doesn't want to proceed", "tool use was rejected", "user rejected")
 _RULE_DENIAL = ("has been denied", "permission to use", "denied by")
 _HOOK_DENIAL = ("hook error:", "blocked by hook", "prompt hook condition was not met")
+_DENIAL_MARKERS = _PERSON_DENIAL + _RULE_DENIAL + _HOOK_DENIAL  # joined once, not per error
 
 
 # `json.dumps(output, sort_keys=True, default=str)`, with the encoder built once.
@@ -237,8 +238,9 @@ def classify_outcome(is_error: bool, denied: bool, text: str) -> Outcome:
     if not is_error:
         return "ok"
     head = text[:DENIAL_HEAD_CHARS].lower()
-    if any(marker in head for marker in _PERSON_DENIAL + _RULE_DENIAL + _HOOK_DENIAL):
-        return "denied"
+    for marker in _DENIAL_MARKERS:
+        if marker in head:
+            return "denied"
     return "error"
 
 
