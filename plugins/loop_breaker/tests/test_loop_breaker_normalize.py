@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import random
+import re
 import sys
+from pathlib import Path
 
 import pytest
 from loop_breaker.core import MAIN_LOOP, LoopBreakerCore, Observation
@@ -24,6 +26,7 @@ from loop_breaker.core.normalize import (
     redact,
     short_path,
 )
+from loop_breaker.judge import content_blocks
 
 
 def test_action_key_ignores_key_order_whitespace_and_cosmetic_fields() -> None:
@@ -388,6 +391,56 @@ def test_an_environment_error_names_what_it_is_about(
 )
 def test_a_shell_command_that_may_change_files(command: str, changes: bool) -> None:
     assert may_change_files(command) is changes
+
+
+# The one alternation `may_change_files` was written as first: its three patterns must answer
+# the same for every command.
+_ONE_PATTERN = re.compile(
+    r"(?:^|[^\d&>])>>?\s*(?!&|/dev/null)[\w~./$\"']"
+    r"|\b(?:tee|mv|cp|rm|touch|mkdir|patch|chmod|ln|truncate|unzip|tar\s+-?x\w*)\b"
+    r"|\bsed\s+(?:-\w*\s+)*-i|\bperl\s+-\w*i"
+    r"|\bgit\s+(?:checkout|switch|reset|restore|apply|am|stash|merge|rebase|pull|cherry-pick"
+    r"|revert|rm|mv|clean)\b"
+    r"|\b(?:npm|pnpm|yarn|bun|pip3?|uv|poetry|cargo|go)\s+(?:install|i|add|remove|uninstall"
+    r"|update|upgrade|get|sync|mod\s+tidy)\b"
+    r"|--fix\b|--write\b|\bgofmt\s+-\w*w|\bblack\b|\bruff\s+format\b"
+)
+_PIECES = (
+    *" >>&|;-/.\"'~$_\n\t0129ax",
+    *("tee", "mv", "cp", "rm", "touch", "mkdir", "patch", "chmod", "ln", "truncate", "unzip"),
+    *("tar -x", "tar xzf", "sed -i", "sed -n", "perl -pi", "git checkout", "git clean", "git log"),
+    *("npm install", "pnpm add", "yarn remove", "bun i", "pip3 install", "uv sync", "go mod tidy"),
+    *("poetry update", "cargo get", "npm test", "--fix", "--write", "gofmt -w", "black"),
+    *("ruff format", "ruff check", "/dev/null", "ñ", "é"),
+)
+
+
+def _shared_commands() -> list[str]:
+    corpus = Path(__file__).resolve().parents[3].parent / "shared" / "corpus" / "transcripts"
+    if not corpus.is_dir():
+        pytest.fail(f"the shared corpus is missing: expected it at {corpus}")
+    commands = []
+    for path in sorted(corpus.glob("*.jsonl")):
+        for _, block in content_blocks(path):
+            tool_input = block.get("input") if block.get("type") == "tool_use" else None
+            command = tool_input.get("command") if isinstance(tool_input, dict) else None
+            if isinstance(command, str):
+                commands.append(command)
+    return commands
+
+
+def test_may_change_files_answers_as_the_one_pattern_did() -> None:
+    generator = random.Random(20)
+    made = ["".join(generator.choices(_PIECES, k=generator.randint(0, 12))) for _ in range(30_000)]
+    commands = _shared_commands()
+    assert len(commands) > 300
+    changing = 0
+    for command in commands + made:
+        expected = bool(_ONE_PATTERN.search(command))
+        assert may_change_files(command) is expected, command
+        changing += expected
+    # Both answers occur often, so a pattern that always answered one way would fail.
+    assert 1_000 < changing < len(commands) + len(made) - 1_000
 
 
 def test_request_ids_and_uuids_of_one_failure_do_not_make_it_another() -> None:

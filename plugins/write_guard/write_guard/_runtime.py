@@ -165,7 +165,8 @@ class Guard:
         return "bwrap-rewrite", False
 
     def decision(self, event: ToolCall) -> _Decision:
-        for known in self.decisions:
+        # Newest first: the other handler of the same call asks right after the first one.
+        for known in reversed(self.decisions):
             if known.event is event:
                 return known
         if event.harness in CLAUDE_TOOL_NAMES:

@@ -188,6 +188,7 @@ PRECONDITION_MARKERS = (
 _PERSON_DENIAL = ("doesn't want to proceed", "tool use was rejected", "user rejected")
 _RULE_DENIAL = ("has been denied", "permission to use", "denied by")
 _HOOK_DENIAL = ("hook error:", "blocked by hook", "prompt hook condition was not met")
+_DENIAL_MARKERS = _PERSON_DENIAL + _RULE_DENIAL + _HOOK_DENIAL  # joined once, not per error
 
 
 # `json.dumps(output, sort_keys=True, default=str)`, with the encoder built once.
@@ -237,8 +238,9 @@ def classify_outcome(is_error: bool, denied: bool, text: str) -> Outcome:
     if not is_error:
         return "ok"
     head = text[:DENIAL_HEAD_CHARS].lower()
-    if any(marker in head for marker in _PERSON_DENIAL + _RULE_DENIAL + _HOOK_DENIAL):
-        return "denied"
+    for marker in _DENIAL_MARKERS:
+        if marker in head:
+            return "denied"
     return "error"
 
 
@@ -353,22 +355,32 @@ def label_of(tool: str, tool_input: Mapping[str, Any]) -> str:
 
 # A shell command that may change files: a redirection into a file, in-place editors, file
 # moves, version-control and package-manager commands that rewrite the tree, formatters.
-_MUTATING_COMMAND = re.compile(
-    r"(?:^|[^\d&>])>>?\s*(?!&|/dev/null)[\w~./$\"']"
-    r"|\b(?:tee|mv|cp|rm|touch|mkdir|patch|chmod|ln|truncate|unzip|tar\s+-?x\w*)\b"
-    r"|\bsed\s+(?:-\w*\s+)*-i|\bperl\s+-\w*i"
-    r"|\bgit\s+(?:checkout|switch|reset|restore|apply|am|stash|merge|rebase|pull|cherry-pick"
+# Three patterns, not one: a redirection and a `--fix`/`--write` flag start with a literal, which
+# `re` finds by a fast scan; in one alternation with the words every position of a long command
+# was tried against every branch (a sixth of the time; a test compares them on many commands).
+# The words are tried only at a word start with one of their first letters.
+_REDIRECTION = re.compile(r">(?<![\d&>]>)>?\s*(?!&|/dev/null)[\w~./$\"']")
+_FIXING_FLAG = re.compile(r"--(?:fix|write)\b")
+_MUTATING_WORDS = re.compile(
+    r"\b(?=[bcglmnprstuy])(?:"
+    r"(?:tee|mv|cp|rm|touch|mkdir|patch|chmod|ln|truncate|unzip|tar\s+-?x\w*)\b"
+    r"|sed\s+(?:-\w*\s+)*-i|perl\s+-\w*i"
+    r"|git\s+(?:checkout|switch|reset|restore|apply|am|stash|merge|rebase|pull|cherry-pick"
     r"|revert|rm|mv|clean)\b"
-    r"|\b(?:npm|pnpm|yarn|bun|pip3?|uv|poetry|cargo|go)\s+(?:install|i|add|remove|uninstall"
+    r"|(?:npm|pnpm|yarn|bun|pip3?|uv|poetry|cargo|go)\s+(?:install|i|add|remove|uninstall"
     r"|update|upgrade|get|sync|mod\s+tidy)\b"
-    r"|--fix\b|--write\b|\bgofmt\s+-\w*w|\bblack\b|\bruff\s+format\b"
+    r"|gofmt\s+-\w*w|black\b|ruff\s+format\b)"
 )
 
 
 def may_change_files(command: str) -> bool:
     """Whether a successful shell command may have changed files (so a repeat after it may see
     something new): cheap to over-answer, since it only keeps a repeat from counting."""
-    return bool(_MUTATING_COMMAND.search(command))
+    return bool(
+        _REDIRECTION.search(command)
+        or _FIXING_FLAG.search(command)
+        or _MUTATING_WORDS.search(command)
+    )
 
 
 def is_poll(tool: str, tool_input: Mapping[str, Any]) -> bool:
