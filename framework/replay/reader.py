@@ -460,6 +460,8 @@ def _collect_result(corpus: Corpus, record: dict[str, Any]) -> None:
 
 def _link_inline_sidechains(corpus: Corpus) -> None:
     """1.0.x sidechains carry no agent id: the last Task before them with their prompt owns them."""
+    if not corpus.inline:
+        return  # later transcripts name their agents: no Task call needs looking for
     tasks: dict[str, list[tuple[str, int, str]]] = {}
     for stream in corpus.main:
         for record in stream.records:
