@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import pytest
 
 from framework.core.contract import Event, PromptSubmit, ToolCall, TurnComplete, TurnStep
+from framework.replay import reader
 from framework.replay.reader import (
     RECORDED_BY_PREFIX,
     Session,
@@ -346,3 +347,34 @@ def test_directories_are_searched_recursively(tmp_path: Path) -> None:
     read = read_transcripts([tmp_path])
     assert read.files == 1
     assert len(read.sessions) == 1
+
+
+@pytest.mark.parametrize("block", [1, 5, 64, 4096])
+def test_lines_cut_across_read_blocks_rebuild_the_same_sessions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block: int
+) -> None:
+    """The reader reads files in blocks: a line cut by a block's end, a blank line, a CRLF end
+    and a file whose last line has no newline read as they do in one block."""
+    log = Log()
+    log.prompt("hello")
+    log.use("m1", "t1", "Bash", command="ls")
+    log.result("t1", "a.py")
+    log.text("m2", "done", "end_turn")
+    garbage = ("  ", '{"type": "progress", "data": {"type": "user"}}\r', "[1, 2]", '{"type": "us')
+    path = log.write(tmp_path / "s.jsonl", garbage=garbage)
+    path.write_bytes(path.read_bytes().rstrip(b"\n"))
+    whole = read_transcripts([path])
+    monkeypatch.setattr(reader, "_BLOCK_BYTES", block)
+    cut = read_transcripts([path])
+    assert cut == whole
+    assert cut.skipped_lines == 2
+    assert kinds(cut.sessions[0]) == [
+        "session.start",
+        "prompt.submit",
+        "turn.start",
+        "turn.step",
+        "tool.call",
+        "turn.step",
+        "turn.complete",
+        "session.end",
+    ]

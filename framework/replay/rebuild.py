@@ -22,6 +22,7 @@ from framework.core.contract import (
     TurnStart,
     TurnStep,
 )
+from framework.core.frozen import freeze
 from framework.core.turns import agent_turn_id, compaction_ends_turn, main_turn_id
 
 Verdict = Literal[
@@ -373,7 +374,7 @@ class _Builder:
             return
         records, self.pending = self.pending, []
         chunks: list[StreamChunk] = []
-        uses: list[dict[str, Any]] = []
+        uses: list[tuple[dict[str, Any], Any]] = []
         stop_reason: str | None = None
         error: Any = None
         for record in records:
@@ -381,14 +382,27 @@ class _Builder:
             stop_reason = message.get("stop_reason") or stop_reason
             if record.get("isApiErrorMessage"):
                 error = record.get("error") or "api_error"
-            for block in content_blocks(record):
-                chunk = _chunk(block)
-                if chunk is not None:
-                    chunks.append(chunk)
-                    if chunk.kind == "text" and chunk.text.strip():
-                        self.last_text = chunk.text
-                if block.get("type") == "tool_use":
-                    uses.append(block)
+            content = message.get("content")
+            for block in content if isinstance(content, list) else ():
+                if not isinstance(block, dict):
+                    continue
+                kind = block.get("type")
+                if kind == "text":
+                    text = str(block.get("text") or "")
+                    chunks.append(StreamChunk(kind="text", text=text))
+                    if text.strip():
+                        self.last_text = text
+                elif kind == "thinking":
+                    chunks.append(
+                        StreamChunk(kind="thinking", text=str(block.get("thinking") or ""))
+                    )
+                elif kind == "tool_use":
+                    # Frozen once: the chunk and the call then share it instead of each
+                    # freezing a copy of the whole input.
+                    tool_input = freeze(block.get("input"))
+                    data = {"id": block.get("id"), "name": block.get("name"), "input": tool_input}
+                    chunks.append(StreamChunk(kind="tool_use", data=data))
+                    uses.append((block, tool_input))
         if uses and stop_reason is None:
             stop_reason = "tool_use"
         if error is not None:
@@ -416,17 +430,18 @@ class _Builder:
         )
         self.step_index += 1
         self.emit(step, self.pending_at, chunks=tuple(chunks))
-        for block in uses:
-            self.tool_call(block, stamp_ms(records[-1].get("timestamp")) or self.clock)
+        if uses:
+            at_ms = stamp_ms(records[-1].get("timestamp")) or self.clock
+            for block, tool_input in uses:
+                self.tool_call(block, tool_input, at_ms)
 
-    def tool_call(self, block: dict[str, Any], at_ms: int) -> None:
+    def tool_call(self, block: dict[str, Any], tool_input: Any, at_ms: int) -> None:
         tool_use_id = str(block.get("id"))
-        raw_input = block.get("input")
         call = ToolCall(
             session_id=self.session_id,
             tool_use_id=tool_use_id,
             tool=str(block.get("name")),
-            input=raw_input if isinstance(raw_input, dict) else {},
+            input=tool_input if isinstance(tool_input, dict) else {},
             agent_id=self.agent_id,
         )
         recorded = self.corpus.results.get(tool_use_id, UNANSWERED)
@@ -462,18 +477,6 @@ def content_blocks(record: Mapping[str, Any]) -> list[dict[str, Any]]:
     message = record.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
-
-
-def _chunk(block: Mapping[str, Any]) -> StreamChunk | None:
-    kind = block.get("type")
-    if kind == "text":
-        return StreamChunk(kind="text", text=str(block.get("text") or ""))
-    if kind == "thinking":
-        return StreamChunk(kind="thinking", text=str(block.get("thinking") or ""))
-    if kind == "tool_use":
-        data = {"id": block.get("id"), "name": block.get("name"), "input": block.get("input")}
-        return StreamChunk(kind="tool_use", data=data)
-    return None
 
 
 def text_of(content: Any) -> str:
