@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import sys
 import threading
@@ -142,16 +143,26 @@ class LoopWatch:
         self._stopped = threading.Event()
         self._answered = threading.Event()
         self._logged = Once()
-        self._thread = threading.Thread(target=self._run, name="hookchain-loop-watch", daemon=True)
-        self._thread.start()
+        self._finished = threading.Event()
+        self._ident: int | None = None
+        # Not threading.Thread.start: it waits until the new thread has run, a context switch
+        # every fresh host (each replay round, each test) would pay on a busy machine.
+        _thread.start_new_thread(self._run, ())
 
     def stop(self) -> None:
         self._stopped.set()
         self._answered.set()
-        if self._thread is not threading.current_thread():
-            self._thread.join(timeout=1)
+        if self._ident != threading.get_ident():
+            self._finished.wait(timeout=1)
 
     def _run(self) -> None:
+        self._ident = threading.get_ident()
+        try:
+            self._watch()
+        finally:
+            self._finished.set()
+
+    def _watch(self) -> None:
         stopped = self._stopped
         loop = self.loop
         while not stopped.wait(BLOCK_WARN):
