@@ -102,3 +102,20 @@ def test_the_lazy_replay_names_resolve_and_are_listed() -> None:
     assert set(framework.__all__) <= set(dir(framework))
     with pytest.raises(AttributeError, match="no_such_name"):
         framework.no_such_name  # noqa: B018
+
+
+def test_a_host_loading_every_plugin_imports_no_command_line_code() -> None:
+    # Each replay worker and each warm host loads the plugins: their `hookchain` commands
+    # (typer, the dashboard server) are for the command line, imported when it is built.
+    probe = (
+        "import sys; from framework import Host; host = Host(store='memory://'); host.load(); "
+        "print(*[p.name for p in host.loaded()]); "
+        "print(*sorted(m for m in sys.modules if m.split('.')[0] in ('typer', 'click') "
+        "or m.endswith(('._cli', '._dashboard_server'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    plugins, command_line = [*done.stdout.splitlines(), "", ""][:2]
+    assert set(plugins.split()) >= {"loop-breaker", "observer", "refusal-watch", "write-guard"}
+    assert command_line.split() == []

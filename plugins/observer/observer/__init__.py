@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from framework import PluginInfo
+from typing import Any
 
-from observer._cli import register_cli
+from framework import PluginInfo, hookimpl
+
 from observer._options import Options
 from observer._register import register
 
@@ -18,3 +19,12 @@ plugin = PluginInfo(
 )
 
 __all__ = ["Options", "plugin", "register", "register_cli"]
+
+
+@hookimpl
+def register_cli(app: Any) -> None:
+    """Add this plugin's `hookchain` commands. Their module (typer and the rest) is imported
+    only here, when the command line is built: a host that only runs chains never loads it."""
+    from observer._cli import register_cli as add_commands
+
+    add_commands(app)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from framework import PluginInfo
+from typing import Any
 
-from write_guard._cli import register_cli
+from framework import PluginInfo, hookimpl
+
 from write_guard._options import Options
 from write_guard._register import register
 from write_guard._status import harness_settings, status_line
@@ -20,3 +21,12 @@ plugin = PluginInfo(
 )
 
 __all__ = ["Options", "harness_settings", "plugin", "register", "register_cli", "status_line"]
+
+
+@hookimpl
+def register_cli(app: Any) -> None:
+    """Add this plugin's `hookchain` commands. Their module (typer and the rest) is imported
+    only here, when the command line is built: a host that only runs chains never loads it."""
+    from write_guard._cli import register_cli as add_commands
+
+    add_commands(app)
