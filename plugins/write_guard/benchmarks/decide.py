@@ -1,7 +1,8 @@
 """Time write-guard in one run: the pure decision (Write; simple, compound and git Bash lines)
 for this tree's analyser and for a baseline's (default `main`, loaded from git under another
-package name), the sandbox's added cost per shell command, and the snapshot of a dirty work
-tree of 10,000 files. Prints medians, ratios against the baseline, and peak RSS.
+package name), the sandbox's added cost per shell command, and the snapshot of a work tree of
+10,000 files (clean, dirty, dirty with untracked files). Prints medians, ratios against the
+baseline, and peak RSS.
 
     python plugins/write_guard/benchmarks/decide.py [--baseline REF] [--files N]
 """
@@ -31,7 +32,7 @@ from write_guard._decide import git_hold, preset_denial, protected_denial, resol
 from write_guard._paths import PathContext
 from write_guard._policy import Policy
 from write_guard._sandbox import plan_sandbox, probe, wrap_command
-from write_guard._snapshot import record
+from write_guard._snapshot import UNTRACKED_FILE_MAX, record
 from write_guard._surface import extract_surface
 
 ROUNDS = 20_000
@@ -176,8 +177,19 @@ def snapshot_cost(files: int) -> None:
         for index in range(0, files, files // 10):
             Path(repo, f"d{index // 100:03d}", f"f{index:05d}.txt").write_text("changed\n")
         dirty_ms = timed(10)
+        # New work never added: 100 small files, and one over the cap (left out, not hashed).
+        for index in range(100):
+            Path(repo, "new", f"n{index:03d}.txt").parent.mkdir(exist_ok=True)
+            Path(repo, "new", f"n{index:03d}.txt").write_text(f"new {index}\n" * 50)
+        with open(Path(repo, "new", "dump.bin"), "wb") as handle:
+            handle.truncate(UNTRACKED_FILE_MAX + 1)
+        untracked_ms = timed(10)
         print(f"snapshot_{files}_files_clean_median_ms = {clean_ms:.1f}")
         print(f"snapshot_{files}_files_dirty_median_ms = {dirty_ms:.1f}")
+        print(
+            f"snapshot_{files}_files_dirty_and_100_untracked_median_ms = {untracked_ms:.1f}  "
+            f"ratio_to_dirty = {untracked_ms / dirty_ms:.2f}"
+        )
     finally:
         shutil.rmtree(repo, ignore_errors=True)
 

@@ -23,6 +23,7 @@ import write_guard
 BWRAP = shutil.which("bwrap")
 RUN_TIMEOUT_S = 20.0
 DIRTY = "dirty\n"
+UNTRACKED = "untracked work\n"
 GIT_ENV = {
     "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
     "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
@@ -81,6 +82,7 @@ def build_template(root: Path) -> None:
     (ws / "a.txt").write_text(DIRTY)
     (ws / "b.txt").write_text("b\n")
     _sh(ws, "git", "add", "b.txt")
+    (ws / "notes.txt").write_text(UNTRACKED)  # new work, never added
 
 
 def _digest(path: Path) -> str:
@@ -157,20 +159,28 @@ class Tree:
             state[f"refs:{repo.name}"] = _refs(repo)
         state["work:a.txt"] = _digest(ws / "a.txt")
         state["work:b.txt"] = _digest(ws / "b.txt")
+        state["work:notes.txt"] = _digest(ws / "notes.txt")
         return state
 
-    def recoverable(self) -> bool:
-        """Whether write-guard's snapshots hold the uncommitted change of a.txt."""
+    def recoverable(self, changed: set[str] | None = None) -> bool:
+        """Whether one of write-guard's snapshots holds the uncommitted change of a.txt and,
+        when `changed` names it, the untracked notes.txt."""
         try:
             refs = _sh(self.ws, "git", "for-each-ref", "--format=%(refname)", "refs/write-guard/")
         except AssertionError:
             return False
+        wanted = {":a.txt": DIRTY}
+        if changed is not None and "work:notes.txt" in changed:
+            wanted["^3:notes.txt"] = UNTRACKED
         for ref in refs.split():
-            shown = subprocess.run(
-                ["git", "show", f"{ref}:a.txt"], cwd=self.ws, capture_output=True, text=True,
-                timeout=30, check=False,
-            )  # fmt: skip
-            if shown.stdout == DIRTY:
+            held = 0
+            for name, content in wanted.items():
+                shown = subprocess.run(
+                    ["git", "show", ref + name], cwd=self.ws, capture_output=True, text=True,
+                    timeout=30, check=False,
+                )  # fmt: skip
+                held += shown.stdout == content
+            if held == len(wanted):
                 return True
         return False
 
