@@ -12,6 +12,7 @@ import pytest
 from framework import Host, SessionStart, ToolCall, ToolResult
 from wg_jail import BWRAP, Tree, attack_does_no_harm, build_nested_template, guard_decides
 from wg_redteam_table import REDTEAM
+from write_guard._sandbox import shell_quote
 
 import write_guard
 
@@ -52,7 +53,10 @@ async def test_a_file_planted_for_the_wrappers_outer_shell_is_not_written_throug
     )
     first = await guard_decides(tree, tree.fill(plant))
     assert first.command is not None
-    assert tree.run(first.command).stdout.strip() == "400"
+    # Run from a child shell, so that the planting call's own wrapper (another pid) does not
+    # remove the link the next one (the jail's first shell) would write through.
+    planted = tree.run(f"bash -c {shell_quote(first.command)}; true")
+    assert planted.stdout.strip() == "400"
     second = await guard_decides(tree, "f() { echo fn; }; true")
     assert second.command is not None
     ran = tree.run(f"f() {{ echo fn; }}; {second.command}; f")
