@@ -5,11 +5,13 @@ session's temp folder, and file tools writing a nested repository's config."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from framework import Host, SessionStart, ToolCall, ToolResult
+from framework import Host, SessionEnd, SessionStart, ToolCall, ToolResult
 from wg_jail import BWRAP, Tree, attack_does_no_harm, build_nested_template, guard_decides
 from wg_redteam_table import REDTEAM
 from write_guard._sandbox import shell_quote
@@ -75,9 +77,12 @@ async def test_shared_memory_is_the_commands_own(tree: Tree) -> None:
     assert ran.stdout == "planted\nafter\n", ran  # the command's own, gone with it
 
 
-async def _two_sessions(tree: Tree, first: str, second: str) -> tuple[str, str]:
-    """Two sessions of one host (an Agent SDK loop running several): each line as the
-    harness would run it after write-guard wrapped it, in the first and the second session."""
+@asynccontextmanager
+async def _sessions_host(
+    tree: Tree,
+) -> AsyncIterator[tuple[Host, Callable[[str, str], Awaitable[str]]]]:
+    """A host of several sessions (an Agent SDK loop), the harness's TMPDIR the jail's; and
+    `wrap(session, command)`: the line the harness would run after write-guard wrapped it."""
     r = tree.root
     env = {"HOME": str(r / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws), "TMPDIR": str(r / "tmp")}
     settings = {"extra_writable_roots": [str(r / "tmp"), "/dev/null"]}
@@ -91,23 +96,29 @@ async def _two_sessions(tree: Tree, first: str, second: str) -> tuple[str, str]:
         plugins=[write_guard], entry_points=False, store="memory://", env=env,
         options={"write-guard": settings},
     ) as host:  # fmt: skip
-        for session, command in (("s1", first), ("s2", second)):
+
+        async def wrap(session: str, command: str) -> str:
             await host.dispatch(SessionStart(session_id=session, cwd=str(tree.ws)))
             call = ToolCall(
                 session_id=session, tool_use_id="t", tool="Bash", input={"command": command}
             )
             await host.dispatch(call, terminal=terminal)
-    return wrapped[0], wrapped[1]
+            return wrapped[-1]
+
+        yield host, wrap
 
 
 async def test_each_session_has_its_own_private_temp_folder(tree: Tree) -> None:
     tmp = tree.root / "tmp"
-    first, second = await _two_sessions(
-        tree,
-        'echo secret > "$TMPDIR/s1.txt"; echo "$TMPDIR"; stat -c %a "$TMPDIR"',
-        f'ls -A "$TMPDIR" {tmp}/..; cat "$TMPDIR/s1.txt" {tmp}/write-guard-*/*/s1.txt 2>/dev/null; '
-        f'echo planted > "$TMPDIR/p.txt"',
-    )
+    async with _sessions_host(tree) as (_host, wrap):
+        first = await wrap(
+            "s1", 'echo secret > "$TMPDIR/s1.txt"; echo "$TMPDIR"; stat -c %a "$TMPDIR"'
+        )
+        second = await wrap(
+            "s2",
+            f'ls -A "$TMPDIR" {tmp}/..; echo planted > "$TMPDIR/p.txt"; '
+            f'cat "$TMPDIR/s1.txt" {tmp}/write-guard-*/*/s1.txt 2>/dev/null',
+        )
     one = tree.run(first)
     assert one.rc == 0, one
     assert one.stdout.split()[0] == str(tmp)  # the same TMPDIR as unsandboxed …
@@ -121,26 +132,10 @@ async def test_each_session_has_its_own_private_temp_folder(tree: Tree) -> None:
 
 
 async def test_the_session_temp_folder_is_removed_at_session_end(tree: Tree) -> None:
-    from framework import SessionEnd
-
     r = tree.root
-    env = {"HOME": str(r / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws), "TMPDIR": str(r / "tmp")}
-    settings = {"extra_writable_roots": [str(r / "tmp"), "/dev/null"]}
-    wrapped: list[str] = []
-
-    async def terminal(event: ToolCall) -> ToolResult:
-        wrapped.append(str(event.input["command"]))
-        return ToolResult(output="ran")
-
-    async with Host(
-        plugins=[write_guard], entry_points=False, store="memory://", env=env,
-        options={"write-guard": settings},
-    ) as host:  # fmt: skip
-        await host.dispatch(SessionStart(session_id="s", cwd=str(tree.ws)))
-        command = 'echo x > "$TMPDIR/left.txt"'
-        call = ToolCall(session_id="s", tool_use_id="t", tool="Bash", input={"command": command})
-        await host.dispatch(call, terminal=terminal)
-        assert tree.run(wrapped[0]).rc == 0
+    async with _sessions_host(tree) as (host, wrap):
+        command = await wrap("s", 'echo x > "$TMPDIR/left.txt"')
+        assert tree.run(command).rc == 0
         made = [path for path in (r / "tmp").rglob("left.txt")]
         assert len(made) == 1
         assert made[0].parent.stat().st_mode & 0o777 == 0o700
