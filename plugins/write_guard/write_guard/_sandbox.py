@@ -28,7 +28,7 @@ SandboxChoice = Literal["auto", "bwrap", "off"]
 # each git dir found there): Claude Code's project settings and git's programs and config.
 _ROOT_PROTECTED = (".claude", "hookchain.toml", ".hookchain")
 _GIT_PROTECTED = ("config", "config.worktree", "hooks")
-# Nested repositories are found by a walk of each root this deep (`a/b/c/.git`), reading at
+# Nested repositories are found by a walk of the workspace this deep (`a/b/c/.git`), reading at
 # most this many folder entries, again after this long or when the root's own entries change;
 # submodules at any depth are found from `.gitmodules` and the git dirs under `modules/`.
 NESTED_DEPTH = 3
@@ -276,7 +276,9 @@ def plan_sandbox(
                 read_only.append(path)
             elif name == ".claude" and root == writable[0]:
                 missing.append(path)
-        nested, gitfiles = nested_git_dirs(root)
+        # The workspace's nested repositories: the extra roots (the temp folder, plan files)
+        # hold none of the person's, and a walk of a busy /tmp would be redone every command.
+        nested, gitfiles = nested_git_dirs(root) if root == writable[0] else ((), ())
         read_only += gitfiles
         for git_dir in [*git_dirs(root), *nested]:
             read_only += [os.path.join(git_dir, name) for name in _GIT_PROTECTED]
