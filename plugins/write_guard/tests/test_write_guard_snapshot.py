@@ -25,14 +25,14 @@ def git_env(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> Tree:
     return tree
 
 
-def _untouched(tree: Tree) -> tuple[str, str]:
-    """The index's entries (not its cache of file times, which `git stash create` refreshes as
-    `git status` does), the work tree's state, the stash list and an untracked file."""
+def _untouched(tree: Tree) -> tuple[bytes, str, str]:
+    """The index file, byte for byte; the work tree's state, the stash list and an untracked
+    file (read without optional locks: a status that refreshes the index rewrites it)."""
     ran = tree.run(
-        "git ls-files --stage; git status --porcelain --untracked-files=all; git stash list; "
-        "cat notes.txt"
+        "git status --porcelain --untracked-files=all; git stash list; cat notes.txt",
+        env={"GIT_OPTIONAL_LOCKS": "0"},
     )
-    return ran.stdout, ran.stderr
+    return (tree.ws / ".git" / "index").read_bytes(), ran.stdout, ran.stderr
 
 
 @needs_bwrap
@@ -71,6 +71,16 @@ def test_recording_touches_neither_tree_nor_index_nor_stash_list(git_env: Tree) 
     assert _untouched(git_env) == before
     shown = git_env.run(f"git show {snap.commit}^3:notes.txt")
     assert shown.stdout == UNTRACKED
+
+
+def test_an_index_lock_left_behind_does_not_lose_the_tracked_changes(git_env: Tree) -> None:
+    # A command leaves `.git/index.lock`: `git stash create` on the real index would fail, and
+    # the next command's snapshot would hold nothing of a.txt.
+    (git_env.ws / ".git" / "index.lock").write_text("")
+    snap = record(str(git_env.ws), "x")
+    assert snap is not None
+    assert git_env.run(f"git show {snap.commit}:a.txt").stdout == "dirty\n"
+    assert git_env.run(f"git show {snap.commit}^2:b.txt").stdout == "b\n"
 
 
 def test_only_untracked_work_is_recorded_once_per_state(git_env: Tree) -> None:

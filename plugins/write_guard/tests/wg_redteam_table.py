@@ -1,7 +1,8 @@
 """A second attack table, of classes the first one (`wg_attack_table`) has none of: nested
 repositories' git config and hooks (a submodule whose `.git` is a gitfile into
 `.git/modules/mod`, a nested clone), other processes' view of the filesystem through `/proc`,
-user and mount namespaces made inside the sandbox, and new work lost (an untracked file).
+user and mount namespaces made inside the sandbox, new work lost (an untracked file), and
+write-guard's own snapshots deleted before the work is lost.
 Same placeholders and proofs as `wg_attack_table`; the tree is `wg_jail.build_nested_template`.
 """
 
@@ -70,6 +71,13 @@ REDTEAM: list[Attack] = [
         "cp /dev/null notes.txt",
         "sh -c 'git clean -fdxq'",
         "printf 'git clean -qfx\\n' > c.sh && bash c.sh",
+    ),
+    *_a(
+        "snapshot-refs",
+        "effect",
+        "printf 'for r in $(git for-each-ref --format=\"%%(refname)\" refs/write-guard/); do git update-ref -d $r; done; git reset -q --hard\\n' > k.sh && bash k.sh",  # noqa: E501
+        "python3 -c \"import subprocess as s; s.run('rm -rf .git/refs/write-guard; git reset -q --hard', shell=True)\"",  # noqa: E501
+        "python3 -c \"import subprocess as s; s.run('git for-each-ref refs/write-guard | cut -f2 | xargs -rn1 git update-ref -d; git reflog expire --expire=now --all; git gc -q --prune=now; git reset -q --hard', shell=True)\"",  # noqa: E501
     ),
 ]
 # fmt: on

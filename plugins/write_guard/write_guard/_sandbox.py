@@ -280,6 +280,13 @@ def plan_sandbox(
         # hold none of the person's, and a walk of a busy /tmp would be redone every command.
         nested, gitfiles = nested_git_dirs(root) if root == writable[0] else ((), ())
         read_only += gitfiles
+        for git_dir in git_dirs(root):
+            # write-guard's snapshots: a command that deletes their refs (then `gc`) would
+            # take back what `hookchain restore` brings back. The host adds refs from outside.
+            refs = os.path.join(git_dir, "refs")
+            if os.path.isdir(refs):
+                snaps = os.path.join(refs, "write-guard")
+                (read_only if os.path.isdir(snaps) else missing).append(snaps)
         for git_dir in [*git_dirs(root), *nested]:
             read_only += [os.path.join(git_dir, name) for name in _GIT_PROTECTED]
             hooks = os.path.join(git_dir, "hooks")

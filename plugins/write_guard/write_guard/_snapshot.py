@@ -16,6 +16,7 @@ saves), and the snapshot's subject says how many were."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import tempfile
 import time
@@ -71,10 +72,10 @@ def is_work_tree(cwd: str) -> bool:
         path = parent
 
 
-def untracked(top: str) -> tuple[list[str], int]:
+def untracked(top: str, index: str | None = None) -> tuple[list[str], int]:
     """The untracked, not ignored files below the work tree's top folder that fit the caps
-    (paths relative to it), and how many were left out."""
-    listed = _git(top, "ls-files", "-z", "--others", "--exclude-standard", "--", ".")
+    (paths relative to it), and how many were left out; `index`: the index file to read."""
+    listed = _git(top, "ls-files", "-z", "--others", "--exclude-standard", "--", ".", index=index)
     kept: list[str] = []
     left_out = 0
     total = 0
@@ -116,14 +117,23 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
     if not is_work_tree(cwd):
         return None
     subject = f"write-guard: before {why[:60]}"
-    commit = _git(cwd, "stash", "create", subject, check=False)
-    top = _git(cwd, "rev-parse", "--show-toplevel", check=False)
-    names, left_out = untracked(top) if top else ([], 0)
+    located = _git(cwd, "rev-parse", "--show-toplevel", "--git-path", "index", check=False)
+    head = _git(cwd, "rev-parse", "--verify", "-q", "HEAD", check=False)
+    if len(located.splitlines()) != 2 or not head:
+        return None  # no commit yet: nothing a stash could be applied onto
+    top, index = located.splitlines()[0], os.path.join(cwd, located.splitlines()[1])
+    with tempfile.TemporaryDirectory(prefix="write-guard-index-") as scratch:
+        # A copy of the index: the real one is neither locked nor rewritten (and an
+        # `index.lock` a command left behind cannot make the snapshot fail).
+        copy = os.path.join(scratch, "index")
+        try:
+            shutil.copyfile(index, copy)
+        except FileNotFoundError:
+            _git(top, "read-tree", head, index=copy)
+        commit = _git(cwd, "stash", "create", subject, check=False, index=copy)
+        names, left_out = untracked(top, copy)
     if not commit and not names:
         return None
-    head = _git(cwd, "rev-parse", "--verify", "-q", "HEAD", check=False)
-    if not head:
-        return None  # no commit yet: nothing a stash could be applied onto
     if left_out:
         subject += f" ({left_out} untracked files over the size cap not kept)"
     if not commit:
