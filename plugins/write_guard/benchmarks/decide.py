@@ -13,6 +13,7 @@ import argparse
 import importlib
 import io
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -69,7 +70,9 @@ def load_baseline(ref: str, into: Path) -> ModuleType:
     (into / "write_guard").rename(package)
     for module in package.glob("*.py"):
         text = module.read_text(encoding="utf-8")
-        module.write_text(text.replace("write_guard.", "write_guard_baseline."), encoding="utf-8")
+        # `from write_guard._x import …` and `from write_guard import _x`.
+        text = re.sub(r"\bwrite_guard(?=[. ])", "write_guard_baseline", text)
+        module.write_text(text, encoding="utf-8")
     sys.path.insert(0, str(into))
     return importlib.import_module("write_guard_baseline")
 
