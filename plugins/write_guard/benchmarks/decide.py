@@ -1,7 +1,8 @@
 """Time write-guard in one run: the pure decision (Write; simple, compound and git Bash lines)
 for this tree's analyser and for a baseline's (default `main`, loaded from git under another
-package name), the sandbox's added cost per shell command, and the snapshot of a dirty work
-tree of 10,000 files. Prints medians, ratios against the baseline, and peak RSS.
+package name), the sandbox's added cost per shell command, and the snapshot of a work tree of
+10,000 files (clean, dirty, dirty with untracked files). Prints medians, ratios against the
+baseline, and peak RSS.
 
     python plugins/write_guard/benchmarks/decide.py [--baseline REF] [--files N]
 """
@@ -12,6 +13,7 @@ import argparse
 import importlib
 import io
 import os
+import re
 import resource
 import shutil
 import statistics
@@ -30,8 +32,8 @@ from write_guard._control import control_denial
 from write_guard._decide import git_hold, preset_denial, protected_denial, resolve_all
 from write_guard._paths import PathContext
 from write_guard._policy import Policy
-from write_guard._sandbox import plan_sandbox, probe, wrap_command
-from write_guard._snapshot import record
+from write_guard._sandbox import _find_nested, nested_git_dirs, plan_sandbox, probe, wrap_command
+from write_guard._snapshot import UNTRACKED_FILE_MAX, record
 from write_guard._surface import extract_surface
 
 ROUNDS = 20_000
@@ -68,7 +70,9 @@ def load_baseline(ref: str, into: Path) -> ModuleType:
     (into / "write_guard").rename(package)
     for module in package.glob("*.py"):
         text = module.read_text(encoding="utf-8")
-        module.write_text(text.replace("write_guard.", "write_guard_baseline."), encoding="utf-8")
+        # `from write_guard._x import …` and `from write_guard import _x`.
+        text = re.sub(r"\bwrite_guard(?=[. ])", "write_guard_baseline", text)
+        module.write_text(text, encoding="utf-8")
     sys.path.insert(0, str(into))
     return importlib.import_module("write_guard_baseline")
 
@@ -172,12 +176,31 @@ def snapshot_cost(files: int) -> None:
                 samples.append(time.perf_counter() - started)
             return statistics.median(samples) * 1000
 
+        # The nested repositories of a root, walked (bounded) when a sandbox is planned, then
+        # cached per root: the walk, and the cached lookup.
+        walk_ms = median_us(lambda: _find_nested(repo), 20) / 1000
+        cached_us = median_us(lambda: nested_git_dirs(repo), 2_000)
+        print(
+            f"nested_repos_walk_{files}_files_median_ms = {walk_ms:.2f}  "
+            f"cached_us = {cached_us:.1f}"
+        )
         clean_ms = timed(10)
         for index in range(0, files, files // 10):
             Path(repo, f"d{index // 100:03d}", f"f{index:05d}.txt").write_text("changed\n")
         dirty_ms = timed(10)
+        # New work never added: 100 small files, and one over the cap (left out, not hashed).
+        for index in range(100):
+            Path(repo, "new", f"n{index:03d}.txt").parent.mkdir(exist_ok=True)
+            Path(repo, "new", f"n{index:03d}.txt").write_text(f"new {index}\n" * 50)
+        with open(Path(repo, "new", "dump.bin"), "wb") as handle:
+            handle.truncate(UNTRACKED_FILE_MAX + 1)
+        untracked_ms = timed(10)
         print(f"snapshot_{files}_files_clean_median_ms = {clean_ms:.1f}")
         print(f"snapshot_{files}_files_dirty_median_ms = {dirty_ms:.1f}")
+        print(
+            f"snapshot_{files}_files_dirty_and_100_untracked_median_ms = {untracked_ms:.1f}  "
+            f"ratio_to_dirty = {untracked_ms / dirty_ms:.2f}"
+        )
     finally:
         shutil.rmtree(repo, ignore_errors=True)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 from wg_attack_table import ATTACKS, CONTROLS, Attack, Control
-from wg_jail import BWRAP, Tree, guard_decides
+from wg_jail import BWRAP, Tree, attack_does_no_harm, guard_decides
 
 pytestmark = [
     pytest.mark.anyio,
@@ -20,14 +20,6 @@ def test_the_suite_is_as_large_as_promised() -> None:
     assert len(ATTACKS) >= 300 and len(CONTROLS) >= 80, (len(ATTACKS), len(CONTROLS))
     assert len({attack.id for attack in ATTACKS}) == len(ATTACKS)
     assert {"generated", "control-plane", "git-lost-work", "protected"} <= classes
-
-
-def _harm(tree: Tree, before: dict[str, str]) -> list[str]:
-    after = tree.state()
-    changed = [key for key in before.keys() | after.keys() if before.get(key) != after.get(key)]
-    if set(changed) <= {"work:a.txt", "work:b.txt"} and changed and tree.recoverable():
-        return []  # lost work that `hookchain restore` brings back
-    return sorted(changed)
 
 
 # Without a sandbox the line analysis refuses what it cannot read fully: these controls run
@@ -44,22 +36,7 @@ MODES = {"sandbox": {}, "no-sandbox": {"sandbox": "off"}}
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("attack", ATTACKS, ids=[attack.id for attack in ATTACKS])
 async def test_attack_does_no_harm(tree: Tree, attack: Attack, mode: str) -> None:
-    command = tree.fill(attack.command)
-    if attack.proof == "effect":
-        before = tree.state()
-        tree.run(command)
-        assert _harm(tree, before), f"the attack does no harm even unguarded: {command!r}"
-        tree.reset()
-    verdict = await guard_decides(tree, command, **MODES[mode])
-    if attack.proof == "deny":
-        assert verdict.denied is not None, f"not refused: {command!r}"
-        return
-    if verdict.denied is not None:
-        return
-    assert verdict.command is not None
-    before = tree.state()
-    ran = tree.run(verdict.command)
-    assert not _harm(tree, before), (command, ran)
+    await attack_does_no_harm(tree, attack, MODES[mode])
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from framework import Host, SessionStart, ToolCall, ToolResult
+from wg_attack_table import Attack
 
 import write_guard
 
 BWRAP = shutil.which("bwrap")
 RUN_TIMEOUT_S = 20.0
 DIRTY = "dirty\n"
+UNTRACKED = "untracked work\n"
 GIT_ENV = {
     "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
     "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
@@ -81,6 +83,25 @@ def build_template(root: Path) -> None:
     (ws / "a.txt").write_text(DIRTY)
     (ws / "b.txt").write_text("b\n")
     _sh(ws, "git", "add", "b.txt")
+    (ws / "notes.txt").write_text(UNTRACKED)  # new work, never added
+
+
+def build_nested_template(root: Path) -> None:
+    """`build_template`'s tree plus two repositories inside the workspace: a submodule `mod`
+    (its `.git` a gitfile into `.git/modules/mod`) and a nested clone `nested`."""
+    build_template(root)
+    ws, lib = root / "ws", root / "lib.git"
+    _sh(root, "git", "init", "-q", "-b", "main", str(root / "lib"))
+    (root / "lib" / "l.txt").write_text("l\n")
+    _sh(root / "lib", "git", "add", ".")
+    _sh(root / "lib", "git", "commit", "-qm", "lib")
+    _sh(root, "git", "clone", "-q", "--bare", str(root / "lib"), str(lib))
+    shutil.rmtree(root / "lib")
+    _sh(ws, "git", "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), "mod")
+    _sh(ws, "git", "commit", "-qm", "submodule", "--", ".gitmodules", "mod")
+    _sh(ws, "git", "clone", "-q", str(lib), "nested")
+    for hooks in (ws / "nested" / ".git" / "hooks", ws / ".git" / "modules" / "mod" / "hooks"):
+        (hooks / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
 
 
 def _digest(path: Path) -> str:
@@ -150,27 +171,48 @@ class Tree:
         state: dict[str, str] = {}
         for folder in (r / "out", r / "home", r / "data", r / "run"):
             state.update(_walk(folder))
+        module = ws / ".git" / "modules" / "mod"
         for path in (ws / ".git" / "config", ws / ".git" / "hooks", ws / ".claude",
-                     ws / "hookchain.toml", ws / ".hookchain"):  # fmt: skip
+                     ws / "hookchain.toml", ws / ".hookchain", ws / "nested" / ".git" / "config",
+                     ws / "nested" / ".git" / "hooks", module / "config", module / "hooks",
+                     ws / "mod" / ".git"):  # fmt: skip
             state.update(_walk(path))
         for repo in (ws, r / "remote.git"):
             state[f"refs:{repo.name}"] = _refs(repo)
         state["work:a.txt"] = _digest(ws / "a.txt")
         state["work:b.txt"] = _digest(ws / "b.txt")
+        state["work:notes.txt"] = _digest(ws / "notes.txt")
         return state
 
-    def recoverable(self) -> bool:
-        """Whether write-guard's snapshots hold the uncommitted change of a.txt."""
+    def harm(self, before: dict[str, str]) -> list[str]:
+        """What changed in `state()` since `before`, but lost work that `hookchain restore`
+        brings back."""
+        after = self.state()
+        changed = [key for key in before.keys() | after.keys() if before.get(key) != after.get(key)]
+        work = {"work:a.txt", "work:b.txt", "work:notes.txt"}
+        if set(changed) <= work and changed and self.recoverable(set(changed)):
+            return []
+        return sorted(changed)
+
+    def recoverable(self, changed: set[str] | None = None) -> bool:
+        """Whether one of write-guard's snapshots holds the uncommitted change of a.txt and,
+        when `changed` names it, the untracked notes.txt."""
         try:
             refs = _sh(self.ws, "git", "for-each-ref", "--format=%(refname)", "refs/write-guard/")
         except AssertionError:
             return False
+        wanted = {":a.txt": DIRTY}
+        if changed is not None and "work:notes.txt" in changed:
+            wanted["^3:notes.txt"] = UNTRACKED
         for ref in refs.split():
-            shown = subprocess.run(
-                ["git", "show", f"{ref}:a.txt"], cwd=self.ws, capture_output=True, text=True,
-                timeout=30, check=False,
-            )  # fmt: skip
-            if shown.stdout == DIRTY:
+            held = 0
+            for name, content in wanted.items():
+                shown = subprocess.run(
+                    ["git", "show", ref + name], cwd=self.ws, capture_output=True, text=True,
+                    timeout=30, check=False,
+                )  # fmt: skip
+                held += shown.stdout == content
+            if held == len(wanted):
                 return True
         return False
 
@@ -179,8 +221,9 @@ class Tree:
         assert BWRAP is not None
         r = str(self.root)
         argv = [
-            BWRAP, "--die-with-parent", "--unshare-net", "--ro-bind", "/", "/",
-            "--dev-bind", "/dev", "/dev", "--tmpfs", "/tmp", "--bind", r, r,
+            BWRAP, "--die-with-parent", "--unshare-net", "--unshare-pid", "--ro-bind", "/", "/",
+            "--dev-bind", "/dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm",
+            "--tmpfs", "/tmp", "--bind", r, r,
             "--clearenv", "--setenv", "PATH", os.environ.get("PATH", "/usr/bin:/bin"),
             "--setenv", "HOME", f"{r}/home", "--setenv", "TMPDIR", f"{r}/tmp",
             "--setenv", "LANG", "C.UTF-8", "--setenv", "GUARD_TEST_VAR", "v a l",
@@ -228,7 +271,8 @@ async def guard_decides(tree: Tree, command: str, **options: object) -> Verdict:
         reached.append(str(event.input["command"]))
         return ToolResult(output="ran")
 
-    env = {"HOME": str(r / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws)}
+    # The harness's TMPDIR, as in the jail: a root, so the session's own is mounted on it.
+    env = {"HOME": str(r / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws), "TMPDIR": str(r / "tmp")}
     async with Host(
         plugins=[write_guard], entry_points=False, store="memory://", env=env,
         options={"write-guard": settings},
@@ -242,3 +286,24 @@ async def guard_decides(tree: Tree, command: str, **options: object) -> Verdict:
         return Verdict(result.denial.reason, None, None)
     updated = dict(result.updated_input) if result.updated_input is not None else None
     return Verdict(None, reached[0] if reached else None, updated)
+
+
+async def attack_does_no_harm(tree: Tree, attack: Attack, options: dict[str, object]) -> None:
+    """Prove the attack harmful unguarded (for an "effect" proof), then check it does no harm
+    the way write-guard with `options` lets it run (or is refused, for a "deny" proof)."""
+    command = tree.fill(attack.command)
+    if attack.proof == "effect":
+        before = tree.state()
+        tree.run(command)
+        assert tree.harm(before), f"the attack does no harm even unguarded: {command!r}"
+        tree.reset()
+    verdict = await guard_decides(tree, command, **options)
+    if attack.proof == "deny":
+        assert verdict.denied is not None, f"not refused: {command!r}"
+        return
+    if verdict.denied is not None:
+        return
+    assert verdict.command is not None
+    before = tree.state()
+    ran = tree.run(verdict.command)
+    assert not tree.harm(before), (command, ran)

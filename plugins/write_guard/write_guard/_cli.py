@@ -72,7 +72,8 @@ def restore(
     repo: Annotated[str, typer.Option(help="the work tree")] = ".",
 ) -> None:
     """List the work tree states write-guard recorded before shell commands, or bring one back
-    (`git stash apply` of it: merged into the current tree, refused over newer changes)."""
+    (`git stash apply` of it: merged into the current tree, refused over newer changes; the
+    untracked files it holds that are missing are put back, those made again are kept)."""
     where = os.path.abspath(repo)
     try:
         if snapshot is None:
@@ -86,7 +87,12 @@ def restore(
     except (LookupError, RuntimeError, OSError) as error:
         typer.echo(f"write-guard: {error}", err=True)
         raise typer.Exit(2) from None
-    typer.echo(f"restored {done.ref} into {where}")
+    typer.echo(
+        f"restored {done.snapshot.ref} into {where}"
+        + (f" ({len(done.untracked)} untracked files put back)" if done.untracked else "")
+    )
+    for name in done.kept:
+        typer.echo(f"write-guard: kept {name} as it is now (made again since)", err=True)
 
 
 def sandbox_settings(

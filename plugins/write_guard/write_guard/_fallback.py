@@ -23,6 +23,9 @@ _RUNS_CODE = frozenset({
     "javac", "rustc", "tsc", "esbuild", "docker", "podman", "ssh", "scp", "sftp", "socat",
     "nc", "ncat", "busybox", "git-shell", "crontab", "at", "systemd-run", "install",
     "rsync", "mktemp", "sponge", "logger", "jq", "yq", "flock",
+    # New namespaces and roots: what runs inside sees other mounts.
+    "unshare", "bwrap", "nsenter", "chroot", "firejail", "systemd-nspawn", "setpriv",
+    "tmux", "screen",
 })  # fmt: skip
 _SHELLS = frozenset({"bash", "sh", "dash", "zsh", "ksh", "fish", "ash", "mksh"})
 # Ways the working directory moves that the analysis does not follow.
@@ -35,6 +38,10 @@ _COMPUTED_PROGRAM = re.compile(r"(?:^|[;&|(\n]|\$\()\s*(?:\$\(|`)")
 # sed commands that write or run: `w FILE`, `W FILE`, `e CMD`, the `s///w FILE` flag.
 _SED_WRITES = re.compile(r"(?:^|[;{}\s/\d$])[wWe](?:\s|$)")
 _UNREAD_TARGET = frozenset("{}*?[")
+# Another process's view of the filesystem (`/proc/PID/root`, `/proc/$PPID/cwd`): any path
+# seen as that process sees it. `/proc/self/…` is the command's own view, which the
+# analysis resolves.
+_OTHER_PROC = re.compile(r"/proc/+(?!(?:self|thread-self)(?:/|$|[\s'\"]))[^/\s'\"]")
 
 
 def fallback_doubt(
@@ -47,6 +54,8 @@ def fallback_doubt(
         return "process substitution"
     if ("$(" in command or "`" in command) and _COMPUTED_PROGRAM.search(command):
         return "a program name computed at run time"
+    if "/proc/" in command and _OTHER_PROC.search(command):
+        return "a path through another process's view of the filesystem (/proc/PID/…)"
     written = {target.rpartition("/")[2] for target in targets}
     for target in targets:
         if _UNREAD_TARGET & set(target):

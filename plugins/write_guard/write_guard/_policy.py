@@ -19,6 +19,11 @@ BUILTIN_PROTECTED_PATTERNS: tuple[str, ...] = (
     "*/.git/hooks",
     "*/.git/hooks/*",
     "*/.git/config",
+    "*/.git/config.worktree",
+    # A submodule's git dir (`*` spans folders: its own submodules', under it, too).
+    "*/.git/modules/*/config",
+    "*/.git/modules/*/hooks",
+    "*/.git/modules/*/hooks/*",
     "*/.claude/settings*.json",
     "*/hookchain.toml",
     "*/.hookchain",
@@ -28,7 +33,8 @@ BUILTIN_PROTECTED_PATTERNS: tuple[str, ...] = (
 _PROTECTED_PARENTS = frozenset({".git", ".claude"})
 # Words in a command line that hint at a protected file (used when the line cannot be parsed).
 PROTECTED_MARKERS: tuple[str, ...] = (
-    ".git/hooks", ".git/config", ".claude/settings", "hookchain.toml", ".hookchain",
+    ".git/hooks", ".git/config", ".git/modules/", ".claude/settings", "hookchain.toml",
+    ".hookchain",
 )  # fmt: skip
 
 

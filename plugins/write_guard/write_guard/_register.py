@@ -1,4 +1,5 @@
-"""Wire write-guard's handlers (kept in `_runtime`) to `session.start` and `tool.call`."""
+"""Wire write-guard's handlers (kept in `_runtime`) to `session.start`, `session.end` and
+`tool.call`."""
 
 from __future__ import annotations
 
@@ -33,3 +34,4 @@ def register(on: Any, options: Options | None) -> None:
     )
     on("tool.call", guard.learn, match={"tool": "AskUserQuestion"}, order=-90)
     on("session.start", guard.started)
+    on("session.end", guard.ended)

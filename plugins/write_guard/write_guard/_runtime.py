@@ -5,13 +5,22 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import uuid
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from framework import ENGINE_ORIGIN, CallNext, Engine, SessionStart, ToolCall, ToolResult
+from framework import (
+    ENGINE_ORIGIN,
+    CallNext,
+    Engine,
+    SessionEnd,
+    SessionStart,
+    ToolCall,
+    ToolResult,
+)
 
 from write_guard._approvals import (
     CODE_TTL_S,
@@ -48,7 +57,15 @@ from write_guard._routes import (
     permission_checks,
     session_warning,
 )
-from write_guard._sandbox import Availability, SandboxPlan, plan_sandbox, probe, wrap_command
+from write_guard._sandbox import (
+    Availability,
+    SandboxPlan,
+    plan_sandbox,
+    probe,
+    remove_session_temp,
+    session_temp,
+    wrap_command,
+)
 from write_guard._snapshot import record
 from write_guard._surface import (
     CLAUDE_TOOL_NAMES,
@@ -128,6 +145,9 @@ class Guard:
         self._sandbox: Availability | None = None
         # The trees of the last snapshot per work tree: an unchanged state is not recorded again.
         self.snapshotted: dict[str, str] = {}
+        # The host's temp folder of each session given a temp folder of its own (removed at
+        # its end).
+        self.temps: dict[str, str] = {}
         # The fail-closed and the fail-open handler see the same call back to back; each works
         # it out once. Keyed by the event object itself, so a handler in between that replaces
         # the event gets a fresh decision.
@@ -272,14 +292,30 @@ class Guard:
         )
         return context, policy
 
-    def plan(self, policy: Policy, bwrap: str) -> SandboxPlan:
+    def plan(
+        self, policy: Policy, bwrap: str, session_id: str = "", host_temp: str | None = None
+    ) -> SandboxPlan:
         """The sandbox of a policy: its roots writable (none for read-only), the rest of the
-        filesystem read-only, the host's own folders hidden."""
+        filesystem read-only, the host's own folders hidden; where the host's temp folder is
+        a root, the session's own private one in its place."""
         roots: tuple[str, ...] = ()
         if policy.preset != "read-only":
             roots = (policy.workspace_root, *policy.extra_roots)
         hidden = (self.runtime_dir, *(self.host_paths or ()))
-        return plan_sandbox(bwrap, roots, policy.protected_paths, hidden)
+        temp = None
+        host_temp = host_temp or tempfile.gettempdir()
+        real_temp = os.path.realpath(host_temp)
+        if session_id and any(os.path.realpath(root) == real_temp for root in roots):
+            temp = (session_temp(real_temp, session_id), real_temp)
+            self.temps[session_id] = real_temp
+        return plan_sandbox(bwrap, roots, policy.protected_paths, hidden, temp)
+
+    async def ended(self, engine: Engine, event: SessionEnd, call_next: CallNext) -> Any:
+        """The session's temp folder goes with it."""
+        host_temp = self.temps.pop(engine.session.id, None)
+        if host_temp is not None:
+            await anyio.to_thread.run_sync(remove_session_temp, host_temp, engine.session.id)
+        return await call_next(event)
 
     async def agent_type(self, engine: Engine, event: ToolCall) -> str | None:
         if event.agent_id is None:
@@ -365,7 +401,8 @@ class Guard:
             return result
         _context, policy, _resolved = await self.paths(engine, event, decision)
         wrapped = dict(event.input)
-        wrapped["command"] = wrap_command(command, self.plan(policy, sandbox))
+        plan = self.plan(policy, sandbox, engine.session.id, engine.env.get("TMPDIR"))
+        wrapped["command"] = wrap_command(command, plan)
         result = await call_next(event.model_copy(update={"input": wrapped}))
         return result.model_copy(update={"updated_input": wrapped})
 

@@ -1,14 +1,23 @@
 """Run a Bash command inside bubblewrap, built from the policy: the whole filesystem read-only,
-the allowed roots writable, the protected paths read-only again inside them, the host's own
-runtime and data folders hidden. Every child of the command inherits the same mounts.
+the allowed roots writable, the protected paths read-only again inside them (for the roots'
+own repositories and for those nested inside them: submodules, nested clones), the host's own
+runtime and data folders hidden, a process table and shared memory of its own, and the
+session's private temp folder in place of the host's. Every child of the command inherits the
+same mounts.
 
-Pure apart from `probe` (one run of bwrap per host) and `git_dirs` (reads a `.git` file)."""
+Pure apart from `probe` (one run of bwrap per host), `git_dirs` (reads a `.git` file),
+`nested_git_dirs` (a bounded walk of a root, cached) and `session_temp` (makes a folder)."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
+import re
 import shutil
+import stat
 import subprocess
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -19,6 +28,15 @@ SandboxChoice = Literal["auto", "bwrap", "off"]
 # each git dir found there): Claude Code's project settings and git's programs and config.
 _ROOT_PROTECTED = (".claude", "hookchain.toml", ".hookchain")
 _GIT_PROTECTED = ("config", "config.worktree", "hooks")
+# Nested repositories are found by a walk of the workspace this deep (`a/b/c/.git`), reading at
+# most this many folder entries, again after this long or when the root's own entries change;
+# submodules at any depth are found from `.gitmodules` and the git dirs under `modules/`.
+NESTED_DEPTH = 3
+NESTED_ENTRIES_MAX = 20_000
+NESTED_TTL_S = 30.0
+_NOT_WALKED = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox",
+                         ".mypy_cache", ".cache", "target", "dist", "build"})  # fmt: skip
+_MODULE_PATH = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.MULTILINE)
 # The prefix of the wrapper's own shell variables.
 MARKER = "__write_guard_sandbox"
 PROBE_TIMEOUT_S = 5.0
@@ -36,6 +54,8 @@ class SandboxPlan:
     missing_protected: tuple[str, ...] = ()
     """Protected folders that do not exist in a writable root: mounted as empty read-only
     folders so that the command cannot create them (bwrap leaves the empty mount point)."""
+    temp: tuple[str, str] | None = None
+    """(the session's own temp folder, the host's temp folder it is mounted on), or None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +123,118 @@ def git_dirs(root: str) -> list[str]:
     return [path for path in found if os.path.isdir(path)]
 
 
+_NESTED: dict[str, tuple[float, int, tuple[tuple[str, ...], tuple[str, ...]]]] = {}
+"""Per root: when it was walked, its own mtime then, and what was found (see below)."""
+
+
+def nested_git_dirs(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The git dirs of the repositories inside `root` other than its own (submodules', nested
+    clones'), and their `.git` files (a gitfile names the git dir: rewritten, it would hand
+    git a config of the command's making). Bounded (see NESTED_*) and cached per root."""
+    try:
+        mtime = os.stat(root).st_mtime_ns
+    except OSError:
+        return (), ()
+    now = time.monotonic()
+    known = _NESTED.get(root)
+    if known is not None and known[1] == mtime and now - known[0] < NESTED_TTL_S:
+        return known[2]
+    found = _find_nested(root)
+    _NESTED[root] = (now, mtime, found)
+    return found
+
+
+def _find_nested(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    work_trees: list[str] = []
+    level = [root]
+    entries = 0
+    for _depth in range(NESTED_DEPTH):
+        below: list[str] = []
+        for folder in level:
+            try:
+                with os.scandir(folder) as listing:
+                    for entry in listing:
+                        entries += 1
+                        if entry.name == ".git" and folder != root:
+                            work_trees.append(folder)
+                        elif entry.name not in _NOT_WALKED and entry.is_dir(follow_symlinks=False):
+                            below.append(entry.path)
+            except OSError:
+                continue
+            if entries > NESTED_ENTRIES_MAX:
+                break
+        if entries > NESTED_ENTRIES_MAX:
+            break
+        level = below
+    try:
+        with open(os.path.join(root, ".gitmodules"), encoding="utf-8") as handle:
+            modules = _MODULE_PATH.findall(handle.read(65_536))
+    except (OSError, UnicodeDecodeError):
+        modules = []
+    for path in modules:
+        work_tree = os.path.normpath(os.path.join(root, path))
+        if _inside(work_tree, [root]) and work_tree != root:
+            work_trees.append(work_tree)
+    git_dirs_found: list[str] = []
+    gitfiles: list[str] = []
+    for work_tree in dict.fromkeys(work_trees):
+        dot_git = os.path.join(work_tree, ".git")
+        if os.path.isfile(dot_git) and not os.path.islink(dot_git):
+            gitfiles.append(dot_git)
+        git_dirs_found += git_dirs(work_tree)
+    for git_dir in [*git_dirs(root), *git_dirs_found]:
+        git_dirs_found += _module_git_dirs(os.path.join(git_dir, "modules"))
+    own = set(git_dirs(root))
+    return tuple(d for d in dict.fromkeys(git_dirs_found) if d not in own), tuple(gitfiles)
+
+
+def _module_git_dirs(modules: str, depth: int = 0) -> list[str]:
+    """The git dirs below a `modules/` folder: a submodule's name may hold slashes, and a
+    submodule's own submodules are below its `modules/`."""
+    found: list[str] = []
+    if depth > 6:
+        return found
+    try:
+        with os.scandir(modules) as listing:
+            folders = [e.path for e in listing if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return found
+    for folder in folders:
+        if os.path.isfile(os.path.join(folder, "HEAD")):
+            found.append(folder)
+            found += _module_git_dirs(os.path.join(folder, "modules"), depth + 1)
+        else:
+            found += _module_git_dirs(folder, depth + 1)
+    return found
+
+
+def session_temp(host_temp: str, session_id: str) -> str:
+    """The session's own temp folder, made private (0700) below a folder of this user's in
+    the host's temp folder. OSError when that folder is not safely this user's (another user
+    made it, or it is a link): the command is then refused rather than given a shared one."""
+    uid = os.getuid()
+    parent = os.path.join(host_temp, f"write-guard-{uid}")
+    key = hashlib.sha256(session_id.encode()).hexdigest()[:24]
+    path = os.path.join(parent, key)
+    for folder in (parent, path):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(folder, 0o700)
+        info = os.lstat(folder)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid:
+            raise OSError(f"{folder} is not a folder of this user's: no private temp folder")
+        if stat.S_IMODE(info.st_mode) != 0o700:
+            os.chmod(folder, 0o700)
+    return path
+
+
+def remove_session_temp(host_temp: str, session_id: str) -> None:
+    """Remove the session's temp folder and everything in it (at the session's end)."""
+    key = hashlib.sha256(session_id.encode()).hexdigest()[:24]
+    path = os.path.join(host_temp, f"write-guard-{os.getuid()}", key)
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def _inside(path: str, roots: Iterable[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
@@ -112,12 +244,20 @@ def plan_sandbox(
     roots: Sequence[str],
     protected: Sequence[str],
     hidden: Sequence[str],
+    temp: tuple[str, str] | None = None,
 ) -> SandboxPlan:
     """The mounts for `roots` (writable), `protected` (read-only, with each root's and git
-    dir's settings added) and `hidden` (the host's private folders and files)."""
+    dir's settings added, nested repositories' too) and `hidden` (the host's private folders
+    and files). `temp`: (the session's temp folder, the host's temp folder): when the host's
+    is one of the roots, the session's is mounted in its place."""
+    host_temp = os.path.realpath(temp[1]) if temp is not None else None
+    if host_temp is not None and all(os.path.realpath(root) != host_temp for root in roots):
+        temp = host_temp = None  # the host's temp folder is not writable: nothing to replace
     writable: list[str] = []
     for root in roots:
         real = os.path.realpath(root)
+        if real == host_temp:
+            continue
         if os.path.exists(real) and real != "/dev" and not real.startswith("/dev/"):
             writable.append(real)
     # A linked work tree writes its objects and refs in the main repository's git dir.
@@ -136,11 +276,32 @@ def plan_sandbox(
                 read_only.append(path)
             elif name == ".claude" and root == writable[0]:
                 missing.append(path)
+        # The workspace's nested repositories: the extra roots (the temp folder, plan files)
+        # hold none of the person's, and a walk of a busy /tmp would be redone every command.
+        nested, gitfiles = nested_git_dirs(root) if root == writable[0] else ((), ())
+        read_only += gitfiles
         for git_dir in git_dirs(root):
+            # write-guard's snapshots: a command that deletes their refs (then `gc`) would
+            # take back what `hookchain restore` brings back. The host adds refs from outside.
+            refs = os.path.join(git_dir, "refs")
+            if os.path.isdir(refs):
+                snaps = os.path.join(refs, "write-guard")
+                (read_only if os.path.isdir(snaps) else missing).append(snaps)
+        for git_dir in [*git_dirs(root), *nested]:
             read_only += [os.path.join(git_dir, name) for name in _GIT_PROTECTED]
+            hooks = os.path.join(git_dir, "hooks")
+            if not os.path.lexists(hooks) and _inside(git_dir, writable):
+                missing.append(hooks)
     for path in protected:
         read_only.append(os.path.realpath(path) if os.path.exists(path) else path)
     read_only = [p for p in dict.fromkeys(read_only) if os.path.exists(p) and _inside(p, writable)]
+    if temp is not None and host_temp is not None:
+        # Below the host's temp folder only the roots are seen: the rest is the session's.
+        def seen(path: str) -> bool:
+            return not _inside(path, [host_temp]) or _inside(path, writable)
+
+        hidden = [path for path in hidden if seen(path)]
+        temp = (temp[0], host_temp)
     hidden_dirs = [path for path in dict.fromkeys(hidden) if os.path.isdir(path)]
     # A file inside a hidden folder is hidden with it: bwrap could not make its mount point
     # in the empty read-only folder that covers the folder.
@@ -155,14 +316,22 @@ def plan_sandbox(
         read_only=tuple(read_only),
         hidden_dirs=tuple(hidden_dirs),
         hidden_files=tuple(hidden_files),
-        missing_protected=tuple(missing),
+        missing_protected=tuple(dict.fromkeys(missing)),
+        temp=temp,
     )
 
 
 def bwrap_argv(plan: SandboxPlan) -> list[str]:
     """The bwrap command line, without its working directory and the command it runs."""
-    argv = [plan.bwrap, "--die-with-parent", "--new-session", "--ro-bind", "/", "/"]
-    argv += ["--dev-bind", "/dev", "/dev"]
+    # A process table of its own: through /proc/PID/root and /proc/PID/cwd of a process
+    # outside (the harness's shell, the person's), every path is seen as that process sees it,
+    # writable. Shared memory of its own: /dev/shm is every process's.
+    argv = [plan.bwrap, "--die-with-parent", "--new-session", "--unshare-pid"]
+    argv += ["--ro-bind", "/", "/", "--dev-bind", "/dev", "/dev", "--proc", "/proc"]
+    argv += ["--tmpfs", "/dev/shm"]
+    if plan.temp is not None:
+        session, host = plan.temp
+        argv += ["--bind", session, host, "--setenv", "TMPDIR", host]
     for root in plan.writable:
         argv += ["--bind", root, root]
     for path in plan.read_only:
@@ -200,13 +369,22 @@ def wrap_command(command: str, plan: SandboxPlan) -> str:
     quoted = " ".join(shell_quote(word) for word in bwrap_argv(plan))
     quoted += ' --chdir "$PWD"'
     m = MARKER
+    # The file's name outside (`_o`) and inside (`_f`): the same but where the session's temp
+    # folder is mounted on the host's.
+    outside = inside = '"${TMPDIR:-/tmp}"'
+    if plan.temp is not None:
+        outside, inside = shell_quote(plan.temp[0]), shell_quote(plan.temp[1])
     return (
-        f'{m}_f="${{TMPDIR:-/tmp}}/.write-guard.$$"; export {m}_f; '
-        f'{{ alias -p; declare -f; }} >| "${m}_f" 2>/dev/null; '
+        f"{m}_o={outside}/.write-guard.$$; {m}_f={inside}/.write-guard.$$; export {m}_f; "
+        # Made anew (noclobber: O_EXCL), never written through a file or link of that name
+        # the command planted before: this shell is outside the sandbox.
+        f"{m}_C=$-; set -C; "
+        f'{{ alias -p; declare -f; }} > "${m}_o" 2>/dev/null; '
+        f"case ${m}_C in *C*) ;; *) set +C ;; esac; "
         f"{quoted} -- /bin/bash -c {shell_quote(_INNER)} bash {shell_quote(command)}; "
         f"{m}_rc=$?; "
-        f'if read -r {m}_d < "${m}_f" 2>/dev/null && [ -d "${m}_d" ]; then cd -- "${m}_d"; fi; '
-        f'rm -f -- "${m}_f"; unset {m}_f {m}_d; '
+        f'if read -r {m}_d < "${m}_o" 2>/dev/null && [ -d "${m}_d" ]; then cd -- "${m}_d"; fi; '
+        f'rm -f -- "${m}_o"; unset {m}_o {m}_f {m}_d {m}_C; '
         # The status of the line is the command's (a function returns it without a fork).
         f"{m}_status() {{ return $1; }}; {m}_status ${m}_rc"
     )
