@@ -3,6 +3,7 @@ handlers share, held git calls and their approvals; and the handlers that read a
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import tempfile
@@ -35,7 +36,7 @@ from write_guard._approvals import (
 )
 from write_guard._bash import analyse_bash
 from write_guard._claude_sandbox import claude_sandboxed
-from write_guard._control import control_denial, control_reason
+from write_guard._control import ControlDenial, control_denial, control_reason
 from write_guard._decide import (
     GitHold,
     Resolved,
@@ -70,6 +71,8 @@ from write_guard._snapshot import record
 from write_guard._surface import (
     CLAUDE_TOOL_NAMES,
     MCP_PREFIX,
+    SURFACE_KEPT_CHARS,
+    SURFACES_KEPT,
     Surface,
     extract_surface,
     neutral_surface,
@@ -123,6 +126,24 @@ def is_write_tool(tool: str) -> bool:
 
 def is_shell_tool(tool: str) -> bool:
     return tool.casefold() in SHELL_TOOLS
+
+
+@functools.lru_cache(maxsize=SURFACES_KEPT)
+def _kept_control(
+    command: str, programs: tuple[tuple[str, ...], ...], host_pid: int
+) -> ControlDenial | None:
+    return control_denial(command, programs, (host_pid,))
+
+
+def kept_control(
+    command: str, programs: tuple[tuple[str, ...], ...], host_pid: int
+) -> ControlDenial | None:
+    """`control_denial` of one line for one host: a pure function of the text, the programs
+    read from it and the host's pid, so a line seen before reuses its verdict (bounded as the
+    kept surfaces are; a longer line is read every time)."""
+    if len(command) <= SURFACE_KEPT_CHARS:
+        return _kept_control(command, programs, host_pid)
+    return control_denial(command, programs, (host_pid,))
 
 
 def gated(command: str) -> bool:
@@ -350,7 +371,7 @@ class Guard:
             return None
         context, policy, resolved = await self.paths(engine, event, decision)
         if command is not None:
-            control = control_denial(command, surface.programs, (self.host_pid,))
+            control = kept_control(command, surface.programs, self.host_pid)
             if control is not None:
                 return ToolResult.denied(control_reason(control), by=PLUGIN)
         route: Route = "none"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -126,7 +127,22 @@ def _patch_surface(text: str, how: str) -> Surface:
     return Surface(targets=tuple(WriteTarget(path, how) for path in paths))
 
 
+SURFACES_KEPT = 512
+"""How many Bash lines' surfaces are kept (a session repeats `git status`, `ls`, its tests)."""
+SURFACE_KEPT_CHARS = 16_384
+"""Longer lines (a heredoc holding a file) are analysed every time rather than held."""
+
+
 def _bash_surface(command: str) -> Surface:
+    """The surface of a Bash line: a pure function of the text alone (the analysis reads no
+    file, no variable and no clock; the paths it names are resolved later, per decision), so a
+    line seen before reuses its frozen result."""
+    if len(command) <= SURFACE_KEPT_CHARS:
+        return _kept_bash_surface(command)
+    return _analysed_or_quick(command)
+
+
+def _analysed_or_quick(command: str) -> Surface:
     sinks = sink_redirections(command)
     if sinks is None:
         return analysed_bash_surface(command)
@@ -137,6 +153,9 @@ def _bash_surface(command: str) -> Surface:
         targets=tuple(WriteTarget(SINK, f"redirection {operator}") for operator in sinks),
         command=command,
     )
+
+
+_kept_bash_surface = functools.lru_cache(maxsize=SURFACES_KEPT)(_analysed_or_quick)
 
 
 def analysed_bash_surface(command: str) -> Surface:
