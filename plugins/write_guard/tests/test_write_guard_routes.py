@@ -193,6 +193,46 @@ def test_install_is_asked_for_nothing_where_claude_codes_sandbox_does_not_fit(
     assert write_guard.harness_settings("claude-code", "local", ws, off) is None
 
 
+def test_install_is_asked_for_codexs_sandbox_from_the_policy(tree: Tree) -> None:
+    asked = write_guard.harness_settings("codex", "project", str(tree.ws), _options(tree))
+    assert asked == {
+        "sandbox_mode": "workspace-write",
+        "sandbox_workspace_write": {
+            "writable_roots": [str(tree.ws), str(tree.root / "tmp")],
+            # Without both, /tmp and $TMPDIR stay writable (tests/e2e_codex shows it).
+            "exclude_tmpdir_env_var": True,
+            "exclude_slash_tmp": True,
+        },
+    }
+    ws = str(tree.ws)
+    assert write_guard.harness_settings("codex", "user", ws, _options(tree)) is None
+    assert (
+        write_guard.harness_settings("codex", "project", ws, _options(tree, sandbox="off")) is None
+    )
+
+
+def test_status_says_what_codexs_sandbox_adds_and_cannot(tree: Tree) -> None:
+    options = _options(tree)
+    assert "under Codex" not in write_guard.status_line(str(tree.ws), options)
+    config = tree.ws / ".codex" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('sandbox_mode = "danger-full-access"\n', encoding="utf-8")
+    loose = write_guard.status_line(str(tree.ws), options)
+    assert "under Codex: line analysis (Codex's sandbox in" in loose
+    config.write_text(
+        'sandbox_mode = "workspace-write"\n[sandbox_workspace_write]\n'
+        f'writable_roots = ["{tree.ws}", "{tree.root / "tmp"}"]\n'
+        "exclude_tmpdir_env_var = true\nexclude_slash_tmp = true\n",
+        encoding="utf-8",
+    )
+    line = write_guard.status_line(str(tree.ws), options)
+    assert "under Codex: Codex's sandbox (workspace-write" in line
+    assert "line analysis still decides every command" in line
+    # Codex keeps .git read-only itself; the policy's other protected files it cannot.
+    assert "*/.git/config" not in line
+    assert "it cannot make read-only */.claude/settings*.json, */hookchain.toml" in line
+
+
 # -- status: which route, plainly -----------------------------------------------------------------
 
 

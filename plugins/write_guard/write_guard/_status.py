@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tomllib
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,28 +23,115 @@ from write_guard._claude_sandbox import (
     workspace_sandbox,
 )
 from write_guard._options import Options
+from write_guard._policy import Policy
 from write_guard._routes import Facts
 from write_guard._routes import status_line as route_line
 from write_guard._runtime import Guard
 from write_guard._sandbox import plan_sandbox, probe
 
 CLAUDE_CODE = "claude-code"
+CODEX = "codex"
+
+
+def _policy_roots(options: Options, project_root: str) -> tuple[Guard, Policy, tuple[str, ...]]:
+    """The guard, the policy of a project and the roots it lets shell commands write."""
+    root = os.path.abspath(project_root)
+    guard = Guard(options)
+    _context, policy = guard.build(root, root, os.environ.get("HOME"), None)
+    roots: tuple[str, ...] = ()
+    if policy.preset != "read-only":
+        # A harness's sandbox brings its own /dev; `/dev/stdout` would resolve to whatever
+        # this process's output is.
+        extra = (root for root in policy.extra_roots if not root.startswith("/dev/"))
+        roots = (policy.workspace_root, *extra)
+    return guard, policy, roots
 
 
 def expected_settings(options: Options, project_root: str) -> dict[str, Any]:
     """The `sandbox` value of Claude Code's settings for the policy of a project."""
-    root = os.path.abspath(project_root)
-    guard = Guard(options)
-    _context, policy = guard.build(root, root, os.environ.get("HOME"), None)
+    guard, policy, roots = _policy_roots(options, project_root)
     hidden = (guard.runtime_dir, str(data_dir()))
-    roots: tuple[str, ...] = ()
-    if policy.preset != "read-only":
-        # Claude Code's sandbox brings its own /dev; `/dev/stdout` would resolve to whatever
-        # this process's output is.
-        extra = (root for root in policy.extra_roots if not root.startswith("/dev/"))
-        roots = (policy.workspace_root, *extra)
     plan = plan_sandbox("bwrap", roots, policy.protected_paths, hidden)
     return sandbox_settings(plan, policy.workspace_root)
+
+
+def codex_settings(options: Options, project_root: str) -> dict[str, Any]:
+    """Codex's own sandbox for the policy of a project (`sandbox_mode = "workspace-write"`).
+
+    Codex makes writable the workspace, `writable_roots`, and /tmp and $TMPDIR unless both
+    exclusions are set (a workspace under /tmp would make all of /tmp writable). A read-only
+    policy is `read-only`. Codex keeps `.git`, `.codex` and `.agents` of the workspace
+    read-only by itself; it cannot make other single files read-only (see `codex_unprotected`).
+    """
+    _guard, _policy, roots = _policy_roots(options, project_root)
+    if not roots:
+        return {"sandbox_mode": "read-only"}
+    return {
+        "sandbox_mode": "workspace-write",
+        "sandbox_workspace_write": {
+            "writable_roots": list(roots),
+            "exclude_tmpdir_env_var": True,
+            "exclude_slash_tmp": True,
+        },
+    }
+
+
+CODEX_READ_ONLY = (".git", ".codex", ".agents")
+"""What Codex's workspace-write sandbox keeps read-only inside the workspace by itself."""
+
+
+def codex_unprotected(options: Options, project_root: str) -> tuple[str, ...]:
+    """The policy's protected files (paths, `*` patterns) Codex's sandbox leaves writable: only
+    line analysis holds them under Codex."""
+    _guard, policy, roots = _policy_roots(options, project_root)
+    kept = tuple(os.path.join(policy.workspace_root, name) for name in CODEX_READ_ONLY)
+    paths = (
+        path
+        for path in policy.protected_paths
+        if any(_under(path, root) for root in roots)
+        and not any(_under(path, read_only) for read_only in kept)
+    )
+    # `*/.git/…` patterns Codex holds in the workspace's own .git (not a nested repository's).
+    patterns = (
+        pattern
+        for pattern in policy.protected_patterns
+        if pattern.removeprefix("*/").split("/", 1)[0] not in CODEX_READ_ONLY
+    )
+    return (*paths, *dict.fromkeys(patterns))
+
+
+def codex_line(options: Options, project_root: str) -> str | None:
+    """What Codex's own sandbox adds in the project, from its `.codex/config.toml` (None: no
+    Codex config there). Line analysis still decides every command under Codex: a hook cannot
+    tell whether this session runs with the sandbox (`--sandbox` and
+    `--dangerously-bypass-approvals-and-sandbox` override the file, and the hook's input is
+    the same either way)."""
+    root = os.path.abspath(options.workspace_root or project_root)
+    path = os.path.join(root, ".codex", "config.toml")
+    try:
+        with open(path, "rb") as handle:
+            found = tomllib.load(handle)
+    except FileNotFoundError:
+        return None
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        return f"under Codex: cannot read {path} ({error}); line analysis decides"
+    wanted = codex_settings(options, root)
+    have = {key: found.get(key) for key in wanted}
+    if have != wanted:
+        return (
+            f"under Codex: line analysis (Codex's sandbox in {path} is not write-guard's policy; "
+            "run `hookchain install --harness codex --scope project`)"
+        )
+    open_files = codex_unprotected(options, root)
+    gaps = f"; it cannot make read-only {', '.join(open_files)}" if open_files else ""
+    return (
+        "under Codex: Codex's sandbox (workspace-write, write-guard's roots) where a session "
+        f"runs with it{gaps}; line analysis still decides every command"
+    )
+
+
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def missing_tools() -> tuple[str, ...]:
@@ -90,12 +178,15 @@ def project_facts(options: Options, project_root: str) -> Facts:
 def harness_settings(
     harness: str, scope: str, project_root: str, options: Options | None
 ) -> Mapping[str, Any] | None:
-    """Claude Code's own sandbox, from the policy, in the project's settings files: the route
-    that holds in every permission mode. Not at user scope (the paths are the project's), and
-    not where Claude Code's sandbox cannot run (it would refuse to start)."""
+    """The harness's own sandbox, from the policy, in the project's settings files: for Claude
+    Code the route that holds in every permission mode, for Codex its workspace-write sandbox.
+    Not at user scope (the paths are the project's), and not where Claude Code's sandbox
+    cannot run (it would refuse to start)."""
     chosen = options if options is not None else Options()
-    if harness != CLAUDE_CODE or scope == "user":
+    if scope == "user" or harness not in (CLAUDE_CODE, CODEX):
         return None
+    if harness == CODEX:
+        return None if chosen.sandbox == "off" else codex_settings(chosen, project_root)
     if claude_sandbox_unavailable(chosen) is not None:
         return None
     return {"sandbox": expected_settings(chosen, project_root)}
@@ -109,4 +200,5 @@ def status_line(project_root: str, options: Options | None) -> str:
     why = claude_sandbox_unavailable(chosen)
     if why is not None and not line.startswith("shell writes: Claude Code"):
         line += f" (Claude Code's sandbox cannot be used here: {why})"
-    return line
+    codex = codex_line(chosen, project_root)
+    return line if codex is None else f"{line}; {codex}"
