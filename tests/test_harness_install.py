@@ -53,6 +53,52 @@ def test_codex_uninstall_removes_only_hookchains_blocks(tmp_path: Path) -> None:
     assert path.read_text() == USER_TOML
 
 
+SANDBOX = {
+    "sandbox_mode": "workspace-write",
+    "sandbox_workspace_write": {"writable_roots": ["/w"], "exclude_slash_tmp": True},
+}
+
+
+def test_codex_install_merges_plugins_settings_and_uninstall_takes_them_out(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(USER_TOML)
+    plan = codex.plan_install(path, python=PY, client=CLIENT, plugin_settings={"wg": SANDBOX})
+    parsed = tomllib.loads(plan.after)
+    assert {key: parsed[key] for key in SANDBOX} == SANDBOX
+    assert parsed["model"] == "o4" and USER_TOML in plan.after
+    assert plan.plugins is not None and len(plan.plugins.added) == 3
+    apply(plan)
+    again = codex.plan_install(path, python=PY, client=CLIENT, plugin_settings={"wg": SANDBOX})
+    assert not again.changed
+    # A plugin that could not be asked keeps what install wrote for it; one that asks for
+    # nothing now has its values taken out.
+    kept = codex.plan_install(
+        path, python=PY, client=CLIENT, plugin_settings={}, unchanged_plugins=frozenset({"wg"})
+    )
+    assert not kept.changed
+    gone = codex.plan_install(path, python=PY, client=CLIENT, plugin_settings={})
+    assert "sandbox_mode" not in tomllib.loads(gone.after) and gone.after.startswith(USER_TOML)
+    apply(codex.plan_uninstall(path, path))
+    assert path.read_text() == USER_TOML
+
+
+def test_codex_install_keeps_the_persons_own_sandbox_setting(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('sandbox_mode = "danger-full-access"\n' + USER_TOML)
+    plan = codex.plan_install(path, python=PY, client=CLIENT, plugin_settings={"wg": SANDBOX})
+    parsed = tomllib.loads(plan.after)
+    assert parsed["sandbox_mode"] == "danger-full-access"
+    assert parsed["sandbox_workspace_write"]["writable_roots"] == ["/w"]
+    assert plan.plugins is not None
+    assert [kept.key for kept in plan.plugins.kept] == [("sandbox_mode",)]
+    # A table of the person's that the dotted keys would reopen: refused, said how.
+    path.write_text(USER_TOML + "\n[sandbox_workspace_write]\nnetwork_access = true\n")
+    with pytest.raises(InstallError, match="set those keys in your table by hand"):
+        codex.plan_install(path, python=PY, client=CLIENT, plugin_settings={"wg": SANDBOX})
+
+
 def test_codex_trust_entries_of_another_file_survive_an_uninstall(tmp_path: Path) -> None:
     user, project = tmp_path / "config.toml", tmp_path / "proj" / ".codex" / "config.toml"
     apply(

@@ -217,19 +217,21 @@ def _plugin_commands(host: Host | None) -> dict[str, tuple[str, str]]:
     return {} if host is None else declared_commands(host)
 
 
-def _asked_settings(host: Host | None, scope: inst.Scope) -> project_plugins.AskedSettings | None:
+def asked_settings(
+    host: Host | None, scope: str, harness: str = "claude-code"
+) -> project_plugins.AskedSettings | None:
     """What the plugins ask for in the settings file of `scope`; None when they cannot be
     asked (what an earlier install wrote for them then stays as it was)."""
     if host is None:
         return None
     root = inst.find_project_root(Path.cwd())
-    asked = project_plugins.asked_settings(host, "claude-code", scope, root)
+    asked = project_plugins.asked_settings(host, harness, scope, root)
     for problem in asked.problems:
         typer.echo(f"hookchain: warning: {problem}", err=True)
     return asked
 
 
-def _report_plugin_settings(plan: inst.InstallPlan, dry_run: bool) -> None:
+def report_plugin_settings(plan: inst.InstallPlan, dry_run: bool) -> None:
     """Say what plugins' settings did: written, taken out, and every key of the person's kept."""
     merged = plan.plugins
     if merged is None:
@@ -324,7 +326,7 @@ def install(
     if not dry_run:
         _host_folders()
     host = _project_host()
-    asked = _asked_settings(host, chosen_scope)
+    asked = asked_settings(host, chosen_scope)
     try:
         plan = inst.plan_install(
             path,
@@ -339,7 +341,7 @@ def install(
     except inst.InstallError as error:
         raise _fail(str(error)) from None
     _apply(plan, dry_run, "hooks installed in")
-    _report_plugin_settings(plan, dry_run)
+    report_plugin_settings(plan, dry_run)
     _commands_step(chosen_scope, dry_run, host=host)
     if not dry_run:
         inst.precompile_client()
@@ -388,7 +390,7 @@ def uninstall(
     except inst.InstallError as error:
         raise _fail(str(error)) from None
     _apply(plan, dry_run, "hooks removed from")
-    _report_plugin_settings(plan, dry_run)
+    report_plugin_settings(plan, dry_run)
     _commands_step(chosen_scope, dry_run, remove=True)
 
 

@@ -94,11 +94,12 @@ def render_ledger(ledger: Mapping[str, Any]) -> str:
     return json.dumps(ledger, indent=2, ensure_ascii=False) + "\n"
 
 
-def _leaves(value: Mapping[str, Any], prefix: Key = ()) -> Iterator[tuple[Key, Any]]:
+def leaves(value: Mapping[str, Any], prefix: Key = ()) -> Iterator[tuple[Key, Any]]:
+    """Each key of a nested mapping down to its values (an empty mapping is a value)."""
     for name, item in value.items():
         key = (*prefix, str(name))
         if isinstance(item, Mapping) and item:
-            yield from _leaves(item, key)
+            yield from leaves(item, key)
         else:
             yield key, copy.deepcopy(item if not isinstance(item, Mapping) else {})
 
@@ -182,7 +183,7 @@ def _wanted(contributions: Mapping[str, Mapping[str, Any]]) -> dict[Key, tuple[s
     another's value) and any key under `hooks`."""
     wanted: dict[Key, tuple[str, Any]] = {}
     for plugin in sorted(contributions):
-        for key, value in _leaves(contributions[plugin]):
+        for key, value in leaves(contributions[plugin]):
             if key[0] in RESERVED:
                 raise PluginSettingsError(
                     f"plugin {plugin!r} asks for settings key {dotted(key)!r}: `{key[0]}` is "

@@ -131,14 +131,24 @@ def install(
     try:
         if chosen == "codex":
             path = codex_install.config_path(where, Path.cwd())
-            plan = codex_install.plan_install(path, chosen_events or codex_install.EVENTS)
+            host, _problem = project_plugins.project_host()
+            asked = claude_cli.asked_settings(host, where, "codex")
+            plan = codex_install.plan_install(
+                path,
+                chosen_events or codex_install.EVENTS,
+                plugin_settings=None if asked is None else asked.settings,
+                unchanged_plugins=frozenset() if asked is None else asked.unchanged,
+            )
         else:
             path = gemini_install.settings_path(where, Path.cwd())
             plan = gemini_install.plan_install(path, chosen_events or gemini_install.EVENTS)
     except claude_install.InstallError as error:
         raise _fail(str(error)) from None
     _show(plan, dry_run, "hooks installed in")
-    _unmerged_plugin_settings(chosen, where)
+    if chosen == "codex":
+        claude_cli.report_plugin_settings(plan, dry_run)
+    else:
+        _unmerged_plugin_settings(chosen, where)
     if dry_run:
         return
     claude_install.precompile_client()

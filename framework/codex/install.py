@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from framework.claude_code import plugin_settings as contributed
 from framework.claude_code.install import (
     MARKER,
     InstallError,
@@ -40,6 +41,11 @@ Scope = Literal["user", "project"]
 
 HOOKS_BLOCK = "hooks"
 TRUST_BLOCK = "trust"
+SETTINGS_BLOCK = "settings"
+"""Plugins' settings (`harness_settings`): at the top of the file, since top-level keys must
+come before the first table; nested keys are written dotted. The block is the record of what
+install wrote, one `# plugin: <name>` section each, so uninstall takes out exactly that."""
+_PLUGIN_LINE = "# plugin: "
 TIMEOUTS_S: Mapping[str, int] = {"SessionEnd": 3}
 """Codex clamps a SessionEnd hook above 3 s (with a warning)."""
 DEFAULT_TIMEOUT_S = 30
@@ -142,13 +148,95 @@ def read_text(path: Path) -> str:
     return text
 
 
+def _toml_value(plugin: str, key: contributed.Key, value: Any) -> str:
+    if value is None or isinstance(value, float):
+        raise InstallError(
+            f"plugin {plugin!r} asks for Codex setting {contributed.dotted(key)!r} = "
+            f"{value!r}, which hookchain does not write to TOML; ask for a string, number, "
+            "boolean or list"
+        )
+    return json.dumps(value, ensure_ascii=False)  # JSON strings, ints, bools, lists are TOML
+
+
+def settings_block(ledger: Mapping[str, Any]) -> str:
+    """hookchain's settings block holding the `written` entries of a plugin-settings ledger."""
+    by_plugin: dict[str, list[str]] = {}
+    for entry in ledger.get("written", []):
+        key = tuple(entry["key"])
+        line = f"{'.'.join(_quote(part) if not part.isidentifier() else part for part in key)}"
+        line += f" = {_toml_value(entry['plugin'], key, entry['value'])}"
+        by_plugin.setdefault(str(entry["plugin"]), []).append(line)
+    lines = [_begin(SETTINGS_BLOCK)]
+    for plugin, entries in sorted(by_plugin.items()):
+        lines += [f"{_PLUGIN_LINE}{plugin}", *entries]
+    lines.append(_end(SETTINGS_BLOCK))
+    return "\n".join(lines) + "\n"
+
+
+def settings_ledger(text: str) -> dict[str, Any]:
+    """What hookchain's settings block in `text` holds, as a plugin-settings ledger."""
+    begin = text.find(_begin(SETTINGS_BLOCK))
+    end = text.find(_end(SETTINGS_BLOCK))
+    if begin < 0 or end < begin:
+        return {}
+    written: list[dict[str, Any]] = []
+    plugin = ""
+    chunk: list[str] = []
+    for line in [*text[begin:end].splitlines()[1:], _PLUGIN_LINE]:
+        if line.startswith(_PLUGIN_LINE):
+            for key, value in contributed.leaves(tomllib.loads("\n".join(chunk))):
+                written.append({"plugin": plugin, "key": list(key), "value": value})
+            plugin, chunk = line.removeprefix(_PLUGIN_LINE).strip(), []
+        else:
+            chunk.append(line)
+    return {"written": written}
+
+
+def without_settings(text: str) -> str:
+    """`text` without hookchain's settings block and the blank line install put after it."""
+    cleaned = without_block(text, SETTINGS_BLOCK)
+    return cleaned.lstrip("\n") if cleaned != text else text
+
+
+def _with_settings(
+    path: Path,
+    text: str,
+    plugin_settings: Mapping[str, Mapping[str, Any]],
+    unchanged: frozenset[str],
+) -> tuple[str, contributed.Merged]:
+    try:
+        merged = contributed.merge_plugin_settings(
+            tomllib.loads(text), plugin_settings, settings_ledger(text), unchanged=unchanged
+        )
+    except contributed.PluginSettingsError as error:
+        raise InstallError(str(error)) from None
+    base = without_settings(text)
+    if merged.ledger is None:
+        return base, merged
+    after = settings_block(merged.ledger) + ("\n" + base if base.strip() else "")
+    try:
+        tomllib.loads(after)
+    except tomllib.TOMLDecodeError as error:
+        names = ", ".join(sorted(plugin_settings))
+        raise InstallError(
+            f"{path} would not be valid TOML with the settings of {names} ({error}): a table "
+            "of yours holds keys they set dotted; set those keys in your table by hand"
+        ) from None
+    return after, merged
+
+
 def plan_install(
     path: Path,
     events: Sequence[str] = EVENTS,
     *,
     python: str | None = None,
     client: str | None = None,
+    plugin_settings: Mapping[str, Mapping[str, Any]] | None = None,
+    unchanged_plugins: frozenset[str] = frozenset(),
 ) -> InstallPlan:
+    """`path` with hookchain's hooks; with `plugin_settings` (plugin name → nested mapping)
+    also the plugins' settings, merged as for Claude Code (a key the person set is kept and
+    reported; `unchanged_plugins` keep what an earlier install wrote for them)."""
     unknown = [event for event in events if event not in EVENTS]
     if unknown:
         raise InstallError(
@@ -157,7 +245,10 @@ def plan_install(
         )
     before = read_text(path)
     after = _checked(path, with_block(before, HOOKS_BLOCK, hooks_block(events, python, client)))
-    return InstallPlan(path, before, after)
+    if plugin_settings is None:
+        return InstallPlan(path, before, after)
+    after, merged = _with_settings(path, after, plugin_settings, unchanged_plugins)
+    return InstallPlan(path, before, _checked(path, after), plugins=merged)
 
 
 def plan_trust(path: Path, trusted: Mapping[str, str]) -> InstallPlan:
@@ -195,9 +286,10 @@ def _without_trust_of(text: str, hooks_file: Path) -> str:
 
 
 def plan_uninstall(path: Path, trust_file: Path | None = None) -> InstallPlan:
-    """`path` without hookchain's hooks block, and without the trust entries of its hooks."""
+    """`path` without hookchain's hooks and settings blocks, and without the trust entries of
+    its hooks."""
     before = read_text(path)
-    after = without_block(before, HOOKS_BLOCK)
+    after = without_settings(without_block(before, HOOKS_BLOCK))
     if trust_file is None or trust_file == path:
         after = _without_trust_of(after, path)
     return InstallPlan(path, before, _checked(path, _tidy(before, after)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -161,3 +162,45 @@ def test_project_scope_guards_once_codex_trusts_the_project(box: Sandbox) -> Non
     run = run_codex(box, project, [Call(f"echo stolen > {target}"), Say("Done.")], "write it")
     assert not target.exists(), run.explain()
     assert "write-guard" in run.outputs()[0], run.explain()
+
+
+def test_project_install_puts_write_guards_policy_into_codexs_own_sandbox(box: Sandbox) -> None:
+    project = box.project()
+    config = Path(box.env["CODEX_HOME"]) / "config.toml"
+    config.write_text(
+        _config(MockResponses([])) + f'\n[projects."{project.path}"]\ntrust_level = "trusted"\n',
+        encoding="utf-8",
+    )
+    done = project.install("--harness", "codex", "--scope", "project")
+    assert "wrote write-guard's settings" in done.stdout, done.stdout + done.stderr
+    assert "trust of 6 hookchain hooks recorded" in done.stdout, done.stdout + done.stderr
+    assert "under Codex: Codex's sandbox" in project.hookchain("status").stdout
+    target = box.outside / "stolen.txt"
+    script = [Call(f"echo stolen > {target}"), Call("echo kept > inside.txt"), Say("Done.")]
+    # No --dangerously-bypass-approvals-and-sandbox: the sandbox of the project's config runs.
+    argv = [
+        str(box.root / "bin" / "codex"),
+        "exec", "--json", "--skip-git-repo-check", "-C", str(project.path), "write them",
+    ]  # fmt: skip
+    with MockResponses(script, max_requests=40, max_seconds=RUN_TIMEOUT_S + 20) as api:
+        text = config.read_text(encoding="utf-8")
+        config.write_text(re.sub(r'base_url = "[^"]*"', f'base_url = "{api.url}"', text))
+        done = run_jailed(box.root, argv, box.env, project.path, RUN_TIMEOUT_S)
+        outputs = api.outputs()
+    assert not target.exists(), done.stderr[-1500:]
+    assert (project.path / "inside.txt").read_text() == "kept\n", outputs
+    # What Codex ran the turn with, as it recorded it: write-guard's roots, /tmp excluded.
+    rollouts = list(Path(box.env["CODEX_HOME"]).glob("sessions/**/rollout-*.jsonl"))
+    contexts = [
+        json.loads(line)["payload"]
+        for path in rollouts
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if '"turn_context"' in line
+    ]
+    assert contexts, done.stderr[-1500:]
+    policy = contexts[-1]["sandbox_policy"]
+    assert policy["type"] == "workspace-write" and policy["exclude_slash_tmp"] is True
+    written = tomllib.loads((project.path / ".codex" / "config.toml").read_text(encoding="utf-8"))
+    roots = written["sandbox_workspace_write"]["writable_roots"]
+    assert str(project.path) in roots  # Codex records the workspace apart, not as a root
+    assert policy["writable_roots"] == [root for root in roots if root != str(project.path)]
