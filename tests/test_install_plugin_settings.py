@@ -14,7 +14,7 @@ import typer
 from typer.testing import CliRunner
 
 from framework.claude_code import install as inst
-from framework.claude_code import plugin_settings as ps
+from framework.core import plugin_settings as ps
 
 SANDBOX = {"sandbox": {"enabled": True, "filesystem": {"allowWrite": ["/x"], "denyRead": []}}}
 

@@ -16,8 +16,8 @@ from framework import _client_core
 from framework import _launch as wire
 from framework.claude_code import daemon, http, project_plugins
 from framework.claude_code import install as inst
-from framework.claude_code import plugin_settings as contributed
 from framework.core import files
+from framework.core import plugin_settings as contributed
 from framework.core.hookspecs import hookimpl
 from framework.core.settings import data_dir
 

@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 from framework import _client
 from framework.claude_code import commands as slash
-from framework.claude_code import plugin_settings as contributed
 from framework.core import files
+from framework.core import plugin_settings as contributed
 
 Scope = Literal["project", "local", "user"]
 SCOPES: tuple[Scope, ...] = ("project", "local", "user")

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from framework.claude_code import plugin_settings as contributed
 from framework.claude_code.install import (
     MARKER,
     InstallError,
@@ -34,6 +33,7 @@ from framework.claude_code.install import (
     client_command,
 )
 from framework.codex.mapping import EVENTS
+from framework.core import plugin_settings as contributed
 
 __all__ = ["EVENTS", "TRUST_HELP", "CodexHook", "CodexUnavailable", "Scope"]
 
