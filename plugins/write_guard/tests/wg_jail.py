@@ -256,10 +256,14 @@ class Verdict:
     updated: dict[str, object] | None
 
 
-async def guard_decides(tree: Tree, command: str, **options: object) -> Verdict:
+async def guard_decides(
+    tree: Tree, command: str, project: Path | None = None, **options: object
+) -> Verdict:
     """The decision of write-guard, loaded in a real host, for one Bash call; `command` is
-    what the harness would then run (the tool input that reached the terminal)."""
+    what the harness would then run (the tool input that reached the terminal). `project`:
+    the workspace (the tree's `ws` unless named)."""
     r = tree.root
+    ws = project or tree.ws
     settings = {
         "extra_writable_roots": [str(r / "tmp"), "/dev/null"],
         "protected_paths": [str(r / "data")],
@@ -272,12 +276,12 @@ async def guard_decides(tree: Tree, command: str, **options: object) -> Verdict:
         return ToolResult(output="ran")
 
     # The harness's TMPDIR, as in the jail: a root, so the session's own is mounted on it.
-    env = {"HOME": str(r / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws), "TMPDIR": str(r / "tmp")}
+    env = {"HOME": str(r / "home"), "CLAUDE_PROJECT_DIR": str(ws), "TMPDIR": str(r / "tmp")}
     async with Host(
         plugins=[write_guard], entry_points=False, store="memory://", env=env,
         options={"write-guard": settings},
     ) as host:  # fmt: skip
-        await host.dispatch(SessionStart(session_id="s", cwd=str(tree.ws)))
+        await host.dispatch(SessionStart(session_id="s", cwd=str(ws)))
         call = ToolCall(session_id="s", tool_use_id="t", tool="Bash", input={"command": command})
         outcome = await host.dispatch(call, terminal=terminal)
     result = outcome.result
