@@ -288,3 +288,22 @@ def test_existing_redirections_are_read_only_and_reach_claude_codes_sandbox(tree
         f"cd {lw} && " + wrap_command('echo x > "$(git rev-parse --git-dir)/gitdir"', plan)
     )
     assert ran.rc != 0 and "Read-only" in ran.stderr, ran
+
+
+async def test_a_repository_made_and_registered_as_a_submodule_is_a_known_hole(tree: Tree) -> None:
+    # The person's `git status` in the workspace runs `git status` in every checked-out
+    # gitlink: a repository of the command's making, with a config of its making.
+    command = tree.fill(
+        "git init -q sub2 && git -C sub2 commit -q --allow-empty -m s && "
+        "git -C sub2 config core.fsmonitor 'touch {OUT}/s1' && "
+        "git update-index --add --cacheinfo 160000,$(git -C sub2 rev-parse HEAD),sub2"
+    )
+    tree.run(command)
+    _person(tree, "ws")
+    assert _markers(tree) == ["s1"]  # harmful unguarded
+    tree.reset()
+    await _run_guarded(tree, command, tree.ws)
+    _person(tree, "ws")
+    # Still open (README, limits): when this changes, assert the marker is absent instead.
+    assert _markers(tree) == ["s1"]
+    pytest.xfail("a repository the command makes and registers as a gitlink is not kept")
