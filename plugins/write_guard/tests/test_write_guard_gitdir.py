@@ -13,12 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from framework import Host, SessionStart, ToolCall, ToolResult
-from wg_jail import BWRAP, Ran, Tree
+from framework import ToolCall, ToolResult
+from wg_jail import BWRAP, Ran, Tree, dispatch_bash
 from write_guard._claude_sandbox import sandbox_settings
 from write_guard._sandbox import plan_sandbox, wrap_command
-
-import write_guard
 
 pytestmark = [
     pytest.mark.anyio,
@@ -148,7 +146,6 @@ async def _run_guarded(
 ) -> tuple[ToolResult, list[tuple[str, str]], Ran | None]:
     """The call through a real host whose terminal runs what reaches it in the jail (as the
     harness would, from the workspace); the result, the toasts and notes, and the run."""
-    r = tree.root
     ran: list[Ran] = []
 
     async def terminal(event: ToolCall) -> ToolResult:
@@ -156,18 +153,8 @@ async def _run_guarded(
         ran.append(done)
         return ToolResult(output={"stdout": done.stdout, "stderr": done.stderr})
 
-    env = {"HOME": str(r / "home"), "CLAUDE_PROJECT_DIR": str(workspace), "TMPDIR": str(r / "tmp")}
-    settings = {"extra_writable_roots": [str(r / "tmp"), "/dev/null"], "snapshots": False}
-    async with Host(
-        plugins=[write_guard], entry_points=False, store="memory://", env=env,
-        options={"write-guard": settings},
-    ) as host:  # fmt: skip
-        await host.dispatch(SessionStart(session_id="s", cwd=str(workspace)))
-        call = ToolCall(session_id="s", tool_use_id="t", tool="Bash", input={"command": command})
-        outcome = await host.dispatch(call, terminal=terminal)
-    result = outcome.result
-    assert isinstance(result, ToolResult)
-    said = [(action.kind, action.text) for action in outcome.actions]
+    result, actions = await dispatch_bash(tree, command, terminal, workspace, snapshots=False)
+    said = [(action.kind, action.text) for action in actions]
     return result, said, ran[0] if ran else None
 
 
