@@ -294,3 +294,33 @@ async def test_a_repository_made_and_registered_as_a_submodule_is_a_known_hole(t
     # Still open (README, limits): when this changes, assert the marker is absent instead.
     assert _markers(tree) == ["s1"]
     pytest.xfail("a repository the command makes and registers as a gitlink is not kept")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "mv .git kept && mkdir .git && cp -r kept/HEAD kept/objects kept/refs .git/ && "
+        + _CONFIG.format(name="p1", path=".git/config"),
+        f"{_evil('p2', 'sub/deeper/ev')} && mv .git sub/old && echo 'gitdir: sub/deeper/ev' > .git",
+    ],
+    ids=["new-git-dir", "gitfile"],
+)
+async def test_where_no_wrapper_pins_it_a_moved_git_dir_is_put_back(
+    tree: Tree, command: str
+) -> None:
+    # Claude Code's own sandbox cannot bind a folder onto itself: the harness runs the command
+    # as written (this terminal stands for it), and the host's check puts `.git` back.
+    async def as_written(event: ToolCall) -> ToolResult:
+        ran = tree.run(tree.fill(command))
+        return ToolResult(output={"stdout": ran.stdout, "stderr": ran.stderr})
+
+    config = (tree.ws / ".git" / "config").read_text()
+    result, actions = await dispatch_bash(tree, "true", as_written, snapshots=False)
+    toasts = [a.text for a in actions if a.kind == "toast"]
+    assert any("undid" in text and ".git" in text for text in toasts), toasts
+    assert any("undid" in note.text for note in result.notes)
+    assert (tree.ws / ".git" / "config").read_text() == config
+    assert (tree.ws / ".git.write-guard-undone").exists()
+    _person(tree, "ws")
+    assert _markers(tree) == []
+    assert _person_git_works(tree, "ws")

@@ -112,12 +112,7 @@ def git_surface(git_dirs: Sequence[str], writable: Sequence[str]) -> GitSurface:
         if os.path.isdir(git_dir) and not os.path.islink(git_dir):
             pinned.append(git_dir)
         paths = [os.path.join(git_dir, name) for name in REDIRECTS]
-        try:
-            with os.scandir(os.path.join(git_dir, "worktrees")) as listing:
-                entries = sorted(e.path for e in listing if e.is_dir(follow_symlinks=False))
-        except OSError:
-            entries = []
-        for entry in entries:
+        for entry in sorted(subfolders(os.path.join(git_dir, "worktrees"))):
             paths += [os.path.join(entry, name) for name in WORKTREE_REDIRECTS]
         for config in (os.path.join(git_dir, "config"), os.path.join(git_dir, "config.worktree")):
             paths += include_targets(config)
@@ -219,11 +214,85 @@ def _remove(path: str) -> bool:
     return False
 
 
+def identities(git_dirs: Sequence[str]) -> dict[str, tuple[int, int] | None]:
+    """Each git dir's (device, inode), or None where there is none."""
+    found: dict[str, tuple[int, int] | None] = {}
+    for path in git_dirs:
+        try:
+            info = os.lstat(path)
+            found[path] = (info.st_dev, info.st_ino)
+        except OSError:
+            found[path] = None
+    return found
+
+
+def put_back(before: dict[str, tuple[int, int] | None]) -> list[Undone]:
+    """After a command that ran where git dirs are not bound onto themselves (Claude Code's
+    own sandbox): a git dir moved away, and something else put in its place, is moved back.
+    The replacement is moved aside (never deleted); the original is looked for in the folder
+    it was in and one level below it. Not found, the replacement is moved aside all the same:
+    git then finds no repository there rather than one of the command's making."""
+    undone: list[Undone] = []
+    now = identities(list(before))
+    for path, identity in before.items():
+        if identity is None or now[path] == identity:
+            continue
+        kept = None
+        if now[path] is not None:
+            kept = _free_name(path + ASIDE)
+            try:
+                os.replace(path, kept)
+            except OSError:
+                undone.append(Undone(path, None, left=True))
+                continue
+        original = _find(identity, os.path.dirname(path))
+        if original is not None:
+            try:
+                os.replace(original, path)
+            except OSError:
+                original = None
+        undone.append(Undone(path, kept, left=original is None and kept is None))
+    return undone
+
+
+def _free_name(path: str) -> str:
+    candidate, n = path, 1
+    while os.path.lexists(candidate):
+        n += 1
+        candidate = f"{path}.{n}"
+    return candidate
+
+
+def subfolders(folder: str) -> list[str]:
+    """The folders (not links to folders) in `folder`; none where it cannot be listed."""
+    try:
+        with os.scandir(folder) as listing:
+            return [e.path for e in listing if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
+def _find(identity: tuple[int, int], folder: str, depth: int = 2) -> str | None:
+    """The folder of this (device, inode) in `folder` or below it, `depth` levels at most."""
+    below = subfolders(folder)
+    for path, seen in identities(below).items():
+        if seen == identity:
+            return path
+    if depth > 1:
+        for path in below:
+            found = _find(identity, path, depth - 1)
+            if found is not None:
+                return found
+    return None
+
+
 def undone_text(undone: Sequence[Undone]) -> str:
     """What the person and the model are told."""
     parts = []
     for item in undone:
-        if item.left:
+        if item.left and item.kept is None and not os.path.lexists(item.path):
+            parts.append(f"{item.path} was moved away and not found: look for it")
+        elif item.left:
             parts.append(f"{item.path} could not be undone: remove it before running git there")
         else:
             kept = f" (kept as {item.kept})" if item.kept else ""

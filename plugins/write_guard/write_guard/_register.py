@@ -7,7 +7,7 @@ from typing import Any
 
 from framework import CallNext, Engine, ToolCall, ToolResult, hookimpl
 
-from write_guard._gitdir import aside_state, undo, undone_text
+from write_guard._gitdir import aside_state, identities, put_back, undo, undone_text
 from write_guard._options import Options
 from write_guard._runtime import PLUGIN, RECORD_TTL_S, Guard, gated, is_shell_tool, is_write_tool
 from write_guard._sandbox import redirect_surface
@@ -32,9 +32,9 @@ def register(on: Any, options: Options | None) -> None:
         _context, policy, _resolved = await guard.paths(engine, event, guard.decision(event))
         roots = () if policy.preset == "read-only" else (policy.workspace_root, *policy.extra_roots)
         surface, writable = redirect_surface(roots)
-        before = aside_state(surface.absent)
+        before, pinned = aside_state(surface.absent), identities(surface.pinned)
         result = await call_next(event)
-        undone = undo(surface.absent, before, writable)
+        undone = [*put_back(pinned), *undo(surface.absent, before, writable)]
         if not undone:
             return result
         text = undone_text(undone)

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from write_guard._gitdir import GitSurface, after_check, git_surface
+from write_guard._gitdir import GitSurface, after_check, git_surface, subfolders
 
 SandboxChoice = Literal["auto", "bwrap", "off"]
 
@@ -201,12 +201,7 @@ def _module_git_dirs(modules: str, depth: int = 0) -> list[str]:
     found: list[str] = []
     if depth > 6:
         return found
-    try:
-        with os.scandir(modules) as listing:
-            folders = [e.path for e in listing if e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return found
-    for folder in folders:
+    for folder in subfolders(modules):
         if os.path.isfile(os.path.join(folder, "HEAD")):
             found.append(folder)
             found += _module_git_dirs(os.path.join(folder, "modules"), depth + 1)
