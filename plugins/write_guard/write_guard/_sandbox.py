@@ -370,7 +370,7 @@ def bwrap_argv(plan: SandboxPlan) -> list[str]:
         session, host = plan.temp
         argv += ["--bind", session, host, "--setenv", "TMPDIR", host]
     # Parents first: a root or git dir inside another is bound on the outer one's mount.
-    for path in sorted({*plan.writable, *plan.pinned}, key=len):
+    for path in sorted({*plan.writable, *plan.pinned}, key=lambda path: (len(path), path)):
         argv += ["--bind", path, path]
     for path in plan.read_only:
         argv += ["--ro-bind", path, path]
