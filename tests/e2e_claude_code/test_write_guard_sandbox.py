@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 
 import pytest
-from kit import BYPASS, Project, Run, Sandbox
+from kit import BYPASS, Project, Run, Sandbox, jail
 from mock_api import bash, say, tool, write
 
 pytestmark = pytest.mark.slow
@@ -112,6 +113,33 @@ def test_git_add_and_commit_still_work(box: Sandbox) -> None:
     assert not result.is_error, result.text
     log = project.git("log", "--format=%s").stdout.split()
     assert log == ["add", "first"]
+
+
+def test_a_commondir_left_by_a_command_is_undone_before_the_persons_next_git(
+    box: Sandbox,
+) -> None:
+    # `.git/commondir` points git at a common dir of the command's making (its config runs a
+    # program on `git status`); written by a program, so only the sandbox can see it.
+    project = guarded(box)
+    marker = box.outside / "ran.txt"
+    plant = (
+        "mkdir -p ev && cp -r .git/HEAD .git/objects .git/refs ev/ && "
+        f"printf '[core]\\n\\tfsmonitor = touch {marker}\\n' > ev/config && "
+        + python_write(".git/commondir").replace("x\\n", "../ev")
+    )
+    run = ok(project.run("plant", [bash(plant), say("ok")]))
+    [planted] = run.tool_results()
+    assert "undid" in planted.text and "commondir" in planted.text, planted.text
+    assert not (project.path / ".git" / "commondir").exists()
+    assert (project.path / ".git" / "commondir.write-guard-undone").read_text() == "../ev"
+    assert any("undid" in text for text in run.system_messages()), run.system_messages()
+    # The person's next git, in the same confinement as Claude Code: it runs nothing planted.
+    person = subprocess.run(
+        [*jail(box.root), "--chdir", str(project.path), "--", "git", "status", "--short"],
+        env=box.env, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert person.returncode == 0, person.stderr
+    assert not marker.exists()
 
 
 def test_a_held_reset_shows_its_code_to_the_person_only_and_a_script_reset_is_restorable(

@@ -30,9 +30,17 @@ from typing import Any
 
 from write_guard._control import control_denial
 from write_guard._decide import git_hold, preset_denial, protected_denial, resolve_all
+from write_guard._gitdir import aside_state, undo
 from write_guard._paths import PathContext
 from write_guard._policy import Policy
-from write_guard._sandbox import _find_nested, nested_git_dirs, plan_sandbox, probe, wrap_command
+from write_guard._sandbox import (
+    _find_nested,
+    nested_git_dirs,
+    plan_sandbox,
+    probe,
+    redirect_surface,
+    wrap_command,
+)
 from write_guard._snapshot import UNTRACKED_FILE_MAX, record
 from write_guard._surface import extract_surface
 
@@ -131,23 +139,42 @@ def spawn_median_ms(command: str, cwd: str) -> float:
     return statistics.median(samples) * 1000
 
 
-def sandbox_cost(workspace: str) -> None:
+def sandbox_cost(workspace: str, baseline: ModuleType) -> None:
+    """In a git work tree: planning and writing the wrapper, the wrapped `true` (this tree's
+    and the baseline's wrapper: the git dirs pinned, the redirections bound and checked after
+    the command), and the host's check of the redirections when the result comes back."""
     available = probe("auto")
     if available.bwrap is None:
         print(f"sandbox: unavailable ({available.reason})")
         return
     bwrap = available.bwrap
-    plan_us = median_us(
-        lambda: wrap_command("true", plan_sandbox(bwrap, [workspace, "/tmp"], [], [])), 2_000
+    git = ["git", "-c", "user.name=b", "-c", "user.email=b@example.invalid"]
+    subprocess.run([*git, "init", "-q"], cwd=workspace, check=True, timeout=30)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "b"], cwd=workspace,
+                   check=True, timeout=30)  # fmt: skip
+    old = importlib.import_module(baseline.__name__ + "._sandbox")
+    roots = [workspace, "/tmp"]
+    plan_us = median_us(lambda: wrap_command("true", plan_sandbox(bwrap, roots, [], [])), 2_000)
+    old_plan_us = median_us(
+        lambda: old.wrap_command("true", old.plan_sandbox(bwrap, roots, [], [])), 2_000
     )
-    wrapped = wrap_command("true", plan_sandbox(bwrap, [workspace, "/tmp"], [], []))
+    wrapped = wrap_command("true", plan_sandbox(bwrap, roots, [], []))
+    old_wrapped = old.wrap_command("true", old.plan_sandbox(bwrap, roots, [], []))
+
+    def host_check() -> object:
+        surface, writable = redirect_surface(roots)
+        return undo(surface.absent, aside_state(surface.absent), writable)
+
+    check_us = median_us(host_check, 2_000)
     plain_ms = spawn_median_ms("true", workspace)
+    old_ms = spawn_median_ms(old_wrapped, workspace)
     boxed_ms = spawn_median_ms(wrapped, workspace)
-    print(f"sandbox_plan_and_wrap_median_us = {plan_us:.1f}")
+    print(f"sandbox_plan_and_wrap_median_us = {plan_us:.1f}  baseline = {old_plan_us:.1f}")
     print(
         f"sandbox_command_median_ms = {boxed_ms:.2f}  plain = {plain_ms:.2f}  "
-        f"added_ms = {boxed_ms - plain_ms:.2f}"
+        f"added_ms = {boxed_ms - plain_ms:.2f}  baseline_added_ms = {old_ms - plain_ms:.2f}"
     )
+    print(f"git_dir_redirections_host_check_median_us = {check_us:.1f}")
 
 
 def snapshot_cost(files: int) -> None:
@@ -216,7 +243,7 @@ def main(argv: list[str] | None = None) -> None:
         os.makedirs(os.path.join(workspace, "src"))
         baseline: Any = load_baseline(args.baseline, Path(loaded))
         decisions(workspace, baseline)
-        sandbox_cost(workspace)
+        sandbox_cost(workspace, baseline)
         snapshot_cost(args.files)
     finally:
         shutil.rmtree(workspace, ignore_errors=True)

@@ -13,10 +13,11 @@ import os
 import shutil
 import sqlite3
 import subprocess
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from framework import Host, SessionStart, ToolCall, ToolResult
+from framework import Action, Host, SessionStart, ToolCall, ToolResult
 from wg_attack_table import Attack
 
 import write_guard
@@ -256,32 +257,49 @@ class Verdict:
     updated: dict[str, object] | None
 
 
-async def guard_decides(tree: Tree, command: str, **options: object) -> Verdict:
-    """The decision of write-guard, loaded in a real host, for one Bash call; `command` is
-    what the harness would then run (the tool input that reached the terminal)."""
+async def dispatch_bash(
+    tree: Tree,
+    command: str,
+    terminal: Callable[[ToolCall], Awaitable[ToolResult]],
+    project: Path | None = None,
+    **options: object,
+) -> tuple[ToolResult, list[Action]]:
+    """One Bash call through write-guard loaded in a real host, `terminal` standing for the
+    harness; the result and the dispatch's actions. `project`: the workspace (the tree's `ws`
+    unless named)."""
     r = tree.root
+    ws = project or tree.ws
     settings = {
         "extra_writable_roots": [str(r / "tmp"), "/dev/null"],
         "protected_paths": [str(r / "data")],
         **options,
     }
+    # The harness's TMPDIR, as in the jail: a root, so the session's own is mounted on it.
+    env = {"HOME": str(r / "home"), "CLAUDE_PROJECT_DIR": str(ws), "TMPDIR": str(r / "tmp")}
+    async with Host(
+        plugins=[write_guard], entry_points=False, store="memory://", env=env,
+        options={"write-guard": settings},
+    ) as host:  # fmt: skip
+        await host.dispatch(SessionStart(session_id="s", cwd=str(ws)))
+        call = ToolCall(session_id="s", tool_use_id="t", tool="Bash", input={"command": command})
+        outcome = await host.dispatch(call, terminal=terminal)
+    result = outcome.result
+    assert isinstance(result, ToolResult)
+    return result, list(outcome.actions)
+
+
+async def guard_decides(
+    tree: Tree, command: str, project: Path | None = None, **options: object
+) -> Verdict:
+    """The decision of write-guard, loaded in a real host, for one Bash call; `command` is
+    what the harness would then run (the tool input that reached the terminal)."""
     reached: list[str] = []
 
     async def terminal(event: ToolCall) -> ToolResult:
         reached.append(str(event.input["command"]))
         return ToolResult(output="ran")
 
-    # The harness's TMPDIR, as in the jail: a root, so the session's own is mounted on it.
-    env = {"HOME": str(r / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws), "TMPDIR": str(r / "tmp")}
-    async with Host(
-        plugins=[write_guard], entry_points=False, store="memory://", env=env,
-        options={"write-guard": settings},
-    ) as host:  # fmt: skip
-        await host.dispatch(SessionStart(session_id="s", cwd=str(tree.ws)))
-        call = ToolCall(session_id="s", tool_use_id="t", tool="Bash", input={"command": command})
-        outcome = await host.dispatch(call, terminal=terminal)
-    result = outcome.result
-    assert isinstance(result, ToolResult)
+    result, _actions = await dispatch_bash(tree, command, terminal, project, **options)
     if result.denial is not None:
         return Verdict(result.denial.reason, None, None)
     updated = dict(result.updated_input) if result.updated_input is not None else None

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from write_guard._gitdir import GitSurface, after_check, git_surface, subfolders
+
 SandboxChoice = Literal["auto", "bwrap", "off"]
 
 # What a workspace must never let the command change, relative to each writable root (and to
@@ -56,6 +58,11 @@ class SandboxPlan:
     folders so that the command cannot create them (bwrap leaves the empty mount point)."""
     temp: tuple[str, str] | None = None
     """(the session's own temp folder, the host's temp folder it is mounted on), or None."""
+    pinned: tuple[str, ...] = ()
+    """Git dirs bound onto themselves (writable): a mount point can be neither moved nor
+    removed, so no `.git` of the command's making takes their place (see _gitdir)."""
+    git_absent: tuple[str, ...] = ()
+    """Files that would redirect git and do not exist: checked after the command."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,12 +201,7 @@ def _module_git_dirs(modules: str, depth: int = 0) -> list[str]:
     found: list[str] = []
     if depth > 6:
         return found
-    try:
-        with os.scandir(modules) as listing:
-            folders = [e.path for e in listing if e.is_dir(follow_symlinks=False)]
-    except OSError:
-        return found
-    for folder in folders:
+    for folder in subfolders(modules):
         if os.path.isfile(os.path.join(folder, "HEAD")):
             found.append(folder)
             found += _module_git_dirs(os.path.join(folder, "modules"), depth + 1)
@@ -239,6 +241,44 @@ def _inside(path: str, roots: Iterable[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
+def _writable_roots(roots: Sequence[str], host_temp: str | None) -> list[str]:
+    """The roots that exist, resolved, but the host's temp folder (replaced by the session's)
+    and /dev; and the git dirs of linked work trees among them, which hold their objects and
+    refs in the main repository's git dir."""
+    writable: list[str] = []
+    for root in roots:
+        real = os.path.realpath(root)
+        if real == host_temp:
+            continue
+        if os.path.exists(real) and real != "/dev" and not real.startswith("/dev/"):
+            writable.append(real)
+    extra_git: list[str] = []
+    for root in list(writable):
+        for git_dir in git_dirs(root):
+            if not _inside(git_dir, writable):
+                extra_git.append(git_dir)
+    return writable + extra_git
+
+
+def _repository_git_dirs(writable: Sequence[str]) -> list[str]:
+    """The git dirs of the roots' repositories and of those nested in the workspace."""
+    found: list[str] = []
+    for root in writable:
+        found += git_dirs(root)
+        if root == writable[0]:
+            found += nested_git_dirs(root)[0]
+    return list(dict.fromkeys(found))
+
+
+def redirect_surface(roots: Sequence[str]) -> tuple[GitSurface, tuple[str, ...]]:
+    """What redirects git in the roots' repositories (as `plan_sandbox` finds it), and the
+    writable roots it was found in: what the host checks again after a command."""
+    writable = _writable_roots(roots, None)
+    if not writable:
+        return GitSurface(), ()
+    return git_surface(_repository_git_dirs(writable), writable), tuple(writable)
+
+
 def plan_sandbox(
     bwrap: str,
     roots: Sequence[str],
@@ -253,20 +293,7 @@ def plan_sandbox(
     host_temp = os.path.realpath(temp[1]) if temp is not None else None
     if host_temp is not None and all(os.path.realpath(root) != host_temp for root in roots):
         temp = host_temp = None  # the host's temp folder is not writable: nothing to replace
-    writable: list[str] = []
-    for root in roots:
-        real = os.path.realpath(root)
-        if real == host_temp:
-            continue
-        if os.path.exists(real) and real != "/dev" and not real.startswith("/dev/"):
-            writable.append(real)
-    # A linked work tree writes its objects and refs in the main repository's git dir.
-    extra_git: list[str] = []
-    for root in list(writable):
-        for git_dir in git_dirs(root):
-            if not _inside(git_dir, writable):
-                extra_git.append(git_dir)
-    writable += extra_git
+    writable = _writable_roots(roots, host_temp)
     read_only: list[str] = []
     missing: list[str] = []
     for root in writable:
@@ -292,6 +319,14 @@ def plan_sandbox(
             hooks = os.path.join(git_dir, "hooks")
             if not os.path.lexists(hooks) and _inside(git_dir, writable):
                 missing.append(hooks)
+    # A linked work tree's gitfile names its git dir: rewritten, it would hand git a config
+    # of the command's making (nested ones' are among `gitfiles` above).
+    for root in writable:
+        dot_git = os.path.join(root, ".git")
+        if os.path.isfile(dot_git) and not os.path.islink(dot_git):
+            read_only.append(dot_git)
+    surface = git_surface(_repository_git_dirs(writable), writable) if writable else GitSurface()
+    read_only += surface.bound
     for path in protected:
         read_only.append(os.path.realpath(path) if os.path.exists(path) else path)
     read_only = [p for p in dict.fromkeys(read_only) if os.path.exists(p) and _inside(p, writable)]
@@ -318,6 +353,8 @@ def plan_sandbox(
         hidden_files=tuple(hidden_files),
         missing_protected=tuple(dict.fromkeys(missing)),
         temp=temp,
+        pinned=tuple(path for path in surface.pinned if path not in writable),
+        git_absent=surface.absent,
     )
 
 
@@ -332,8 +369,9 @@ def bwrap_argv(plan: SandboxPlan) -> list[str]:
     if plan.temp is not None:
         session, host = plan.temp
         argv += ["--bind", session, host, "--setenv", "TMPDIR", host]
-    for root in plan.writable:
-        argv += ["--bind", root, root]
+    # Parents first: a root or git dir inside another is bound on the outer one's mount.
+    for path in sorted({*plan.writable, *plan.pinned}, key=lambda path: (len(path), path)):
+        argv += ["--bind", path, path]
     for path in plan.read_only:
         argv += ["--ro-bind", path, path]
     for path in plan.missing_protected:
@@ -383,6 +421,8 @@ def wrap_command(command: str, plan: SandboxPlan) -> str:
         f"case ${m}_C in *C*) ;; *) set +C ;; esac; "
         f"{quoted} -- /bin/bash -c {shell_quote(_INNER)} bash {shell_quote(command)}; "
         f"{m}_rc=$?; "
+        # After the command, outside the sandbox: its whole process tree has ended with it.
+        f"{after_check(plan.git_absent, plan.writable)}"
         f'if read -r {m}_d < "${m}_o" 2>/dev/null && [ -d "${m}_d" ]; then cd -- "${m}_d"; fi; '
         f'rm -f -- "${m}_o"; unset {m}_o {m}_f {m}_d {m}_C; '
         # The status of the line is the command's (a function returns it without a fork).

@@ -1,0 +1,326 @@
+"""Files inside a git dir that redirect git: a sandboxed command may not leave one behind that
+makes git run a program of its making the next time the person runs git, outside the sandbox.
+
+Each attack is first run unguarded in the jail, followed by the person's git (`git status`
+and a commit, run in the jail too, unsandboxed): it must run the planted program (a marker
+file appears in the "outside" folder). Then as write-guard makes it run, through a real host
+whose terminal runs the wrapped command in the jail: the person's git afterwards must run
+nothing of the command's, and the person is told of what was undone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from framework import ToolCall, ToolResult
+from wg_jail import BWRAP, Ran, Tree, dispatch_bash
+from write_guard._claude_sandbox import sandbox_settings
+from write_guard._sandbox import plan_sandbox, wrap_command
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(BWRAP is None, reason="the attacks run commands under bubblewrap"),
+]
+
+PERSON = (
+    "git status --porcelain >/dev/null 2>&1; "
+    "git commit -q --allow-empty -m person >/dev/null 2>&1; true"
+)
+
+
+def _evil(name: str, folder: str = "ev") -> str:
+    """A git dir of the command's making, beside the real one: the repository's objects and
+    refs, and a config that runs a program on `git status`."""
+    return (
+        f'g="$(git rev-parse --git-common-dir)" && mkdir -p {folder} && '
+        f'cp -r "$g/HEAD" "$g/objects" "$g/refs" {folder}/ && '
+        f"printf '[core]\\n\\tfsmonitor = touch {{OUT}}/{name}\\n' > {folder}/config"
+    )
+
+
+def _script(text: str) -> str:
+    """`text` run from a script the command writes: the line analysis never reads it."""
+    return f"printf '%s\\n' {_q(text)} > s.sh && bash s.sh"
+
+
+def _q(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+_CONFIG = "printf '[core]\\n\\tfsmonitor = touch {{OUT}}/{name}\\n' > {path}"
+
+
+@dataclass(frozen=True)
+class Redirect:
+    id: str
+    command: str
+    setup: str = ""
+    """What the person did before (run unsandboxed in the jail, in the workspace)."""
+    workspace: str = "ws"
+    """The workspace, relative to the tree (a linked work tree: `lw`)."""
+    person: str = "ws"
+    """Where the person runs git afterwards."""
+
+
+LINKED = "git worktree add -q ../lw"
+REDIRECTS = [
+    Redirect("commondir", f'{_evil("c1")} && echo "$PWD/ev" > .git/commondir'),
+    Redirect("commondir-relative", f"{_evil('c2')} && echo ../ev > .git/commondir"),
+    Redirect(
+        "commondir-python",
+        f"{_evil('c3')} && python3 -c \"open('.git/commondir', 'w').write('../ev')\"",
+    ),
+    Redirect(
+        "git-dir-renamed-by-python",
+        "python3 -c \"import os; os.rename('.g' + 'it', 'kept'); os.mkdir('.g' + 'it'); "
+        "open('.g' + 'it/config', 'w')"
+        ".write('[core]\\\\n\\\\tfsmonitor = touch {OUT}/m2\\\\n')\" && "
+        "cp -r kept/HEAD kept/objects kept/refs .g?t/",
+    ),
+    Redirect(
+        "git-dir-replaced-by-gitfile",
+        f"{_evil('m3')} && " + _script("mv .git old && echo 'gitdir: ev' > .git"),
+    ),
+    Redirect(
+        "git-dir-moved-by-script",
+        _script(
+            "mv .git .git-old && mkdir .git && cp -r .git-old/HEAD .git-old/objects "
+            ".git-old/refs .git/ && printf '[core]\\n\\tfsmonitor = touch {OUT}/m4\\n' "
+            "> .git/config"
+        ),
+    ),
+    Redirect(
+        "worktree-commondir",
+        f'{_evil("w1")} && echo "$PWD/ev" > .git/worktrees/lw/commondir',
+        setup=LINKED,
+        person="lw",
+    ),
+    Redirect(
+        "linked-workspace-gitfile-by-script",
+        f"{_evil('w4')} && " + _script('echo "gitdir: $PWD/ev" > .git'),
+        setup=LINKED,
+        workspace="lw",
+        person="lw",
+    ),
+    Redirect(
+        "linked-workspace-commondir",
+        f'{_evil("w3")} && echo "$PWD/ev" > "$(git rev-parse --git-dir)/commondir"',
+        setup=LINKED,
+        workspace="lw",
+        person="lw",
+    ),
+    Redirect(
+        "config-worktree-by-script",
+        _script("printf '[core]\\n\\tfsmonitor = touch {OUT}/cw2\\n' > .git/config.worktree"),
+        setup="git config extensions.worktreeConfig true",
+    ),
+    Redirect(
+        "include-missing",
+        _CONFIG.format(name="i1", path="project.gitconfig"),
+        setup="git config include.path ../project.gitconfig",
+    ),
+    Redirect(
+        "include-existing",
+        _CONFIG.format(name="i2", path="project.gitconfig"),
+        setup="git config include.path ../project.gitconfig && echo '[user]' > project.gitconfig",
+    ),
+    Redirect(
+        "include-if",
+        _CONFIG.format(name="i3", path="cond.gitconfig"),
+        setup="git config 'includeIf.gitdir:/.path' ../cond.gitconfig",
+    ),
+]
+
+
+def _markers(tree: Tree) -> list[str]:
+    return sorted(p.name for p in (tree.root / "out").iterdir() if p.name != "victim.txt")
+
+
+def _person(tree: Tree, where: str) -> Ran:
+    return tree.run(f"cd {tree.root / where} && {PERSON}")
+
+
+async def _run_guarded(
+    tree: Tree, command: str, workspace: Path
+) -> tuple[ToolResult, list[tuple[str, str]], Ran | None]:
+    """The call through a real host whose terminal runs what reaches it in the jail (as the
+    harness would, from the workspace); the result, the toasts and notes, and the run."""
+    ran: list[Ran] = []
+
+    async def terminal(event: ToolCall) -> ToolResult:
+        done = tree.run(f"cd {workspace} && {event.input['command']}")
+        ran.append(done)
+        return ToolResult(output={"stdout": done.stdout, "stderr": done.stderr})
+
+    result, actions = await dispatch_bash(tree, command, terminal, workspace, snapshots=False)
+    said = [(action.kind, action.text) for action in actions]
+    return result, said, ran[0] if ran else None
+
+
+@pytest.mark.parametrize("case", REDIRECTS, ids=[case.id for case in REDIRECTS])
+async def test_a_redirection_left_by_a_command_runs_nothing_for_the_person(
+    tree: Tree, case: Redirect
+) -> None:
+    command = tree.fill(case.command)
+    if case.setup:
+        assert tree.run(case.setup).rc == 0
+    tree.run(f"cd {tree.root / case.workspace} && {command}")
+    _person(tree, case.person)
+    assert _markers(tree), f"the attack runs nothing for the person even unguarded: {command}"
+    tree.reset()
+    if case.setup:
+        assert tree.run(case.setup).rc == 0
+    result, said, ran = await _run_guarded(tree, command, tree.root / case.workspace)
+    _person(tree, case.person)
+    assert _markers(tree) == [], (said, ran)
+    if result.denial is None:
+        toasts = [text for kind, text in said if kind == "toast" and "undid" in text]
+        assert ran is not None and (ran.rc != 0 or toasts), (said, ran)
+    # The person's git still works where it did.
+    assert _person_git_works(tree, case.person), case.id
+
+
+def _person_git_works(tree: Tree, where: str) -> bool:
+    done = tree.run(
+        f"cd {tree.root / where} && git commit -q --allow-empty -m again && git log -1 --format=%s"
+    )
+    return done.rc == 0 and done.stdout.strip() == "again"
+
+
+async def test_alternates_planted_by_a_command_are_moved_aside_and_the_person_told(
+    tree: Tree,
+) -> None:
+    # No program, but git would read objects from a folder the command controls (and `gc`
+    # would drop local copies of what it finds there).
+    command = 'mkdir -p alt && echo "$PWD/alt" > .git/objects/info/alternates'
+    result, said, ran = await _run_guarded(tree, command, tree.ws)
+    assert ran is not None and result.denial is None
+    assert not (tree.ws / ".git" / "objects" / "info" / "alternates").exists()
+    aside = list((tree.ws / ".git" / "objects" / "info").glob("alternates.write-guard-*"))
+    assert len(aside) == 1 and "alt" in aside[0].read_text()
+    toasts = [text for kind, text in said if kind == "toast"]
+    assert any("alternates" in text and "undid" in text for text in toasts), said
+    assert "alternates" in ran.stderr  # the model reads it in the command's output
+
+
+async def test_the_persons_and_the_agents_ordinary_git_keep_working(tree: Tree) -> None:
+    # The agent: a commit, a linked work tree inside the workspace, a new repository.
+    command = (
+        "git add a.txt && git commit -qm agent && git worktree add -q inner-wt && "
+        "git -C inner-wt log -1 --format=%s && git init -q fresh && git -C fresh status -s"
+    )
+    result, said, ran = await _run_guarded(tree, command, tree.ws)
+    assert result.denial is None
+    assert ran is not None and ran.rc == 0 and ran.stdout.strip() == "agent", ran
+    assert not [text for kind, text in said if kind == "toast" and "undid" in text], said
+    # The person, afterwards and outside: a linked work tree of their own, git in both.
+    person = tree.run(
+        f"git worktree add -q ../lw2 && cd ../lw2 && git commit -q --allow-empty -m p && "
+        f"cd {tree.ws}/inner-wt && git status -s && git log -1 --format=%s"
+    )
+    assert person.rc == 0 and person.stdout.strip() == "agent", person
+    # … and a command after that one leaves the person's new work tree alone.
+    _result, said, ran = await _run_guarded(
+        tree, "git worktree list --porcelain | grep -c ^worktree", tree.ws
+    )
+    assert ran is not None and ran.stdout.strip() == "3", ran
+    assert _person_git_works(tree, "lw2")
+
+
+def _wrapped(tree: Tree, command: str) -> str:
+    assert BWRAP is not None
+    return wrap_command(command, plan_sandbox(BWRAP, [str(tree.ws)], [], []))
+
+
+def test_the_wrapper_undoes_it_by_itself_as_for_a_command_run_in_the_background(
+    tree: Tree,
+) -> None:
+    # A background command's result comes back when it starts: only the wrapper, which runs
+    # the check when the sandbox (and every process in it) has ended, sees what it left.
+    command = tree.fill(f'sleep 0.2; {_evil("b1")} && echo "$PWD/ev" > .git/commondir')
+    ran = tree.run(_wrapped(tree, command))
+    assert ran.rc == 0 and "undid" in ran.stderr and "commondir" in ran.stderr, ran
+    assert not (tree.ws / ".git" / "commondir").exists()
+    assert (tree.ws / ".git" / "commondir.write-guard-undone").read_text().strip().endswith("/ev")
+    _person(tree, "ws")
+    assert _markers(tree) == []
+
+
+def test_the_check_outside_the_sandbox_follows_no_link_out_of_the_roots(tree: Tree) -> None:
+    # The check runs unconfined: a git-dir folder the command replaced by a link to a folder
+    # outside must not make it rename the person's files there.
+    (tree.root / "out" / "alternates").write_text("the person's\n")
+    command = tree.fill("rm -rf .git/objects/info && ln -s {OUT} .git/objects/info")
+    ran = tree.run(_wrapped(tree, command))
+    assert (tree.root / "out" / "alternates").read_text() == "the person's\n", ran
+    assert not (tree.root / "out" / "alternates.write-guard-undone").exists()
+    assert "could not undo" in ran.stderr, ran
+
+
+def test_existing_redirections_are_read_only_and_reach_claude_codes_sandbox(tree: Tree) -> None:
+    # A config in the linked work tree, included by the main one (relative to `.git`).
+    assert tree.run(f"{LINKED} && git config include.path ../../lw/inc && touch ../lw/inc").rc == 0
+    assert BWRAP is not None
+    lw = tree.root / "lw"
+    plan = plan_sandbox(BWRAP, [str(lw)], [], [])
+    entry = tree.ws / ".git" / "worktrees" / "lw"
+    for path in (lw / ".git", entry / "commondir", entry / "gitdir", lw / "inc"):
+        assert str(path) in plan.read_only, path
+    assert str(tree.ws / ".git" / "commondir") in plan.git_absent
+    assert str(entry) in (*plan.writable, *plan.pinned)  # a mount point: it cannot move
+    deny = sandbox_settings(plan, str(lw))["filesystem"]["denyWrite"]
+    assert str(entry / "commondir") in deny and str(lw / ".git") in deny
+    ran = tree.run(
+        f"cd {lw} && " + wrap_command('echo x > "$(git rev-parse --git-dir)/gitdir"', plan)
+    )
+    assert ran.rc != 0 and "Read-only" in ran.stderr, ran
+
+
+async def test_a_repository_made_and_registered_as_a_submodule_is_a_known_hole(tree: Tree) -> None:
+    # The person's `git status` in the workspace runs `git status` in every checked-out
+    # gitlink: a repository of the command's making, with a config of its making.
+    command = tree.fill(
+        "git init -q sub2 && git -C sub2 commit -q --allow-empty -m s && "
+        "git -C sub2 config core.fsmonitor 'touch {OUT}/s1' && "
+        "git update-index --add --cacheinfo 160000,$(git -C sub2 rev-parse HEAD),sub2"
+    )
+    tree.run(command)
+    _person(tree, "ws")
+    assert _markers(tree) == ["s1"]  # harmful unguarded
+    tree.reset()
+    await _run_guarded(tree, command, tree.ws)
+    _person(tree, "ws")
+    # Still open (README, limits): when this changes, assert the marker is absent instead.
+    assert _markers(tree) == ["s1"]
+    pytest.xfail("a repository the command makes and registers as a gitlink is not kept")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "mv .git kept && mkdir .git && cp -r kept/HEAD kept/objects kept/refs .git/ && "
+        + _CONFIG.format(name="p1", path=".git/config"),
+        f"{_evil('p2', 'sub/deeper/ev')} && mv .git sub/old && echo 'gitdir: sub/deeper/ev' > .git",
+    ],
+    ids=["new-git-dir", "gitfile"],
+)
+async def test_where_no_wrapper_pins_it_a_moved_git_dir_is_put_back(
+    tree: Tree, command: str
+) -> None:
+    # Claude Code's own sandbox cannot bind a folder onto itself: the harness runs the command
+    # as written (this terminal stands for it), and the host's check puts `.git` back.
+    async def as_written(event: ToolCall) -> ToolResult:
+        ran = tree.run(tree.fill(command))
+        return ToolResult(output={"stdout": ran.stdout, "stderr": ran.stderr})
+
+    config = (tree.ws / ".git" / "config").read_text()
+    result, actions = await dispatch_bash(tree, "true", as_written, snapshots=False)
+    toasts = [a.text for a in actions if a.kind == "toast"]
+    assert any("undid" in text and ".git" in text for text in toasts), toasts
+    assert any("undid" in note.text for note in result.notes)
+    assert (tree.ws / ".git" / "config").read_text() == config
+    assert (tree.ws / ".git.write-guard-undone").exists()
+    _person(tree, "ws")
+    assert _markers(tree) == []
+    assert _person_git_works(tree, "ws")
