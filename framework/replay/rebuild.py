@@ -281,8 +281,9 @@ class _Builder:
         self.complete(self.clock)
 
     def assistant(self, record: dict[str, Any], at_ms: int) -> None:
-        message = record.get("message") if isinstance(record.get("message"), dict) else {}
-        assert isinstance(message, dict)
+        message = record.get("message")
+        if not isinstance(message, dict):
+            message = {}
         message_id = message.get("id") or record.get("requestId") or record.get("uuid")
         if self.pending and message_id != self.pending_id:
             self.flush()
@@ -294,11 +295,8 @@ class _Builder:
         self.pending.append(record)
 
     def user(self, record: dict[str, Any], at_ms: int) -> None:
-        content = (
-            record.get("message", {}).get("content")
-            if isinstance(record.get("message"), dict)
-            else None
-        )
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list) and any(is_result_block(b) for b in content):
             return
         text = text_of(content)
