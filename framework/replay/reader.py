@@ -368,11 +368,13 @@ def _read_file(corpus: Corpus, path: str, records: Iterable[dict[str, Any]]) -> 
                     corpus.side_channels += 1
                     corpus.agents[agent_id] = Stream(agent_id, path, claimed=True)
                 continue
-            _collect_result(corpus, record)
+            if kind == "user":
+                _collect_result(corpus, record)
             agent = corpus.agents.setdefault(agent_id, Stream(agent_id, path, agent_id=agent_id))
             agent.records.append(record)
             continue
-        _collect_result(corpus, record)
+        if kind == "user":
+            _collect_result(corpus, record)
         uuid = record.get("uuid")
         parent = record.get("parentUuid") or record.get("logicalParentUuid")
         if record.get("isSidechain"):
@@ -450,8 +452,7 @@ def _is_duplicate(record: dict[str, Any], seen: set[tuple[Any, ...]]) -> bool:
 
 
 def _collect_result(corpus: Corpus, record: dict[str, Any]) -> None:
-    if record.get("type") != "user":
-        return
+    """The recorded results of a user record's tool_result blocks, by tool_use id."""
     message = record.get("message")
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, list):

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Any, Literal
 
 from framework.core.contract import (
@@ -280,8 +281,9 @@ class _Builder:
         self.complete(self.clock)
 
     def assistant(self, record: dict[str, Any], at_ms: int) -> None:
-        message = record.get("message") if isinstance(record.get("message"), dict) else {}
-        assert isinstance(message, dict)
+        message = record.get("message")
+        if not isinstance(message, dict):
+            message = {}
         message_id = message.get("id") or record.get("requestId") or record.get("uuid")
         if self.pending and message_id != self.pending_id:
             self.flush()
@@ -293,11 +295,8 @@ class _Builder:
         self.pending.append(record)
 
     def user(self, record: dict[str, Any], at_ms: int) -> None:
-        content = (
-            record.get("message", {}).get("content")
-            if isinstance(record.get("message"), dict)
-            else None
-        )
+        message = record.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list) and any(is_result_block(b) for b in content):
             return
         text = text_of(content)
@@ -420,7 +419,11 @@ class _Builder:
         else:
             self.last_stop = stop_reason
         data = {"error": error} if error is not None else {}
-        chunks.append(StreamChunk(kind="stop", stop_reason=stop_reason, data=data))
+        chunks.append(
+            _stop_chunk(stop_reason)
+            if error is None and (stop_reason is None or type(stop_reason) is str)
+            else StreamChunk(kind="stop", stop_reason=stop_reason, data=data)
+        )
         step = TurnStep(
             session_id=self.session_id,
             turn_id=self.turn_id,
@@ -464,6 +467,13 @@ class _Builder:
             if stream is not None and not stream.claimed:
                 return stream
         return self.corpus.inline_links.get(tool_use_id)
+
+
+@lru_cache(maxsize=64)
+def _stop_chunk(stop_reason: str | None) -> StreamChunk:
+    """The stop chunk of a step that stopped without an error: a frozen value, one per reason,
+    shared by every step that stopped so (most steps), instead of one validated per step."""
+    return StreamChunk(kind="stop", stop_reason=stop_reason, data={})
 
 
 # -- small helpers --------------------------------------------------------------------------------
