@@ -171,3 +171,80 @@ def test_an_int_too_long_to_write_fails_as_output_text_does() -> None:
         output_text(output)
     with pytest.raises(ValueError):
         result_text("Edit", output)
+
+
+def _plain_chars_one_by_one(value: Any, depth: int = 0) -> int:
+    """`_plain_chars` as first written, one item at a time: what the one that picks the items
+    of each kind in C must answer."""
+    kind = type(value)
+    if kind is str:
+        return len(value)
+    if kind in (int, float, bool, type(None)):
+        return -1 if kind is int and not -(10**4000) < value < 10**4000 else 0
+    if depth >= 32 or kind not in (dict, list, tuple):
+        return -1
+    total = 0
+    items: Any = value
+    if kind is dict:
+        if any(type(key) is not str for key in value):
+            return -1
+        total = sum(len(key) for key in value)
+        items = value.values()
+    for item in items:
+        chars = _plain_chars_one_by_one(item, depth + 1)
+        if chars < 0:
+            return -1
+        total += chars
+    return total
+
+
+class _Text(str):
+    pass
+
+
+class _Count(int):
+    pass
+
+
+def _unusual_tree(rng: random.Random, depth: int = 0) -> Any:
+    """Plain trees with now and then what is not plain: subclasses of str and int, other
+    objects, ints too long to write, and nesting deeper than the limit."""
+    roll = rng.random()
+    if roll < 0.03:
+        return rng.choice([_Text("t"), _Count(3), object(), 10**4001, -(10**4001), b"x"])
+    if roll < 0.05:
+        nested: Any = "end"
+        for _ in range(rng.choice([30, 31, 32, 33])):
+            nested = [nested] if rng.random() < 0.5 else {"k": nested}
+        return nested
+    if depth > 3 or roll < 0.4:
+        return rng.choice([rng.choice(_WORDS) * rng.randint(1, 3), rng.randint(-9, 99),
+                           10**3999, rng.random(), True, False, None])  # fmt: skip
+    if roll < 0.75:
+        return {rng.choice(_WORDS)[:30] + str(i): _unusual_tree(rng, depth + 1)
+                for i in range(rng.randint(0, 6))}  # fmt: skip
+    items = [_unusual_tree(rng, depth + 1) for _ in range(rng.randint(0, 6))]
+    return items if rng.random() < 0.8 else tuple(items)
+
+
+@pytest.mark.parametrize("seed", range(400))
+def test_the_characters_of_a_result_are_counted_as_one_by_one(seed: int) -> None:
+    from loop_breaker.core.result_text import _plain_chars
+
+    rng = random.Random(seed)
+    output = _unusual_tree(rng)
+    assert _plain_chars(output, 0) == _plain_chars_one_by_one(output)
+    wrapped = {"content": output, "totalTokens": rng.randint(0, 10**6), "usage": {"n": 1}}
+    assert _plain_chars(wrapped, 0) == _plain_chars_one_by_one(wrapped)
+
+
+def test_the_characters_of_every_corpus_result_are_counted_as_one_by_one() -> None:
+    from loop_breaker.core.result_text import _plain_chars
+
+    from .test_loop_breaker_fingerprint import _CORPUS
+
+    outputs = [call[3] for _, calls in _CORPUS for call in calls]
+    assert len(outputs) > 1000
+    counted = [_plain_chars(output, 0) for output in outputs]
+    assert counted == [_plain_chars_one_by_one(output) for output in outputs]
+    assert sum(chars > 0 for chars in counted) > 500

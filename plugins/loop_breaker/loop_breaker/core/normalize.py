@@ -391,9 +391,11 @@ def may_change_files(command: str) -> bool:
     something new): cheap to over-answer, since it only keeps a repeat from counting."""
     if _REDIRECTION.search(command) or _FIXING_FLAG.search(command):
         return True
-    return any(
-        word in command and pattern.search(command) is not None for word, pattern in _MUTATING_WORDS
-    )
+    # A plain loop: a generator's step for each of the words cost more than the searches.
+    for word, pattern in _MUTATING_WORDS:
+        if word in command and pattern.search(command) is not None:
+            return True
+    return False
 
 
 def is_poll(tool: str, tool_input: Mapping[str, Any]) -> bool:
