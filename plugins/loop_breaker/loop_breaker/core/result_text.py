@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-from functools import partial
-from itertools import compress
-from operator import is_
 from typing import Any
 
 from .normalize import (
@@ -23,13 +20,8 @@ LONG_STRING = DENIAL_HEAD_CHARS + OUTPUT_TAIL_CHARS + 1024
 _SCALARS = frozenset({int, float, bool, type(None)})
 _INT_LIMIT = 10**4000
 """Beyond this an int has too many digits to write: `output_text` decides what happens then."""
-_WRITABLE_INTS = range(-_INT_LIMIT + 1, _INT_LIMIT)
-"""The ints `output_text` can write (`in` a range is a C comparison for an int)."""
+_NEGATIVE_INT_LIMIT = -_INT_LIMIT  # negated once, not per int checked
 _ONLY_STR = frozenset({str})
-_CONTAINERS = frozenset({dict, list, tuple})
-_PLAIN_KINDS = _SCALARS | _CONTAINERS | _ONLY_STR
-_IS_STR = partial(is_, str)
-_IS_INT = partial(is_, int)
 _MAX_DEPTH = 32
 # The encoder `output_text` uses, built once.
 _dumps = json.JSONEncoder(sort_keys=True, default=str).encode
@@ -129,8 +121,8 @@ def _plain_chars(value: Any, depth: int) -> int:
     if kind is str:
         return len(value)
     if kind in _SCALARS:
-        return -1 if kind is int and value not in _WRITABLE_INTS else 0
-    if depth >= _MAX_DEPTH or kind not in _CONTAINERS:
+        return -1 if kind is int and not _NEGATIVE_INT_LIMIT < value < _INT_LIMIT else 0
+    if depth >= _MAX_DEPTH or (kind is not dict and kind is not list and kind is not tuple):
         return -1
     total = 0
     items: Any = value
@@ -139,25 +131,22 @@ def _plain_chars(value: Any, depth: int) -> int:
             return -1
         total = sum(map(len, value))
         items = value.values()
-    kinds = list(map(type, items))
-    seen = set(kinds)
-    if seen <= _ONLY_STR:
-        return total + sum(map(len, items))
-    if not seen <= _PLAIN_KINDS:
-        # Any other type (a str or int subclass too) is not plain at any depth.
-        return -1
-    # Each kind of item in one pass of C over the items picked by their types, not one Python
-    # step per item: results hold many counts (a subagent's usage) beside their strings.
-    if str in seen:
-        total += sum(map(len, compress(items, map(_IS_STR, kinds))))
-    if int in seen and not all(
-        map(_WRITABLE_INTS.__contains__, compress(items, map(_IS_INT, kinds)))
-    ):
-        return -1
-    if not seen.isdisjoint(_CONTAINERS):
-        for item in compress(items, map(_CONTAINERS.__contains__, kinds)):
-            chars = _plain_chars(item, depth + 1)
-            if chars < 0:
-                return -1
-            total += chars
+    if set(map(type, items)) <= _ONLY_STR:
+        total += sum(map(len, items))
+    else:
+        for item in items:
+            item_kind = type(item)
+            if item_kind is str:
+                total += len(item)
+            elif item_kind is int:
+                # Checked here rather than in a call of its own: results hold many counts.
+                if not _NEGATIVE_INT_LIMIT < item < _INT_LIMIT:
+                    return -1
+            elif item_kind in _SCALARS:
+                continue
+            else:
+                chars = _plain_chars(item, depth + 1)
+                if chars < 0:
+                    return -1
+                total += chars
     return total

@@ -10,6 +10,7 @@ from .detectors import detect
 from .fingerprint import Fingerprint, output_fp
 from .normalize import (
     EDIT_TOOLS,
+    NEVER_COUNTED_TOOLS,
     POLL_TOOLS,
     PRECONDITION,
     TARGETED_TOOLS,
@@ -69,11 +70,13 @@ class LoopBreakerCore:
         if record is None:
             return []
         self.observed += 1
-        decisions = self.policy.on_record(observation.loop_id, record)
+        # Most calls come while no loop is open: nothing to resolve, no call made.
+        policy = self.policy
+        decisions = policy.on_record(observation.loop_id, record) if policy.signatures else []
         window = self.windows.loops[observation.loop_id]
         signal = detect(window.records, observation.loop_id, self.config)
         if signal is not None:
-            decisions.extend(self.policy.on_signal(signal, observation.at_ms))
+            decisions.extend(policy.on_signal(signal, observation.at_ms))
         return decisions
 
     def check_stop(
@@ -170,7 +173,7 @@ class LoopBreakerCore:
         tool = observation.tool
         text = observation.text
         outcome = observation.outcome
-        if not is_counted(tool, text, is_error=outcome != "ok"):
+        if tool in NEVER_COUNTED_TOOLS or (outcome != "ok" and not is_counted(tool, text)):
             return None
         tool_input = observation.input
         # Calls come to known loops far more often than they open one: a lookup first.
