@@ -120,7 +120,7 @@ def register(on: Any, options: Options) -> None:
                 if core is not None
                 else await runtime.cores.use(engine, event, lambda core: core.observe(observation))
             )
-            answered = _carry_out(engine, result, decisions)
+            answered = _carry_out(engine, result, decisions) if decisions else result
             if runtime.timing_on(engine):
                 runtime.record_overhead(engine, time.perf_counter_ns() - started)
             return answered

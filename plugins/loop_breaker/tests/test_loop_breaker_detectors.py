@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from loop_breaker.core import CoreConfig, LoopBreakerCore, Thresholds
+from loop_breaker.core import CoreConfig, LoopBreakerCore, Observation, Thresholds
 from loop_breaker.core.codec import dump, load
 from loop_breaker.core.detectors import DETECTORS, detect
 from loop_breaker.core.fingerprint import Fingerprint
@@ -516,3 +516,55 @@ def test_same_error_guessed_addresses_that_answer_404_are_exploration(session: F
             "Request failed with status code 404",
         )
     assert s.kinds() == []
+
+
+def _asked_each(records: list[CallRecord], config: CoreConfig) -> Any:
+    """What the detectors say when every one that can fire on the last call is asked."""
+    from loop_breaker.core.detectors import _BY_OUTCOME
+
+    for detector in _BY_OUTCOME[records[-1].outcome]:
+        found = detector(records, "main", config)
+        if found is not None:
+            return found
+    return None
+
+
+@pytest.mark.parametrize(
+    "thresholds",
+    [
+        {},
+        {"idle-repeat": Thresholds(1, 1)},
+        {"poll": Thresholds(1, 2)},
+        {"cycle": Thresholds(2, 2)},
+    ],
+    ids=["defaults", "idle-repeat-at-1", "poll-at-1", "cycle-at-2"],
+)
+def test_a_call_new_in_its_window_is_decided_as_by_asking_every_detector(
+    thresholds: dict[str, Thresholds],
+) -> None:
+    # `detect` asks nobody about a successful call whose action is new in its window: on
+    # windows of few actions, polls, reverted edits and outputs that repeat or not, it must
+    # answer as asking each detector does, whatever the thresholds.
+    config = CoreConfig(thresholds={**CoreConfig().thresholds, **thresholds})
+    rng = random.Random(7)
+    checked = skipped = 0
+    for _ in range(300):
+        core = LoopBreakerCore(config)
+        for index in range(rng.randint(1, 40)):
+            tool = rng.choice(["Bash", "Read", "Edit", "BashOutput"])
+            target = rng.choice(["a", "b", "c", "d", f"n{index}"])
+            if tool == "Edit":
+                old, new = rng.choice([("x", "y"), ("y", "x")])
+                tool_input = {"file_path": target, "old_string": old, "new_string": new}
+            else:
+                tool_input = {"command": target, "file_path": target, "bash_id": target}
+            outcome = rng.choice(["ok", "ok", "ok", "error", "denied"])
+            text = rng.choice(["same", "other", "Error: boom"])
+            core.observe(Observation(f"c{index}", "main", tool, tool_input, outcome, text, index))
+            records = core.windows.loops["main"].records
+            if records and records[-1].call_id == f"c{index}":
+                assert detect(records, "main", config) == _asked_each(records, config)
+                checked += 1
+                keys = [record.action_key for record in records]
+                skipped += records[-1].outcome == "ok" and keys.count(keys[-1]) == 1
+    assert checked > 3000 and skipped > 500

@@ -376,6 +376,18 @@ def poll(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Sig
     )
 
 
+def _first_of_its_action(
+    records: Sequence[CallRecord], last: CallRecord, config: CoreConfig
+) -> bool:
+    """Whether `last` is the only call of its action in `records`, while idle-repeat and poll
+    both need more than one to fire."""
+    return (
+        config.limits("idle-repeat").nudge_at > 1
+        and config.limits("poll").nudge_at > 1
+        and list(map(_action_key_of, records)).count(last.action_key) == 1
+    )
+
+
 DETECTORS: tuple[Detector, ...] = (
     env_blocker,
     denied_retry,
@@ -399,7 +411,13 @@ _BY_OUTCOME: dict[str, tuple[Detector, ...]] = {
 
 
 def detect(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
-    for detector in _BY_OUTCOME.get(records[-1].outcome, DETECTORS):
+    last = records[-1]
+    if last.outcome == "ok" and not last.reverted and _first_of_its_action(records, last, config):
+        # Most successful calls are new in their window: then no detector of theirs can fire
+        # (edit-thrash wants a reverted edit, a cycle the same call a period back, idle-repeat
+        # and poll the same call again), and none need be asked.
+        return None
+    for detector in _BY_OUTCOME.get(last.outcome, DETECTORS):
         found = detector(records, loop_id, config)
         if found is not None:
             return found

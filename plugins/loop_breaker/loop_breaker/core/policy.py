@@ -236,6 +236,8 @@ class Policy:
         return None
 
     def resolve_where(self, loop_id: str, kind: str, now_ms: int) -> list[Decision]:
+        if not self.signatures:
+            return []
         broken = [
             state
             for state in self.signatures.values()

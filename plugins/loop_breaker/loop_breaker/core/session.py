@@ -8,21 +8,20 @@ from typing import Any
 
 from .detectors import detect
 from .fingerprint import Fingerprint, output_fp
+from .memo import changes_files, key_and_label, key_of
 from .normalize import (
     EDIT_TOOLS,
+    NEVER_COUNTED_TOOLS,
     POLL_TOOLS,
     PRECONDITION,
     TARGETED_TOOLS,
     Failure,
-    action_key,
     digest,
     edit_transition,
     failure_of,
     file_of,
     is_counted,
     is_poll,
-    label_of,
-    may_change_files,
     redact,
     tail,
     target_of,
@@ -69,11 +68,13 @@ class LoopBreakerCore:
         if record is None:
             return []
         self.observed += 1
-        decisions = self.policy.on_record(observation.loop_id, record)
+        # Most calls come while no loop is open: nothing to resolve, no call made.
+        policy = self.policy
+        decisions = policy.on_record(observation.loop_id, record) if policy.signatures else []
         window = self.windows.loops[observation.loop_id]
         signal = detect(window.records, observation.loop_id, self.config)
         if signal is not None:
-            decisions.extend(self.policy.on_signal(signal, observation.at_ms))
+            decisions.extend(policy.on_signal(signal, observation.at_ms))
         return decisions
 
     def check_stop(
@@ -82,7 +83,7 @@ class LoopBreakerCore:
         """A refusal for a call that repeats a loop armed for auto-stop, before it runs."""
         if not self.config.auto_stop or not self.policy.signatures:
             return None
-        return self.policy.stop_for(loop_id, action_key(tool, tool_input), now_ms)
+        return self.policy.stop_for(loop_id, key_of(tool, tool_input), now_ms)
 
     def person_prompt(self, now_ms: int) -> list[Decision]:
         """The person spoke: every window and streak starts over."""
@@ -170,7 +171,7 @@ class LoopBreakerCore:
         tool = observation.tool
         text = observation.text
         outcome = observation.outcome
-        if not is_counted(tool, text, is_error=outcome != "ok"):
+        if tool in NEVER_COUNTED_TOOLS or (outcome != "ok" and not is_counted(tool, text)):
             return None
         tool_input = observation.input
         # Calls come to known loops far more often than they open one: a lookup first.
@@ -183,7 +184,7 @@ class LoopBreakerCore:
         file = file_of(tool, tool_input) if is_edit else ""  # `file_of` is "" for the rest
         changed = reverted = False
         error_sig = error_class = token = snippet = ""
-        key = action_key(tool, tool_input)
+        key, label = key_and_label(tool, tool_input)
         # `is_poll` reads the input only for a Bash command; other tools need no call.
         polling = tool in POLL_TOOLS or (tool == "Bash" and is_poll(tool, tool_input))
         if outcome == "ok":
@@ -195,7 +196,7 @@ class LoopBreakerCore:
             else:
                 fingerprint = self._output_fingerprint(observation, key, window, polling)
                 command = tool_input.get("command") if tool == "Bash" else None
-                if isinstance(command, str) and may_change_files(command):
+                if isinstance(command, str) and changes_files(command):
                     # Files changed outside the edit tools (a heredoc, `sed -i`, `git
                     # checkout`): a repeat after this may see something new.
                     window.epoch += 1
@@ -228,7 +229,7 @@ class LoopBreakerCore:
             window.seq,
             tool,
             key,
-            label_of(tool, tool_input),
+            label,
             outcome,
             fingerprint,
             error_sig,
