@@ -7,6 +7,7 @@ import functools
 import os
 import subprocess
 import tempfile
+import threading
 import uuid
 from collections import deque
 from dataclasses import dataclass
@@ -164,6 +165,13 @@ class Guard:
         self.runtime_dir = runtime_dir()
         self.host_pid = os.getpid()
         self._sandbox: Availability | None = None
+        # The probe runs a process (~5 ms, far more on a loaded machine): started now, beside
+        # the host's loading, rather than inside the first session's start.
+        self._probing: threading.Thread | None = None
+        if options.sandbox != "off":
+            self._probing = threading.Thread(target=self._probe, name="write-guard-probe")
+            self._probing.daemon = True
+            self._probing.start()
         # The trees of the last snapshot per work tree: an unchanged state is not recorded again.
         self.snapshotted: dict[str, str] = {}
         # The host's temp folder of each session given a temp folder of its own (removed at
@@ -180,11 +188,19 @@ class Guard:
         # Without protected globs in the options, every policy uses the built-in patterns.
         prepare_patterns(BUILTIN_PROTECTED_PATTERNS)
 
+    def _probe(self) -> None:
+        self._sandbox = probe(self.options.sandbox)
+
     @property
     def sandbox(self) -> Availability:
-        """Whether shell commands run in bubblewrap here (probed once per host, ~5 ms)."""
+        """Whether shell commands run in bubblewrap here (probed once per host, ~5 ms, in the
+        background from the host's start)."""
         if self._sandbox is None:
-            self._sandbox = probe(self.options.sandbox)
+            probing = self._probing
+            if probing is not None:
+                probing.join()
+            if self._sandbox is None:  # switched off, or the probe's thread failed
+                self._sandbox = probe(self.options.sandbox)
         return self._sandbox
 
     def shell_route(self, engine: Engine, event: ToolCall, policy: Policy) -> tuple[Route, bool]:
