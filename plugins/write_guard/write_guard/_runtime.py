@@ -41,11 +41,13 @@ from write_guard._control import ControlDenial, control_denial, control_reason
 from write_guard._decide import (
     GitHold,
     Resolved,
+    Verdicts,
     git_hold,
     git_hold_denial,
     preset_denial,
     protected_denial,
     resolve_all,
+    verdicts_for,
 )
 from write_guard._fallback import fallback_doubt, fallback_reason
 from write_guard._options import Options
@@ -118,6 +120,8 @@ class _Decision:
     """The fail-closed checks passed (and the snapshot was taken) for this event."""
     route: Route = "none"
     """How the OS confines this call's shell command (set by the fail-closed checks)."""
+    verdicts: Verdicts | None = None
+    """The policy's kept verdicts per resolved path (set with `paths`)."""
 
 
 def is_write_tool(tool: str) -> bool:
@@ -183,7 +187,7 @@ class Guard:
         self.decisions: deque[_Decision] = deque(maxlen=DECISIONS_KEPT)
         # Context and policy depend only on these inputs and the options, fixed per host.
         self.built: dict[
-            tuple[str, str | None, str | None, str | None], tuple[PathContext, Policy]
+            tuple[str, str | None, str | None, str | None], tuple[PathContext, Policy, Verdicts]
         ] = {}
         # Without protected globs in the options, every policy uses the built-in patterns.
         prepare_patterns(BUILTIN_PROTECTED_PATTERNS)
@@ -265,7 +269,7 @@ class Guard:
         if paths is None:
             if self.host_paths is None:
                 self.host_paths = (*engine.host_files, self.runtime_dir)
-            context, policy = self.build(
+            context, policy, decision.verdicts = self.built_for(
                 self.session_cwd(engine),
                 engine.env.get("CLAUDE_PROJECT_DIR"),
                 engine.env.get("HOME"),
@@ -289,12 +293,20 @@ class Guard:
         self, cwd: str, project: str | None, home: str | None, agent_type: str | None
     ) -> tuple[PathContext, Policy]:
         """The path context and policy for one event (pure apart from the options)."""
+        context, policy, _verdicts = self.built_for(cwd, project, home, agent_type)
+        return context, policy
+
+    def built_for(
+        self, cwd: str, project: str | None, home: str | None, agent_type: str | None
+    ) -> tuple[PathContext, Policy, Verdicts]:
+        """`build`, and the policy's kept verdicts."""
         key = (cwd, project, home, agent_type)
         built = self.built.get(key)
         if built is None:
             if len(self.built) >= BUILT_KEPT:
                 self.built.clear()
-            built = self.built[key] = self._build(cwd, project, home, agent_type)
+            context, policy = self._build(cwd, project, home, agent_type)
+            built = self.built[key] = (context, policy, verdicts_for(policy))
         return built
 
     def _build(
@@ -396,7 +408,9 @@ class Guard:
             decision.route = route
             if checked:
                 await self.warn_checks(engine, event)
-        denial = protected_denial(surface, context, policy, resolved, strict=route == "none")
+        denial = protected_denial(
+            surface, context, policy, resolved, strict=route == "none", verdicts=decision.verdicts
+        )
         if denial is not None:
             return ToolResult.denied(denial.reason, by=PLUGIN)
         if command is not None and route == "none":
@@ -483,7 +497,7 @@ class Guard:
             engine.ui.log(f"could not fully analyse a Bash command: {surface.uncertain[0]}")
         if surface.writes:
             context, policy, resolved = await self.paths(engine, event, decision)
-            denial = preset_denial(surface, context, policy, resolved)
+            denial = preset_denial(surface, context, policy, resolved, decision.verdicts)
             if denial is not None:
                 return ToolResult.denied(denial.reason, by=PLUGIN)
             cwd = context.cwd
