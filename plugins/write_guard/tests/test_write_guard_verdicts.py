@@ -5,15 +5,13 @@ calls is judged again, never taken from the cache."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from wg_corpus import LABELLED, SHARED, TRANSCRIPTS
+from wg_corpus import LABELLED, SHARED, TRANSCRIPTS, tool_calls
 from write_guard._decide import (
     GuardDenial,
     preset_denial,
@@ -29,23 +27,6 @@ _CWD = re.compile(r'"cwd":"([^"]+)"')
 PRESETS: tuple[Preset, ...] = ("workspace", "orchestrator", "read-only")
 
 
-def _tool_calls(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if '"tool_use"' not in line:
-            continue
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        message = record.get("message") if isinstance(record, dict) else None
-        content = message.get("content") if isinstance(message, dict) else None
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict) and block.get("type") == "tool_use":
-                tool_input = block.get("input")
-                if isinstance(block.get("name"), str) and isinstance(tool_input, dict):
-                    yield block["name"], tool_input
-
-
 def _sessions() -> list[tuple[str, list[Surface]]]:
     """Per corpus file: its recorded cwd and the write surfaces of its tool calls."""
     if not (TRANSCRIPTS.is_dir() and LABELLED.is_dir()):
@@ -53,7 +34,7 @@ def _sessions() -> list[tuple[str, list[Surface]]]:
     found = []
     for path in sorted([*TRANSCRIPTS.glob("*.jsonl"), *LABELLED.glob("*.jsonl")]):
         cwd = _CWD.search(path.read_text(encoding="utf-8", errors="replace"))
-        surfaces = [extract_surface(tool, tool_input) for tool, tool_input in _tool_calls(path)]
+        surfaces = [extract_surface(tool, tool_input) for tool, tool_input in tool_calls([path])]
         found.append((cwd.group(1) if cwd else "/nonexistent", surfaces))
     return found
 
