@@ -8,7 +8,14 @@ from dataclasses import dataclass
 
 from write_guard._bash import WriteTarget
 from write_guard._git import PathTest, dangerous_git
-from write_guard._paths import PathContext, PathRejection, Resolutions, ResolvedPath, resolve_path
+from write_guard._paths import (
+    PathContext,
+    PathRejection,
+    Resolutions,
+    ResolvedPath,
+    resolve_path,
+    root_forms,
+)
 from write_guard._policy import (
     PROTECTED_MARKERS,
     PathVerdict,
@@ -18,6 +25,10 @@ from write_guard._policy import (
     protected_verdict,
 )
 from write_guard._surface import Surface
+
+VERDICTS_KEPT = 4096
+"""Paths whose verdicts a policy keeps (then it starts over): a session writes a few hundred."""
+POLICIES_KEPT = 64
 
 _GIT_DIR = re.compile(r"(?:^|[\s/'\"=])\.git(?![\w.-])")
 _BAD_INPUT_WORDS = ("NUL", "UTF-8", "empty")
@@ -38,6 +49,48 @@ class GitHold:
 
     operation: str
     command: str
+
+
+@dataclass(frozen=True, slots=True)
+class Verdicts:
+    """One policy's verdicts per resolved path, protected and preset: each a pure function of
+    the policy and the path (as written, cleaned and resolved), so a path met again reuses its
+    verdict. Keyed by (requested, resolved): all a verdict reads of the path, and all a denial
+    shows. The resolution itself is never kept: the file system changes between calls."""
+
+    protected: dict[tuple[str, str], PathVerdict | None]
+    preset: dict[tuple[str, str], PathVerdict | None]
+
+
+_VERDICTS: dict[tuple[Policy, tuple[tuple[str, ...], ...]], Verdicts] = {}
+
+
+def verdicts_for(policy: Policy) -> Verdicts:
+    """The verdicts kept for `policy` (an equal policy shares them: a fresh host's too). The
+    preset's verdicts also depend on the roots' resolved forms (`root_forms`, kept per process):
+    they are part of the key, read when a policy is built."""
+    roots = tuple(root_forms(root) for root in (policy.workspace_root, *policy.extra_roots))
+    key = (policy, roots)
+    found = _VERDICTS.get(key)
+    if found is None:
+        if len(_VERDICTS) >= POLICIES_KEPT:
+            _VERDICTS.clear()
+        found = _VERDICTS[key] = Verdicts({}, {})
+    return found
+
+
+_UNKNOWN = PathVerdict("", ResolvedPath("", "", ""), "", "")
+"""What a verdict lookup finds for a path not met before (None is a verdict: allowed)."""
+
+
+def _keep(
+    kept: dict[tuple[str, str], PathVerdict | None],
+    key: tuple[str, str],
+    verdict: PathVerdict | None,
+) -> None:
+    if len(kept) >= VERDICTS_KEPT:
+        kept.clear()
+    kept[key] = verdict
 
 
 def _deny(rule: str, path: str | None, what: str, instead: str) -> GuardDenial:
@@ -106,23 +159,34 @@ def protected_denial(
     resolved: Resolved | None = None,
     *,
     strict: bool = True,
+    verdicts: Verdicts | None = None,
 ) -> GuardDenial | None:
     """The fail-closed part: bad input and protected paths, in every preset.
 
     `strict` (no OS sandbox): a line that cannot be analysed and names a protected path is
     refused too; under the sandbox the protected files are read-only for the command anyway,
-    and a quoted word that names one (a comment, a commit message) is no write."""
+    and a quoted word that names one (a comment, a commit message) is no write.
+
+    `verdicts`: `verdicts_for(policy)`, where the verdicts of paths met before are kept."""
     if surface.malformed:
         return _deny("malformed-input", None, surface.malformed, "call the tool with a plain path")
     unclear = bool(surface.uncertain)
-    screen = protected_screen(policy)
+    screen = None
+    kept = verdicts.protected if verdicts is not None else None
     for _target, path in resolved if resolved is not None else resolve_all(surface, context):
         if isinstance(path, PathRejection):
             if any(word in path.why for word in _BAD_INPUT_WORDS):
                 return _deny("bad-path", repr(path.raw), path.why, "use a plain UTF-8 path")
             unclear = True
             continue
-        verdict = protected_verdict(path, policy, screen)
+        key = (path.requested, path.resolved)
+        verdict = kept.get(key, _UNKNOWN) if kept is not None else _UNKNOWN
+        if verdict is _UNKNOWN:
+            if screen is None:
+                screen = protected_screen(policy)
+            verdict = protected_verdict(path, policy, screen)
+            if kept is not None:
+                _keep(kept, key, verdict)
         if verdict is not None:
             return _from_verdict(verdict)
     if (
@@ -141,15 +205,26 @@ def protected_denial(
 
 
 def preset_denial(
-    surface: Surface, context: PathContext, policy: Policy, resolved: Resolved | None = None
+    surface: Surface,
+    context: PathContext,
+    policy: Policy,
+    resolved: Resolved | None = None,
+    verdicts: Verdicts | None = None,
 ) -> GuardDenial | None:
-    """The fail-open part: the agent's preset (workspace, orchestrator, read-only) per path."""
+    """The fail-open part: the agent's preset (workspace, orchestrator, read-only) per path;
+    `verdicts` as for `protected_denial`."""
+    kept = verdicts.preset if verdicts is not None else None
     for _target, path in resolved if resolved is not None else resolve_all(surface, context):
         if isinstance(path, PathRejection):
             if surface.command is None:
                 return _deny("unresolvable-path", path.raw, path.why, "use a literal path")
             continue  # Bash: not analysable with confidence, allowed unless protected (see above)
-        verdict = preset_verdict(path, policy)
+        key = (path.requested, path.resolved)
+        verdict = kept.get(key, _UNKNOWN) if kept is not None else _UNKNOWN
+        if verdict is _UNKNOWN:
+            verdict = preset_verdict(path, policy)
+            if kept is not None:
+                _keep(kept, key, verdict)
         if verdict is not None:
             return _from_verdict(verdict)
     if policy.preset == "read-only" and surface.git_commands:

@@ -7,6 +7,7 @@ import functools
 import os
 import subprocess
 import tempfile
+import threading
 import uuid
 from collections import deque
 from dataclasses import dataclass
@@ -40,11 +41,13 @@ from write_guard._control import ControlDenial, control_denial, control_reason
 from write_guard._decide import (
     GitHold,
     Resolved,
+    Verdicts,
     git_hold,
     git_hold_denial,
     preset_denial,
     protected_denial,
     resolve_all,
+    verdicts_for,
 )
 from write_guard._fallback import fallback_doubt, fallback_reason
 from write_guard._options import Options
@@ -117,6 +120,8 @@ class _Decision:
     """The fail-closed checks passed (and the snapshot was taken) for this event."""
     route: Route = "none"
     """How the OS confines this call's shell command (set by the fail-closed checks)."""
+    verdicts: Verdicts | None = None
+    """The policy's kept verdicts per resolved path (set with `paths`)."""
 
 
 def is_write_tool(tool: str) -> bool:
@@ -164,6 +169,13 @@ class Guard:
         self.runtime_dir = runtime_dir()
         self.host_pid = os.getpid()
         self._sandbox: Availability | None = None
+        # The probe runs a process (~5 ms, far more on a loaded machine): started now, beside
+        # the host's loading, rather than inside the first session's start.
+        self._probing: threading.Thread | None = None
+        if options.sandbox != "off":
+            self._probing = threading.Thread(target=self._probe, name="write-guard-probe")
+            self._probing.daemon = True
+            self._probing.start()
         # The trees of the last snapshot per work tree: an unchanged state is not recorded again.
         self.snapshotted: dict[str, str] = {}
         # The host's temp folder of each session given a temp folder of its own (removed at
@@ -175,16 +187,24 @@ class Guard:
         self.decisions: deque[_Decision] = deque(maxlen=DECISIONS_KEPT)
         # Context and policy depend only on these inputs and the options, fixed per host.
         self.built: dict[
-            tuple[str, str | None, str | None, str | None], tuple[PathContext, Policy]
+            tuple[str, str | None, str | None, str | None], tuple[PathContext, Policy, Verdicts]
         ] = {}
         # Without protected globs in the options, every policy uses the built-in patterns.
         prepare_patterns(BUILTIN_PROTECTED_PATTERNS)
 
+    def _probe(self) -> None:
+        self._sandbox = probe(self.options.sandbox)
+
     @property
     def sandbox(self) -> Availability:
-        """Whether shell commands run in bubblewrap here (probed once per host, ~5 ms)."""
+        """Whether shell commands run in bubblewrap here (probed once per host, ~5 ms, in the
+        background from the host's start)."""
         if self._sandbox is None:
-            self._sandbox = probe(self.options.sandbox)
+            probing = self._probing
+            if probing is not None:
+                probing.join()
+            if self._sandbox is None:  # switched off, or the probe's thread failed
+                self._sandbox = probe(self.options.sandbox)
         return self._sandbox
 
     def shell_route(self, engine: Engine, event: ToolCall, policy: Policy) -> tuple[Route, bool]:
@@ -249,7 +269,7 @@ class Guard:
         if paths is None:
             if self.host_paths is None:
                 self.host_paths = (*engine.host_files, self.runtime_dir)
-            context, policy = self.build(
+            context, policy, decision.verdicts = self.built_for(
                 self.session_cwd(engine),
                 engine.env.get("CLAUDE_PROJECT_DIR"),
                 engine.env.get("HOME"),
@@ -273,12 +293,20 @@ class Guard:
         self, cwd: str, project: str | None, home: str | None, agent_type: str | None
     ) -> tuple[PathContext, Policy]:
         """The path context and policy for one event (pure apart from the options)."""
+        context, policy, _verdicts = self.built_for(cwd, project, home, agent_type)
+        return context, policy
+
+    def built_for(
+        self, cwd: str, project: str | None, home: str | None, agent_type: str | None
+    ) -> tuple[PathContext, Policy, Verdicts]:
+        """`build`, and the policy's kept verdicts."""
         key = (cwd, project, home, agent_type)
         built = self.built.get(key)
         if built is None:
             if len(self.built) >= BUILT_KEPT:
                 self.built.clear()
-            built = self.built[key] = self._build(cwd, project, home, agent_type)
+            context, policy = self._build(cwd, project, home, agent_type)
+            built = self.built[key] = (context, policy, verdicts_for(policy))
         return built
 
     def _build(
@@ -380,7 +408,9 @@ class Guard:
             decision.route = route
             if checked:
                 await self.warn_checks(engine, event)
-        denial = protected_denial(surface, context, policy, resolved, strict=route == "none")
+        denial = protected_denial(
+            surface, context, policy, resolved, strict=route == "none", verdicts=decision.verdicts
+        )
         if denial is not None:
             return ToolResult.denied(denial.reason, by=PLUGIN)
         if command is not None and route == "none":
@@ -467,7 +497,7 @@ class Guard:
             engine.ui.log(f"could not fully analyse a Bash command: {surface.uncertain[0]}")
         if surface.writes:
             context, policy, resolved = await self.paths(engine, event, decision)
-            denial = preset_denial(surface, context, policy, resolved)
+            denial = preset_denial(surface, context, policy, resolved, decision.verdicts)
             if denial is not None:
                 return ToolResult.denied(denial.reason, by=PLUGIN)
             cwd = context.cwd
