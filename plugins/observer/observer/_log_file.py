@@ -223,7 +223,9 @@ def _write_line(descriptor: int, path: Path, line: bytes, *, durable: bool) -> N
     """
     fcntl.flock(descriptor, fcntl.LOCK_EX)
     try:
-        size = os.fstat(descriptor).st_size
+        # The file's size without building a stat result: the offset this moves is never used
+        # (an O_APPEND write goes to the end, and pread names its own offset).
+        size = os.lseek(descriptor, 0, os.SEEK_END)
         if size and os.pread(descriptor, 1, size - 1) != b"\n":
             line = b"\n" + line
         written = os.write(descriptor, line)
