@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -279,31 +279,18 @@ def unchanged_plain(value: dict[Any, Any]) -> bool:
     """Whether `scrub_value(value)` equals `value` and `value` holds only exact dicts with string
     keys, lists, tuples, strings, ints, bools and None (what orjson writes as `json` does)."""
     unchanged = _UNCHANGED
-    for key, item in value.items():
+    for key in value:
         if type(key) is not str or (key not in unchanged and not _unchanged(key)):
             return False
-        kind = type(item)
-        if kind is str:
-            if item not in unchanged and not _unchanged(item):
-                return False
-        elif kind in _PLAIN_LEAVES:
-            continue
-        elif kind is dict:
-            if not unchanged_plain(item):
-                return False
-        elif kind is list or kind is tuple:
-            if not _unchanged_items(item):
-                return False
-        else:
-            return False
-    return True
+    return _unchanged_items(value.values())
 
 
-def _unchanged_items(items: list[Any] | tuple[Any, ...]) -> bool:
+def _unchanged_items(items: Iterable[Any]) -> bool:
+    unchanged = _UNCHANGED
     for item in items:
         kind = type(item)
         if kind is str:
-            if not _unchanged(item):
+            if item not in unchanged and not _unchanged(item):
                 return False
         elif kind in _PLAIN_LEAVES:
             continue
