@@ -15,9 +15,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 from pydantic import BaseModel
 
-from observer._pii import scrub_value
+from observer._pii import scrub_value, unchanged_plain
 from observer._records import Episode, ObserverErrorMarker, OutcomeLine
 
 _MONTH_FILE = re.compile(r"^episodes-(\d{4})-(\d{2})\.jsonl$")
@@ -168,6 +169,22 @@ def _field_names(model: type[BaseModel]) -> dict[str, Any]:
 
 def encode_line(record: Mapping[str, Any]) -> bytes:
     """One JSON line, every string scrubbed; JSON escapes keep any newline inside a value."""
+    if type(record) is dict and unchanged_plain(record):
+        # The usual line: plain values the filter leaves as they are. orjson writes such a
+        # record, when all ASCII, byte for byte as the standard encoder below does (tests hold
+        # the two paths equal over the corpus), in a fraction of the time.
+        try:
+            line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+        except orjson.JSONEncodeError:
+            pass  # an int beyond 64 bits, nesting too deep: the standard encoder decides
+        else:
+            if line.isascii():
+                return line
+    return encode_line_scrubbed(record)
+
+
+def encode_line_scrubbed(record: Mapping[str, Any]) -> bytes:
+    """`encode_line` by its full path: every string scrubbed, then the standard encoder."""
     return (_encode(scrub_value(record)) + "\n").encode("utf-8")
 
 
@@ -206,7 +223,9 @@ def _write_line(descriptor: int, path: Path, line: bytes, *, durable: bool) -> N
     """
     fcntl.flock(descriptor, fcntl.LOCK_EX)
     try:
-        size = os.fstat(descriptor).st_size
+        # The file's size without building a stat result: the offset this moves is never used
+        # (an O_APPEND write goes to the end, and pread names its own offset).
+        size = os.lseek(descriptor, 0, os.SEEK_END)
         if size and os.pread(descriptor, 1, size - 1) != b"\n":
             line = b"\n" + line
         written = os.write(descriptor, line)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -254,3 +254,52 @@ def _scrub_dict(value: dict[Any, Any]) -> dict[str, Any]:
             item = scrub_value(item)
         scrubbed[_scrub_key(key if type(key) is str else str(key))] = item
     return scrubbed
+
+
+# Strings `scrub` was seen to leave as they are (it depends on nothing but the string), so a
+# record made of them is known clean after one set lookup per string. Bounded: emptied when full.
+_UNCHANGED: set[str] = set()
+_UNCHANGED_MAX = 8192
+_PLAIN_LEAVES = frozenset({int, bool, type(None)})
+
+
+def _unchanged(text: str) -> bool:
+    if text in _UNCHANGED:
+        return True
+    if scrub(text) != text:
+        return False
+    if len(text) <= _SHORT:
+        if len(_UNCHANGED) >= _UNCHANGED_MAX:
+            _UNCHANGED.clear()
+        _UNCHANGED.add(text)
+    return True
+
+
+def unchanged_plain(value: dict[Any, Any]) -> bool:
+    """Whether `scrub_value(value)` equals `value` and `value` holds only exact dicts with string
+    keys, lists, tuples, strings, ints, bools and None (what orjson writes as `json` does)."""
+    unchanged = _UNCHANGED
+    for key in value:
+        if type(key) is not str or (key not in unchanged and not _unchanged(key)):
+            return False
+    return _unchanged_items(value.values())
+
+
+def _unchanged_items(items: Iterable[Any]) -> bool:
+    unchanged = _UNCHANGED
+    for item in items:
+        kind = type(item)
+        if kind is str:
+            if item not in unchanged and not _unchanged(item):
+                return False
+        elif kind in _PLAIN_LEAVES:
+            continue
+        elif kind is dict:
+            if not unchanged_plain(item):
+                return False
+        elif kind is list or kind is tuple:
+            if not _unchanged_items(item):
+                return False
+        else:
+            return False
+    return True

@@ -1,0 +1,127 @@
+"""`encode_line`'s fast path (orjson, no rebuilt record) writes what its full path writes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from observer._log_file import encode_line, encode_line_scrubbed
+from observer._pii import unchanged_plain
+
+from observer import _log_file, _pii
+
+SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "corpus"
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield str(key)
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _corpus_strings() -> list[str]:
+    if not SHARED.is_dir():
+        pytest.fail(f"the shared corpus is missing: expected {SHARED} beside the repository")
+    found: set[str] = set()
+    for path in sorted(SHARED.rglob("*.json*")):
+        for raw in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                found.update(_strings(json.loads(raw)))
+            except ValueError:
+                continue
+    # Long texts are cut into pieces too, so the short-string paths see their contents.
+    pieces = {text[start : start + 60] for text in found for start in range(0, len(text), 60)}
+    return sorted(found | pieces)
+
+
+CORPUS = _corpus_strings()
+EDGE = [chr(code) for code in range(128)] + [
+    "a\nb",
+    '"quoted" \\ back',
+    "\u2028\u2029",
+    "caf\u00e9",
+    "\ud800",
+    "jane@example.com",
+    "+1 415 555 0132",
+    "(415) 555-0132",
+    "AKIAIOSFODNN7EXAMPLE",
+    "2026-02-13T03:14:32.122Z",
+    "94692e6b-0ceb-4981-bb88-c31d81e9e21e",
+]
+
+
+def _record(text: str) -> dict[str, Any]:
+    return {
+        "record": "episode",
+        "id": text,
+        "n": 3,
+        "flag": True,
+        "none": None,
+        "nested": {text: [text, 1, False, None], "list": (text,)},
+    }
+
+
+def _both(record: Any) -> tuple[object, object]:
+    def run(encode: Any) -> object:
+        try:
+            return encode(record)
+        except Exception as error:  # the same error either way
+            return type(error)
+
+    return run(encode_line), run(encode_line_scrubbed)
+
+
+@pytest.mark.parametrize("chunk", range(8))
+def test_fast_and_full_paths_agree_on_every_corpus_string(chunk: int) -> None:
+    texts = CORPUS[chunk::8] + EDGE
+    assert texts
+    for text in texts:
+        fast, full = _both(_record(text))
+        assert fast == full, text
+
+
+def test_fast_and_full_paths_agree_on_values_orjson_or_the_filter_treat_apart() -> None:
+    records: list[Any] = [
+        {"big": 2**70},
+        {"float": 1e16},
+        {"nan": float("nan")},
+        {1: "int key"},
+        {"sub": type("S", (str,), {})("x")},
+        {"deep": [[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]},
+        {"set": {1}},
+        {"jane@example.com": 1},
+    ]
+    for record in records:
+        fast, full = _both(record)
+        assert fast == full, record
+
+
+def test_a_clean_episode_line_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    record = _record("94692e6b-0ceb-4981-bb88-c31d81e9e21e:1")
+    expected = encode_line_scrubbed(record)
+
+    def refuse(_: Any) -> bytes:
+        raise AssertionError("the full path was taken")
+
+    monkeypatch.setattr(_log_file, "encode_line_scrubbed", refuse)
+    assert encode_line(record) == expected
+
+
+def test_a_string_the_filter_changes_is_never_taken_for_clean() -> None:
+    for text in ("mail jane@example.com", "call +1 415 555 0132", "key AKIAIOSFODNN7EXAMPLE"):
+        assert not unchanged_plain({"k": text})
+        assert not unchanged_plain({text: 1})
+        assert not unchanged_plain({"k": [text]})
+        # Asked twice: a string found changed is never remembered as clean.
+        assert not unchanged_plain({"k": text})
+        assert text not in _pii._UNCHANGED
+        assert b"[" in encode_line({"k": text})
