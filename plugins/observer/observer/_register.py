@@ -49,7 +49,9 @@ def register(on: Callable[..., Registration], options: Options) -> None:
     async def tool_call(engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
         result: ToolResult = await call_next(event)
         if call_next.origin == ENGINE_ORIGIN:  # calls a plugin dispatched are not the model's
-            await observer.tool_called(engine, event)
+            pending = observer.tool_called(engine, event)
+            if pending is not None:
+                await pending
         return result
 
     async def turn_complete(engine: Engine, event: TurnComplete, call_next: CallNext) -> TurnResult:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -151,15 +151,22 @@ class Observer:
         except Exception as error:
             await self._write_error(engine, event.session_id, None, "prompt.submit", error)
 
-    async def tool_called(self, engine: Engine, event: ToolCall) -> None:
-        """One more call the model made in the running turn, whatever became of it."""
+    def tool_called(self, engine: Engine, event: ToolCall) -> Awaitable[None] | None:
+        """One more call the model made in the running turn, whatever became of it: counted at
+        once on the warm path (the usual one), which makes no coroutine; else the work left to
+        await (loading the turn, or writing the error marker)."""
         try:
-            # The warm path (the usual one) runs without awaiting anything.
             turn = self.turns.warm(engine, event)
-            if turn is not None:
-                turn.tally.count(event.tool, event.input, self.tool_rules)
-            else:
-                await self.turns.use(engine, event, partial(self._count, event))
+            if turn is None:
+                return self._count_cold(engine, event)
+            turn.tally.count(event.tool, event.input, self.tool_rules)
+        except Exception as error:
+            return self._write_error(engine, event.session_id, None, "tool.call", error)
+        return None
+
+    async def _count_cold(self, engine: Engine, event: ToolCall) -> None:
+        try:
+            await self.turns.use(engine, event, partial(self._count, event))
         except Exception as error:
             await self._write_error(engine, event.session_id, None, "tool.call", error)
 
@@ -276,8 +283,18 @@ class Observer:
                 await self.turns.write(engine)
                 return result.continued(instruction, by=PLUGIN_NAME)
         now = await engine.clock.now()
-        session = await self._count_turn(engine, turn)
-        parallel = await self._heartbeat(engine, now)
+        # A process-local store's warm host counts and beats in memory: no coroutine for either.
+        local = engine.state.process_local
+        if local and turn.session is not None:
+            session = self._count_held_turn(turn, turn.session)
+        else:
+            session = await self._count_turn(engine, turn)
+        if engine.store.process_local:
+            parallel = self._local_heartbeat(
+                engine.session.id, now, self.options.parallel_window_minutes * 60_000
+            )
+        else:
+            parallel = await self._heartbeat(engine, now)
         economy_env = self.options.economy_level_env
         context = EpisodeContext(
             episode_id=new_episode_id(),
@@ -292,8 +309,10 @@ class Observer:
         tag = parse_routing_tag(event.last_message)
         await self._write(engine, encode_line(episode_record(facts, session, tag, context)), now)
         turn.tally = TurnTally.started_by(_NO_FACTS.prompt)
-        # An empty turn is not stored: its key is deleted (a shared store only).
-        await self.turns.write(engine)
+        # An empty turn is not stored: its key is deleted (a shared store only: `write` skips a
+        # process-local one, so its coroutine is not even made).
+        if not local:
+            await self.turns.write(engine)
         return result
 
     async def _count_turn(self, engine: Engine, turn: _Turn) -> SessionFacts:

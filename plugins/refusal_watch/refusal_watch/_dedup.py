@@ -58,5 +58,9 @@ class TurnDedup:
     def agents(self) -> frozenset[str | None]:
         return frozenset(self._armed)
 
+    def __bool__(self) -> bool:
+        """Whether any turn is armed (cheaper than `len`: an agent is dropped with its last)."""
+        return bool(self._armed)
+
     def __len__(self) -> int:
         return sum(len(turns) for turns in self._armed.values())

@@ -153,33 +153,21 @@ class Watch:
 
     def watch_step(self, engine: Engine, event: TurnStep, stream: StepStream) -> StepStream:
         """The step's stream, tapped: its first refusal stop chunk is announced and counted."""
+        step = _StepWatch(self, engine, event, self.book(event.session_id))
+        return tap(stream, on_chunk=step.on_chunk, on_end=step.on_end)
+
+    def refused(self, engine: Engine, event: TurnStep, book: SessionBook) -> None:
+        """A step's first refusal stop chunk: announced at once, then counted and logged."""
         session_id = event.session_id
-        book = self.book(session_id)
-        key = turn_key(event.agent_id, event.turn_id)
-        refused = False
-
-        def on_chunk(chunk: StreamChunk) -> None:
-            nonlocal refused
-            if refused or chunk.kind != "stop" or chunk.stop_reason != REFUSAL:
-                return
-            refused = True
-            # Made only for a refusal: most steps never need one.
-            sighting = Sighting(
-                "step", event.turn_id, event.agent_id, event.model, event.step_index
-            )
-            self.announce(engine, sighting)
-            if self.is_current(session_id, book):
-                book.dedup.arm(key, event.model)
-                seq = self.count(engine, book)
-                engine.spawn(self.settle_and_log, engine, session_id, book, seq, sighting)
-            else:
-                engine.spawn(self.log_late, engine, session_id, book, sighting)
-
-        def on_end() -> None:
-            if not refused and self.is_current(session_id, book):
-                book.dedup.disarm(key)
-
-        return tap(stream, on_chunk=on_chunk, on_end=on_end)
+        # Made only for a refusal: most steps never need one.
+        sighting = Sighting("step", event.turn_id, event.agent_id, event.model, event.step_index)
+        self.announce(engine, sighting)
+        if self.is_current(session_id, book):
+            book.dedup.arm(turn_key(event.agent_id, event.turn_id), event.model)
+            seq = self.count(engine, book)
+            engine.spawn(self.settle_and_log, engine, session_id, book, seq, sighting)
+        else:
+            engine.spawn(self.log_late, engine, session_id, book, sighting)
 
     async def settle_and_log(
         self, engine: Engine, session_id: str, book: SessionBook, seq: int, sighting: Sighting
@@ -318,3 +306,32 @@ class Watch:
     def session_ended(self, session_id: str) -> None:
         """Late work of the ended session keeps its old book and touches no new one."""
         self._books.pop(session_id, None)
+
+
+class _StepWatch:
+    """One step's watch: its tap's callbacks are this object's bound methods (no closures)."""
+
+    __slots__ = ("_book", "_engine", "_event", "_refused", "_watch")
+
+    def __init__(self, watch: Watch, engine: Engine, event: TurnStep, book: SessionBook) -> None:
+        self._watch = watch
+        self._engine = engine
+        self._event = event
+        self._book = book
+        self._refused = False
+
+    def on_chunk(self, chunk: StreamChunk) -> None:
+        # The stop reason first: it is None on every chunk but a step's last.
+        if chunk.stop_reason != REFUSAL or chunk.kind != "stop" or self._refused:
+            return
+        self._refused = True
+        self._watch.refused(self._engine, self._event, self._book)
+
+    def on_end(self) -> None:
+        book = self._book
+        # An empty dedup has nothing to disarm: the key is not even built.
+        if self._refused or not book.dedup:
+            return
+        event = self._event
+        if self._watch.is_current(event.session_id, book):
+            book.dedup.disarm(turn_key(event.agent_id, event.turn_id))

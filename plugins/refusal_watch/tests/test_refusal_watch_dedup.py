@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 from refusal_watch._dedup import TurnDedup, turn_key
 
 
@@ -40,3 +42,20 @@ def test_unreadable_ids_have_no_key() -> None:
     dedup = TurnDedup()
     dedup.arm(turn_key(None, ""), "m")
     assert len(dedup) == 0
+
+
+def test_truth_is_whether_any_turn_is_armed() -> None:
+    """A step's end skips the disarm when the dedup is false: that holds only if false means
+    `len` is 0 (nothing a disarm could remove), over a random run of arms and disarms."""
+    rng = random.Random(7)
+    dedup = TurnDedup()
+    keys = [turn_key(agent, f"t{turn}") for agent in (None, "a1", "a2") for turn in range(4)]
+    for _ in range(2000):
+        key = rng.choice(keys)
+        if rng.random() < 0.45:
+            dedup.arm(key, "m")
+        else:
+            dedup.disarm(key)
+        assert bool(dedup) == (len(dedup) > 0)
+        if not dedup:
+            assert all(dedup.disarm(other) is None for other in keys)
