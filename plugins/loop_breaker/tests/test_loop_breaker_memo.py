@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 from loop_breaker.core import memo
-from loop_breaker.core.normalize import action_key, label_of, may_change_files
+from loop_breaker.core.normalize import (
+    OUTPUT_TAIL_CHARS,
+    action_key,
+    failure_of,
+    label_of,
+    may_change_files,
+    output_text,
+)
 from loop_breaker.judge import content_blocks
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -24,6 +31,18 @@ def _corpus_inputs() -> Iterator[tuple[str, dict[str, Any]]]:
         for _, block in content_blocks(path):
             if block.get("type") == "tool_use" and isinstance(block.get("input"), dict):
                 yield str(block.get("name")), block["input"]
+
+
+def _corpus_error_texts() -> list[str]:
+    texts = [
+        output_text(block.get("content"))
+        for path in sorted(CORPUS.glob("*/*.jsonl"))
+        for _, block in content_blocks(path)
+        if block.get("type") == "tool_result" and block.get("is_error") is True
+    ]
+    if not texts:
+        pytest.fail(f"the shared corpus is missing: expected it at {CORPUS}")
+    return texts
 
 
 @pytest.fixture(autouse=True)
@@ -87,3 +106,23 @@ def test_what_is_kept_stays_within_its_bounds(monkeypatch: pytest.MonkeyPatch) -
     huge = {"content": "y" * (memo.MAX_INPUT_CHARS + 1), "file_path": "/a"}
     memo.key_and_label("Write", huge)
     assert memo._input_key("Write", huge) is None
+
+
+def test_every_corpus_failure_is_read_as_afresh_the_first_time_and_after() -> None:
+    texts = _corpus_error_texts()
+    assert len(texts) > 50
+    # The same tail behind other heads: one kept answer, which is the answer of each.
+    long = "x" * OUTPUT_TAIL_CHARS + "\nerror: boom at 12:30:01"
+    texts += [long, "y" * 100 + long, ""]
+    for _ in range(2):  # the second pass answers from what was kept
+        for text in texts:
+            assert memo.failure(text) == failure_of(text), text[-200:]
+    assert len(memo._FAILURES) > 20
+
+
+def test_kept_failures_stay_within_their_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(memo._FAILURES, "max_entries", 10)
+    for index in range(100):
+        text = f"error: step {index} failed\n" * (index % 7 + 1)
+        assert memo.failure(text) == failure_of(text)
+        assert len(memo._FAILURES) <= 10

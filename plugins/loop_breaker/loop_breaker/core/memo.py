@@ -1,6 +1,6 @@
 """What a call's input says of it (its action key and label, whether its command may change
-files), kept per process for inputs seen again: pure functions of the input, so a copy kept is
-the answer computed again.
+files) and what a failed call's text says (its `Failure`), kept per process for inputs seen
+again: pure functions of the input, so a copy kept is the answer computed again.
 
 A warm host sees the same calls again and again: a loop repeats its call, a person's sessions
 run the same commands, auto-stop asks a call's key before it runs and the record after. An
@@ -9,7 +9,11 @@ a written file); a lookup costs the input's hash. Only inputs of exact str, int,
 values are kept (a float's `-0.0` equals `0.0` but is written otherwise; a nested value would
 need a deep key), each with the type of each value in its key (`1 == True`, written otherwise),
 up to `MAX_INPUT_CHARS` characters each and `MAX_KEPT_CHARS` in all, `MAX_KEPT` inputs at
-most: the least recently used go first.
+most: the least recently used go first. A failure is kept by the tail of the text it is read
+from (at most `OUTPUT_TAIL_CHARS`), `MAX_FAILURES` of them: a failing command, a denying hook and
+a Stop hook's feedback say the same again and again, within a session and across sessions, and
+reading one costs a scan of its lines by many patterns (0.6M instructions for a 281-character
+Stop feedback naming long paths).
 """
 
 from __future__ import annotations
@@ -18,13 +22,22 @@ from collections import OrderedDict
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-from .normalize import action_key, label_of, may_change_files
+from .normalize import (
+    OUTPUT_TAIL_CHARS,
+    Failure,
+    action_key,
+    failure_of,
+    label_of,
+    may_change_files,
+    tail,
+)
 
 MAX_KEPT = 1024
 MAX_INPUT_CHARS = 64 * 1024
 MAX_KEPT_CHARS = 4 * 1024 * 1024
 MAX_COMMAND_CHARS = 16 * 1024
 MAX_COMMANDS = 1024
+MAX_FAILURES = 256
 
 _KEYED_KINDS = frozenset({str, int, bool, type(None)})
 
@@ -67,6 +80,7 @@ class _Kept:
 
 _CALLS = _Kept(MAX_KEPT, MAX_KEPT_CHARS)
 _COMMANDS = _Kept(MAX_COMMANDS, MAX_COMMANDS * MAX_COMMAND_CHARS)
+_FAILURES = _Kept(MAX_FAILURES, MAX_FAILURES * OUTPUT_TAIL_CHARS)
 
 
 def _input_key(tool: str, tool_input: Mapping[str, Any]) -> tuple[Hashable, int] | None:
@@ -117,7 +131,18 @@ def changes_files(command: str) -> bool:
     return known
 
 
+def failure(text: str) -> Failure:
+    """`failure_of(text)`, kept by the tail of `text` it reads, for failures seen again."""
+    read = tail(text)
+    known: Failure | None = _FAILURES.get(read)
+    if known is None:
+        known = failure_of(read)
+        _FAILURES.put(read, known, len(read))
+    return known
+
+
 def forget_all() -> None:
     """Every kept answer dropped (for measuring the cost of calls seen for the first time)."""
     _CALLS.clear()
     _COMMANDS.clear()
+    _FAILURES.clear()

@@ -8,17 +8,15 @@ from typing import Any
 
 from .detectors import detect
 from .fingerprint import Fingerprint, output_fp
-from .memo import changes_files, key_and_label, key_of
+from .memo import changes_files, failure, key_and_label, key_of
 from .normalize import (
     EDIT_TOOLS,
     NEVER_COUNTED_TOOLS,
     POLL_TOOLS,
     PRECONDITION,
     TARGETED_TOOLS,
-    Failure,
     digest,
     edit_transition,
-    failure_of,
     file_of,
     is_counted,
     is_poll,
@@ -31,7 +29,6 @@ from .types import CallRecord, CoreConfig, Decision, Observation, ResolveWhen, S
 from .window import HELD_OUTPUT_CHARS, LoopWindow, Windows
 
 FEEDBACK_SNIPPET_CAP = 120
-FAILURES_REMEMBERED = 16
 _STOP_RELEASED = ResolveWhen("stop-released")
 
 
@@ -58,9 +55,6 @@ class LoopBreakerCore:
         # A hook that blocks Stop tends to say the same thing each time: its last feedback and
         # fingerprint are kept (in memory only) so a repeat costs a comparison.
         self._last_feedback: tuple[str, str] = ("", "")
-        # A loop fails the same way again and again: the last few failures read are kept (in
-        # memory only), by the tail of the output that `failure_of` reads, so a repeat is a lookup.
-        self._failures: dict[str, Failure] = {}
 
     def observe(self, observation: Observation) -> list[Decision]:
         """Records one finished call of the model's and returns what to do about it."""
@@ -118,6 +112,9 @@ class LoopBreakerCore:
         if len(streak.evidence) >= limits.nudge_at:
             if not streak.signature:
                 streak.signature = f"stop-block:{digest(loop_id + fingerprint)}"
+            # A hook that keeps blocking Stop after its alert: nothing left to say.
+            if self.policy.repeated(streak.signature, len(streak.evidence), now_ms):
+                return decisions
             signal = Signal(
                 detector="stop-block",
                 signature=streak.signature,
@@ -137,18 +134,9 @@ class LoopBreakerCore:
         last_tail, last_fingerprint = self._last_feedback
         if feedback_tail == last_tail:
             return last_fingerprint
-        fingerprint = failure_of(feedback_tail).signature if feedback_tail else ""
+        fingerprint = failure(feedback_tail).signature if feedback_tail else ""
         self._last_feedback = (feedback_tail, fingerprint)
         return fingerprint
-
-    def _failure(self, text: str) -> Failure:
-        read = tail(text)
-        failure = self._failures.get(read)
-        if failure is None:
-            failure = self._failures[read] = failure_of(read)
-            if len(self._failures) > FAILURES_REMEMBERED:
-                del self._failures[next(iter(self._failures))]
-        return failure
 
     @staticmethod
     def _output_fingerprint(
@@ -201,12 +189,13 @@ class LoopBreakerCore:
                     # checkout`): a repeat after this may see something new.
                     window.epoch += 1
         else:
-            failure = self._failure(text)
-            error_sig = failure.signature
+            # A loop fails the same way again and again: a repeat is a lookup (`memo.failure`).
+            failed = failure(text)
+            error_sig = failed.signature
             error_class, token, snippet = (
-                failure.error_class,
-                failure.token,
-                redact(failure.snippet),
+                failed.error_class,
+                failed.token,
+                redact(failed.snippet),
             )
             if tool in TARGETED_TOOLS:
                 # A file tool's failure is about the file it names (a fetch's about its
@@ -214,11 +203,11 @@ class LoopBreakerCore:
                 # "status code 404"): the same failure of another one is another failure, as
                 # guessing paths or addresses is exploring. A failed edit precondition is known
                 # by its kind and its file alone, whatever text it quotes back.
-                same = failure.precondition or error_sig
+                same = failed.precondition or error_sig
                 error_sig = digest(f"{same}\x00{target_of(tool_input)}")
-                if failure.precondition:
+                if failed.precondition:
                     error_class = PRECONDITION
-            elif failure.bare:
+            elif failed.bare:
                 # Nothing but an exit code: no sign that two commands failed the same way.
                 error_sig = digest(f"{error_sig}\x00{key}")
             fingerprint = Fingerprint(error_sig, f"{key}:{error_sig}")
