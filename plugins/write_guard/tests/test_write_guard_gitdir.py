@@ -258,6 +258,23 @@ def test_the_check_outside_the_sandbox_follows_no_link_out_of_the_roots(tree: Tr
     assert "could not undo" in ran.stderr, ran
 
 
+def test_the_aside_name_planted_as_a_link_out_of_the_roots_moves_nothing_there(tree: Tree) -> None:
+    # The command plants `commondir.write-guard-undone` as a link to a folder outside, then
+    # writes the redirection: the unconfined move must replace the link, not follow it and
+    # carry the command's file into that folder (into another repository's git dir, say).
+    command = tree.fill(
+        f'{_evil("a1")} && ln -s {{OUT}} .git/commondir.write-guard-undone && '
+        'echo "$PWD/ev" > .git/commondir'
+    )
+    ran = tree.run(_wrapped(tree, command))
+    assert not (tree.root / "out" / "commondir").exists(), ran
+    assert not (tree.ws / ".git" / "commondir").exists(), ran
+    aside = tree.ws / ".git" / "commondir.write-guard-undone"
+    assert not aside.is_symlink() and aside.read_text().strip().endswith("/ev"), ran
+    _person(tree, "ws")
+    assert _markers(tree) == []
+
+
 def test_existing_redirections_are_read_only_and_reach_claude_codes_sandbox(tree: Tree) -> None:
     # A config in the linked work tree, included by the main one (relative to `.git`).
     assert tree.run(f"{LINKED} && git config include.path ../../lw/inc && touch ../lw/inc").rc == 0

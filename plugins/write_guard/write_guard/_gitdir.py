@@ -133,8 +133,9 @@ def after_check(absent: Sequence[str], writable: Sequence[str]) -> str:
     """Shell that moves aside each of `absent` that appeared, saying so on stderr; builtins
     only while none did. It runs outside the sandbox, so it acts only where the path's folder
     really is inside `writable` (a folder the command replaced by a link to one outside is
-    not followed). Fail-closed: one that cannot be moved is removed, and one that can be
-    neither is named as still there."""
+    not followed, and `mv -T` replaces an aside name the command planted as a link rather
+    than moving into where it points). Fail-closed: one that cannot be moved is removed, and
+    one that can be neither is named as still there."""
     if not absent:
         return ""
     paths = " ".join(_quote(path) for path in absent)
@@ -144,7 +145,7 @@ def after_check(absent: Sequence[str], writable: Sequence[str]) -> str:
         f"for {m}_p in {paths}; do "
         f'if [ -e "${m}_p" ] || [ -L "${m}_p" ]; then '
         f'if ( cd -P -- "${{{m}_p%/*}}" 2>/dev/null && case "$PWD/" in {inside}) '
-        f'{m}_n="$PWD/${{{m}_p##*/}}"; mv -f -- "${m}_n" "${m}_n{ASIDE}" 2>/dev/null '
+        f'{m}_n="$PWD/${{{m}_p##*/}}"; mv -fT -- "${m}_n" "${m}_n{ASIDE}" 2>/dev/null '
         f'|| rm -rf -- "${m}_n";; *) false;; esac ); then '
         f'printf "write-guard: undid %s, written by this command: it would point git at '
         f"files of the command's making the next time git runs there (kept as %s)\\n\" "
