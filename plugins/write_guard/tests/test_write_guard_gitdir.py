@@ -263,7 +263,7 @@ def test_the_aside_name_planted_as_a_link_out_of_the_roots_moves_nothing_there(t
     # writes the redirection: the unconfined move must replace the link, not follow it and
     # carry the command's file into that folder (into another repository's git dir, say).
     command = tree.fill(
-        f'{_evil("a1")} && ln -s {{OUT}} .git/commondir.write-guard-undone && '
+        f"{_evil('a1')} && ln -s {{OUT}} .git/commondir.write-guard-undone && "
         'echo "$PWD/ev" > .git/commondir'
     )
     ran = tree.run(_wrapped(tree, command))
