@@ -147,8 +147,9 @@ def end_to_end_sample(folder: Path, jobs: int) -> int:
     workers_s = workers.ru_utime + workers.ru_stime
     print(f"events = {report.events}")
     print(f"cpu_s = {own_s + workers_s:.4f}")
-    # The parent's CPU is serial work (grouping, loading the plugins before the fork, merging)
-    # and each worker runs its share: with `jobs` free cores the run takes about this long.
+    # The parent's CPU counted as serial work (grouping, loading the plugins before the fork,
+    # merging) and the workers' split evenly: the ideal with `jobs` free cores. A worker busier
+    # than the others makes the real run longer, so this is an upper bound of the speed-up.
     print(f"critical_cpu_s = {own_s + workers_s / jobs:.4f}")
     print(f"sessions = {len(report.sessions)}")
     print(f"elapsed_s = {elapsed:.4f}")
@@ -344,10 +345,10 @@ def main() -> int:
         print(f"ratio end_to_end/dispatch_only (cpu) = {cpu_10 / dispatch_cpu:.3f}")
         print(f"ratio cpu_s jobs_2/jobs_1 = {cpu_10 / cpu_10_2:.3f} (1.0: workers cost no more)")
         print(f"end_to_end x1 events_per_cpu_s = {int(x1.per_cpu())}")
-        # What the speed-up is with two free cores, from CPU time: the wall-time one above is
-        # less when the machine's other work had part of them (see the cores used).
+        # The speed-up from CPU time, at best (see `critical_cpu_s`): the wall-time one above is
+        # less when the machine's other work had part of the cores (see the cores used).
         critical = x10.critical_s() / x10_2.critical_s()
-        print(f"speedup jobs_2/jobs_1 (cpu critical path) = {critical:.3f}")
+        print(f"speedup jobs_2/jobs_1 (cpu, workers' share split evenly: ideal) = {critical:.3f}")
     return 0
 
 
