@@ -249,31 +249,3 @@ def test_a_dump_is_a_snapshot_that_later_changes_do_not_touch(session: Factory) 
     s.core.turn_complete(MAIN_LOOP, "t1", True, "blocked", 5)
     assert json.dumps(before) == frozen
     assert dump(s.core) != before
-
-
-@pytest.mark.parametrize("auto_stop", [False, True])
-def test_blocked_stops_after_the_alert_decide_as_the_built_signal_does(
-    auto_stop: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The shortcut (`Policy.repeated`) against the slow path (every signal built and judged).
-    def run(shortcut: bool) -> tuple[list[Any], dict[str, Any]]:
-        core = LoopBreakerCore(CoreConfig(auto_stop=auto_stop, ignore=("zzz",)))
-        if not shortcut:
-            monkeypatch.setattr(core.policy, "repeated", lambda *_: False)
-        said: list[Any] = []
-        for step in range(52):
-            # Paused within a streak, and from a streak's start (its loop found while paused).
-            core.policy.paused = 12 <= step < 18 or 30 <= step < 37
-            if step == 40:
-                core.policy.set_ignores(["stop-block"])
-            loop = MAIN_LOOP if step % 3 else "agent-1"
-            feedback = ("tests failed: 3", "lint failed: E501", "build failed")[
-                (step >= 30) + (step >= 42)
-            ]
-            for decision in core.turn_complete(loop, f"t{step // 5}", True, feedback, step):
-                said.append((step, decision))
-        return said, dump(core)
-
-    fast, slow = run(True), run(False)
-    assert fast == slow
-    assert any(decision.kind == "escalate" for _, decision in fast[0])

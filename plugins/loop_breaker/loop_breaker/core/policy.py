@@ -202,22 +202,6 @@ class Policy:
             self._log(now_ms, state, "stop-armed")
         return decisions
 
-    def repeated(self, signature: str, count: int, now_ms: int) -> bool:
-        """Whether a signal of `signature` with `count` (and no action keys) has nothing new to
-        decide, as `on_signal` would find: its loop ignored, the plugin paused, or escalated with
-        no stop left to arm. Then its count and time are taken as `on_signal` takes them, and
-        the signal need not be built."""
-        state = self.signatures.get(signature)
-        if state is None or not (
-            state.ignored
-            or self.paused
-            or (state.escalated and (state.stop_armed or not self.config.auto_stop))
-        ):
-            return False
-        state.count = count
-        state.last_ms = now_ms
-        return True
-
     def _act(
         self,
         kind: DecisionKind,

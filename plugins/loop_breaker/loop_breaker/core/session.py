@@ -112,9 +112,6 @@ class LoopBreakerCore:
         if len(streak.evidence) >= limits.nudge_at:
             if not streak.signature:
                 streak.signature = f"stop-block:{digest(loop_id + fingerprint)}"
-            # A hook that keeps blocking Stop after its alert: nothing left to say.
-            if self.policy.repeated(streak.signature, len(streak.evidence), now_ms):
-                return decisions
             signal = Signal(
                 detector="stop-block",
                 signature=streak.signature,
