@@ -6,7 +6,6 @@ Readers also take v2 lines, which are v3 without `environment.harness`.
 from __future__ import annotations
 
 import os
-import threading
 from datetime import UTC, datetime
 from typing import Final, Literal
 
@@ -138,30 +137,9 @@ def _datetime_timestamp(ms: int) -> str:
 _last_day: tuple[int, str] = (0, "")
 
 
-# Random bytes for episode ids, read from the OS in blocks rather than 16 bytes (one system
-# call) per id; a forked child starts with none, so it never repeats its parent's ids.
-_ID_BLOCK = 16 * 256
-_id_bytes = b""
-_id_offset = 0
-_id_lock = threading.Lock()
-
-
-def _forget_id_bytes() -> None:
-    global _id_bytes, _id_offset
-    _id_bytes, _id_offset = b"", 0
-
-
-os.register_at_fork(after_in_child=_forget_id_bytes)
-
-
 def new_episode_id() -> str:
     """A random (version 4) UUID in its usual text form, as `str(uuid.uuid4())` gives it."""
-    global _id_bytes, _id_offset
-    with _id_lock:
-        if _id_offset >= len(_id_bytes):
-            _id_bytes, _id_offset = os.urandom(_ID_BLOCK), 0
-        raw = bytearray(_id_bytes[_id_offset : _id_offset + 16])
-        _id_offset += 16
+    raw = bytearray(os.urandom(16))
     raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
     raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
     text = raw.hex()

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import random
 import uuid
 from datetime import UTC, datetime
 
-import pytest
 from observer._records import iso_timestamp, new_episode_id
 
 DAY_MS = 24 * 60 * 60 * 1000
@@ -44,19 +42,3 @@ def test_new_episode_id_is_a_random_version_4_uuid_in_its_text_form() -> None:
     for text in ids:
         merged |= uuid.UUID(text).int
     assert merged | (0xF << 76) | (0x3 << 62) == 2**128 - 1
-
-
-@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
-def test_a_forked_child_never_repeats_its_parents_next_episode_id() -> None:
-    new_episode_id()  # the parent holds a block of random bytes now
-    reader, writer = os.pipe()
-    child = os.fork()
-    if child == 0:  # pragma: no cover - the child process
-        os.write(writer, new_episode_id().encode())
-        os._exit(0)
-    os.close(writer)
-    os.waitpid(child, 0)
-    childs = os.read(reader, 64).decode()
-    os.close(reader)
-    assert uuid.UUID(childs).version == 4
-    assert childs != new_episode_id()
