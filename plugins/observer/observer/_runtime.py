@@ -283,18 +283,8 @@ class Observer:
                 await self.turns.write(engine)
                 return result.continued(instruction, by=PLUGIN_NAME)
         now = await engine.clock.now()
-        # A process-local store's warm host counts and beats in memory: no coroutine for either.
-        local = engine.state.process_local
-        if local and turn.session is not None:
-            session = self._count_held_turn(turn, turn.session)
-        else:
-            session = await self._count_turn(engine, turn)
-        if engine.store.process_local:
-            parallel = self._local_heartbeat(
-                engine.session.id, now, self.options.parallel_window_minutes * 60_000
-            )
-        else:
-            parallel = await self._heartbeat(engine, now)
+        session = await self._count_turn(engine, turn)
+        parallel = await self._heartbeat(engine, now)
         economy_env = self.options.economy_level_env
         context = EpisodeContext(
             episode_id=new_episode_id(),
@@ -309,10 +299,8 @@ class Observer:
         tag = parse_routing_tag(event.last_message)
         await self._write(engine, encode_line(episode_record(facts, session, tag, context)), now)
         turn.tally = TurnTally.started_by(_NO_FACTS.prompt)
-        # An empty turn is not stored: its key is deleted (a shared store only: `write` skips a
-        # process-local one, so its coroutine is not even made).
-        if not local:
-            await self.turns.write(engine)
+        # An empty turn is not stored: its key is deleted (a shared store only).
+        await self.turns.write(engine)
         return result
 
     async def _count_turn(self, engine: Engine, turn: _Turn) -> SessionFacts:
