@@ -63,7 +63,7 @@ def test_every_corpus_call_is_keyed_and_labelled_as_afresh_the_first_time_and_af
             command = tool_input.get("command")
             if isinstance(command, str):
                 assert memo.changes_files(command) is may_change_files(command)
-    assert len(memo._CALLS) > 100 and len(memo._COMMANDS) > 100
+    assert len(memo._CALLS) > 100 and memo._COMMANDS.cache_info().currsize > 100
 
 
 def test_values_equal_but_written_otherwise_are_told_apart() -> None:
@@ -117,12 +117,19 @@ def test_every_corpus_failure_is_read_as_afresh_the_first_time_and_after() -> No
     for _ in range(2):  # the second pass answers from what was kept
         for text in texts:
             assert memo.failure(text) == failure_of(text), text[-200:]
-    assert len(memo._FAILURES) > 20
+    assert memo._FAILURES.cache_info().currsize > 20
 
 
-def test_kept_failures_stay_within_their_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(memo._FAILURES, "max_entries", 10)
-    for index in range(100):
+def test_kept_failures_and_commands_stay_within_their_bounds() -> None:
+    for index in range(memo.MAX_FAILURES + 100):
         text = f"error: step {index} failed\n" * (index % 7 + 1)
         assert memo.failure(text) == failure_of(text)
-        assert len(memo._FAILURES) <= 10
+        assert memo._FAILURES.cache_info().currsize <= memo.MAX_FAILURES
+    for index in range(memo.MAX_COMMANDS + 100):
+        command = f"echo {index} > out.txt"
+        assert memo.changes_files(command) is may_change_files(command)
+        assert memo._COMMANDS.cache_info().currsize <= memo.MAX_COMMANDS
+    # A command over its limit is never kept.
+    before = memo._COMMANDS.cache_info().currsize
+    memo.changes_files("x" * (memo.MAX_COMMAND_CHARS + 1))
+    assert memo._COMMANDS.cache_info().currsize == before

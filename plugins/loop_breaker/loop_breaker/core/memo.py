@@ -20,10 +20,10 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from .normalize import (
-    OUTPUT_TAIL_CHARS,
     Failure,
     action_key,
     failure_of,
@@ -79,8 +79,10 @@ class _Kept:
 
 
 _CALLS = _Kept(MAX_KEPT, MAX_KEPT_CHARS)
-_COMMANDS = _Kept(MAX_COMMANDS, MAX_COMMANDS * MAX_COMMAND_CHARS)
-_FAILURES = _Kept(MAX_FAILURES, MAX_FAILURES * OUTPUT_TAIL_CHARS)
+# Commands and failure tails are bounded in size before they are kept, so their count bounds
+# their characters: a plain LRU of the function is enough.
+_COMMANDS = lru_cache(maxsize=MAX_COMMANDS)(may_change_files)
+_FAILURES = lru_cache(maxsize=MAX_FAILURES)(failure_of)
 
 
 def _input_key(tool: str, tool_input: Mapping[str, Any]) -> tuple[Hashable, int] | None:
@@ -124,25 +126,16 @@ def changes_files(command: str) -> bool:
     """`may_change_files(command)`, kept for commands seen again."""
     if len(command) > MAX_COMMAND_CHARS or type(command) is not str:
         return may_change_files(command)
-    known: bool | None = _COMMANDS.get(command)
-    if known is None:
-        known = may_change_files(command)
-        _COMMANDS.put(command, known, len(command))
-    return known
+    return _COMMANDS(command)
 
 
 def failure(text: str) -> Failure:
     """`failure_of(text)`, kept by the tail of `text` it reads, for failures seen again."""
-    read = tail(text)
-    known: Failure | None = _FAILURES.get(read)
-    if known is None:
-        known = failure_of(read)
-        _FAILURES.put(read, known, len(read))
-    return known
+    return _FAILURES(tail(text))
 
 
 def forget_all() -> None:
     """Every kept answer dropped (for measuring the cost of calls seen for the first time)."""
     _CALLS.clear()
-    _COMMANDS.clear()
-    _FAILURES.clear()
+    _COMMANDS.cache_clear()
+    _FAILURES.cache_clear()
