@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -14,6 +17,7 @@ from framework.gemini import install as gemini
 
 PY = "/usr/bin/python3"
 CLIENT = "/opt/hookchain/_client.py"
+HOOKCHAIN = [sys.executable, "-c", "from framework.cli.app import main; main()"]
 USER_TOML = """# my own settings
 model = "o4"
 
@@ -188,3 +192,71 @@ def test_gemini_folder_trust_problem_is_named(tmp_path: Path) -> None:
         '{"security": {"folderTrust": {"enabled": false}}}'
     )
     assert gemini.trust_problem(project, env) is None
+
+
+def test_codex_a_value_changed_inside_hookchains_block_is_neither_reset_nor_dropped(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(USER_TOML)
+    apply(codex.plan_install(path, python=PY, client=CLIENT, plugin_settings={"wg": SANDBOX}))
+    text = path.read_text()
+    edited = text.replace('sandbox_mode = "workspace-write"', 'sandbox_mode = "read-only"')
+    assert edited != text
+    path.write_text(edited)
+    # Install rewrites the block and uninstall removes it: either would lose the edit.
+    for attempt in (
+        lambda: codex.plan_install(path, python=PY, client=CLIENT, plugin_settings={"wg": SANDBOX}),
+        lambda: codex.plan_install(path, python=PY, client=CLIENT, plugin_settings={}),
+        lambda: codex.plan_uninstall(path, path),
+    ):
+        with pytest.raises(InstallError, match=r"sandbox_mode.*'read-only'.*move its line above"):
+            attempt()
+    assert path.read_text() == edited
+    # Moved out of the block, the value is the person's: kept, reported, left by uninstall.
+    mine = 'sandbox_mode = "read-only"\n'
+    path.write_text(mine + edited.replace(mine, ""))
+    plan = codex.plan_install(path, python=PY, client=CLIENT, plugin_settings={"wg": SANDBOX})
+    assert plan.plugins is not None
+    assert [kept.key for kept in plan.plugins.kept] == [("sandbox_mode",)]
+    apply(plan)
+    assert tomllib.loads(path.read_text())["sandbox_mode"] == "read-only"
+    apply(codex.plan_uninstall(path, path))
+    assert tomllib.loads(path.read_text()) == tomllib.loads(mine + USER_TOML)
+    assert not list(tmp_path.glob("*.hookchain.json"))
+
+
+def test_codex_an_install_from_before_the_record_reads_its_block(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(USER_TOML)
+    apply(codex.plan_install(path, python=PY, client=CLIENT, plugin_settings={"wg": SANDBOX}))
+    (record,) = tmp_path.glob("*.hookchain.json")
+    record.unlink()
+    again = codex.plan_install(path, python=PY, client=CLIENT, plugin_settings={"wg": SANDBOX})
+    assert again.after == path.read_text() and again.ledger is not None
+    apply(again)
+    assert record.exists()
+    apply(codex.plan_uninstall(path, path))
+    assert path.read_text() == USER_TOML and not record.exists()
+
+
+@pytest.mark.parametrize("harness", ["codex", "gemini"])
+def test_install_says_why_the_plugins_could_not_be_asked(harness: str, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "HOME": str(tmp_path),
+        "CODEX_HOME": str(tmp_path / ".codex"),
+        "HOOKCHAIN_LOG_LEVEL": "bogus",
+    }
+    done = subprocess.run(
+        [*HOOKCHAIN, "install", "--harness", harness, "--dry-run"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "plugins not asked for their commands and settings" in done.stderr
+    assert "HOOKCHAIN_LOG_LEVEL" in done.stderr

@@ -189,8 +189,9 @@ def _target(scope: inst.Scope) -> Path:
     return inst.settings_path(scope, inst.find_project_root(Path.cwd()))
 
 
-def _project_host() -> Host | None:
-    """The plugins installed here, as a host in this project loads them."""
+def project_host_or_warn() -> Host | None:
+    """The plugins installed here, as a host in this project loads them; when they cannot be
+    loaded, None and a warning saying why (every harness's install uses this)."""
     host, problem = project_plugins.project_host()
     if host is None:  # settings or plugins broken: the hooks still install
         typer.echo(
@@ -325,7 +326,7 @@ def install(
         port = http.ensure_credentials().port
     if not dry_run:
         _host_folders()
-    host = _project_host()
+    host = project_host_or_warn()
     asked = asked_settings(host, chosen_scope)
     try:
         plan = inst.plan_install(

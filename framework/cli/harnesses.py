@@ -131,7 +131,7 @@ def install(
     try:
         if chosen == "codex":
             path = codex_install.config_path(where, Path.cwd())
-            host, _problem = project_plugins.project_host()
+            host = claude_cli.project_host_or_warn()
             asked = claude_cli.asked_settings(host, where, "codex")
             plan = codex_install.plan_install(
                 path,
@@ -167,7 +167,7 @@ def install(
 def _unmerged_plugin_settings(harness: str, scope: str) -> None:
     """Plugins asking for settings of a harness whose installer does not merge them yet: said,
     never dropped without a word."""
-    host, _problem = project_plugins.project_host()
+    host = claude_cli.project_host_or_warn()
     if host is None:
         return
     root = claude_install.find_project_root(Path.cwd())

@@ -30,6 +30,7 @@ from framework.claude_code.install import (
     MARKER,
     InstallError,
     InstallPlan,
+    LedgerChange,
     client_command,
 )
 from framework.codex.mapping import EVENTS
@@ -43,8 +44,10 @@ HOOKS_BLOCK = "hooks"
 TRUST_BLOCK = "trust"
 SETTINGS_BLOCK = "settings"
 """Plugins' settings (`harness_settings`): at the top of the file, since top-level keys must
-come before the first table; nested keys are written dotted. The block is the record of what
-install wrote, one `# plugin: <name>` section each, so uninstall takes out exactly that."""
+come before the first table; nested keys are written dotted, one `# plugin: <name>` section
+each. What install wrote is also recorded beside the file (as for Claude Code): the block is
+text the person can edit, and an edited value read back as install's would be reset by the
+next install and removed by uninstall."""
 _PLUGIN_LINE = "# plugin: "
 TIMEOUTS_S: Mapping[str, int] = {"SessionEnd": 3}
 """Codex clamps a SessionEnd hook above 3 s (with a warning)."""
@@ -198,21 +201,61 @@ def without_settings(text: str) -> str:
     return cleaned.lstrip("\n") if cleaned != text else text
 
 
+def _recorded(path: Path, text: str) -> tuple[Path, str, dict[str, Any]]:
+    """The record of what install wrote into `path`: its file, text and content. An install
+    from before the record kept it in the block alone, so the block is read then."""
+    ledger_file = contributed.ledger_path(path)
+    try:
+        ledger = contributed.read_ledger(ledger_file)
+    except contributed.PluginSettingsError as error:
+        raise InstallError(str(error)) from None
+    if ledger:
+        _refuse_edits_in_block(path, text, ledger)
+        return ledger_file, ledger_file.read_text(encoding="utf-8"), ledger
+    return ledger_file, "", settings_ledger(text)
+
+
+def _refuse_edits_in_block(path: Path, text: str, ledger: Mapping[str, Any]) -> None:
+    """A value the person set inside hookchain's block would be lost: install rewrites the
+    block from the record and uninstall removes it. Said, with what to do, before anything."""
+    wrote = {tuple(entry["key"]): entry["value"] for entry in ledger.get("written", [])}
+    for entry in settings_ledger(text).get("written", []):
+        key, value = tuple(entry["key"]), entry["value"]
+        if key in wrote and wrote[key] == value:
+            continue
+        was = f"install wrote {wrote[key]!r}" if key in wrote else "install did not write it"
+        raise InstallError(
+            f"{path}: {contributed.dotted(key)} inside hookchain's settings block holds "
+            f"{value!r} ({was}); the block is rewritten by install and removed by uninstall. "
+            f"To keep your value, move its line above `{_begin(SETTINGS_BLOCK)}`; to let "
+            "install set it, put back install's value; then run the command again"
+        )
+
+
+def _ledger_change(
+    ledger_file: Path, ledger_text: str, merged: contributed.Merged
+) -> LedgerChange | None:
+    after = contributed.render_ledger(merged.ledger) if merged.ledger else ""
+    return LedgerChange(ledger_file, ledger_text, after) if after != ledger_text else None
+
+
 def _with_settings(
     path: Path,
     text: str,
     plugin_settings: Mapping[str, Mapping[str, Any]],
     unchanged: frozenset[str],
-) -> tuple[str, contributed.Merged]:
+) -> tuple[str, contributed.Merged, LedgerChange | None]:
+    ledger_file, ledger_text, ledger = _recorded(path, text)
     try:
         merged = contributed.merge_plugin_settings(
-            tomllib.loads(text), plugin_settings, settings_ledger(text), unchanged=unchanged
+            tomllib.loads(text), plugin_settings, ledger, unchanged=unchanged
         )
     except contributed.PluginSettingsError as error:
         raise InstallError(str(error)) from None
     base = without_settings(text)
+    change = _ledger_change(ledger_file, ledger_text, merged)
     if merged.ledger is None:
-        return base, merged
+        return base, merged, change
     after = settings_block(merged.ledger) + ("\n" + base if base.strip() else "")
     try:
         tomllib.loads(after)
@@ -222,7 +265,7 @@ def _with_settings(
             f"{path} would not be valid TOML with the settings of {names} ({error}): a table "
             "of yours holds keys they set dotted; set those keys in your table by hand"
         ) from None
-    return after, merged
+    return after, merged, change
 
 
 def plan_install(
@@ -247,8 +290,8 @@ def plan_install(
     after = _checked(path, with_block(before, HOOKS_BLOCK, hooks_block(events, python, client)))
     if plugin_settings is None:
         return InstallPlan(path, before, after)
-    after, merged = _with_settings(path, after, plugin_settings, unchanged_plugins)
-    return InstallPlan(path, before, _checked(path, after), plugins=merged)
+    after, merged, change = _with_settings(path, after, plugin_settings, unchanged_plugins)
+    return InstallPlan(path, before, _checked(path, after), change, merged)
 
 
 def plan_trust(path: Path, trusted: Mapping[str, str]) -> InstallPlan:
@@ -289,10 +332,12 @@ def plan_uninstall(path: Path, trust_file: Path | None = None) -> InstallPlan:
     """`path` without hookchain's hooks and settings blocks, and without the trust entries of
     its hooks."""
     before = read_text(path)
+    ledger_file, ledger_text, _ledger = _recorded(path, before)
     after = without_settings(without_block(before, HOOKS_BLOCK))
     if trust_file is None or trust_file == path:
         after = _without_trust_of(after, path)
-    return InstallPlan(path, before, _checked(path, _tidy(before, after)))
+    change = LedgerChange(ledger_file, ledger_text, "") if ledger_text else None
+    return InstallPlan(path, before, _checked(path, _tidy(before, after)), change)
 
 
 def plan_untrust(trust_file: Path, hooks_file: Path) -> InstallPlan:
