@@ -235,3 +235,42 @@ def test_an_unreadable_index_is_said(tmp_path: Path) -> None:
     ws, watch = _workspace(tmp_path)
     (ws / ".git" / "index").write_bytes(b"DIRC\0\0\0\x09")
     assert "Could not read the index" in watch.finish()
+
+
+def test_an_unreadable_index_counts_every_repository_in_the_work_tree(tmp_path: Path) -> None:
+    # Fail closed: git may read what this cannot, so a repository made during the command
+    # anywhere in the work tree (3 deep) is judged, and the person told.
+    ws, watch = _workspace(tmp_path)
+    (ws / ".git" / "index").write_bytes(b"DIRC\0\0\0\x02\0\0\0\x01garbage")
+    _repository(ws / "deep" / "er" / ".git", config="[core]\n\tfsmonitor = x\n")
+    text = watch.finish()
+    assert "Could not read the index" in text and "deep/er/.git/config" in text
+    assert (ws / "deep" / "er" / ".git" / "config.write-guard-undone").exists()
+
+
+def test_an_index_that_is_a_link_is_read_again_when_its_target_changes(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    target = tmp_path / "ws" / "elsewhere.idx"
+    target.write_bytes(_index(b"aa"))
+    os.symlink(target, ws / ".git" / "index")
+    watch = LinkWatch.start([str(ws)], git_dirs)
+    _repository(ws / "bb" / ".git", config="[core]\n\tfsmonitor = x\n")
+    target.write_bytes(_index(b"bb"))  # the link itself unchanged
+    assert "bb/.git/config" in watch.finish()
+
+
+@pytest.mark.parametrize("name", [b"/sub", b"lnk/../sub", b"./sub"])
+def test_a_gitlink_name_is_resolved_as_git_and_the_kernel_resolve_it(
+    tmp_path: Path, name: bytes
+) -> None:
+    # A leading slash is still relative to the work tree; `..` after a link the command made
+    # is resolved through the link.
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    (ws / "deep" / "er").mkdir(parents=True)
+    os.symlink("deep/er", ws / "lnk")
+    (ws / ".git" / "index").write_bytes(_index(name))
+    entered = link_state([(str(ws), str(ws / ".git"))]).entered
+    wanted = ws / "deep" / "sub" if name.startswith(b"lnk") else ws / "sub"
+    assert list(entered) == [str(wanted)]

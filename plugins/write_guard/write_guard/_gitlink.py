@@ -31,6 +31,7 @@ Pure apart from reading indexes, configs and folders, and `quarantine`."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import struct
@@ -44,6 +45,9 @@ INDEX_READ_MAX = 256 * 1024 * 1024
 LINK_DEPTH = 3
 """Gitlinks followed this deep: a submodule's submodules, and theirs."""
 SPARSE_DEPTH = 3
+ENTRIES_MAX = 20_000
+"""Folder entries read at most to find the repositories of a sparse directory (or of a work
+tree whose index cannot be read)."""
 READ_KEPT = 256
 """Indexes whose reading is kept (the roots' and their submodules')."""
 CONFIG_READ_MAX = 65_536
@@ -185,7 +189,9 @@ def parse_index(data: bytes, hash_size: int = 20) -> Found:
                 # the same way too, so that no entry reads differently there.
                 for at in range(4, len(body) - 7, 8):
                     offset, entries = _U32(body, at)[0], _U32(body, at + 4)[0]
-                    _entries(data, offset, entries, version, hash_size, found)
+                    # A block git could not read either: the entries read in order stand.
+                    with contextlib.suppress(struct.error, IndexError, ValueError):
+                        _entries(data, offset, entries, version, hash_size, found)
             pos += 8 + size
     except (struct.error, IndexError, ValueError) as error:
         if isinstance(error, UnreadableIndex):
@@ -194,9 +200,9 @@ def parse_index(data: bytes, hash_size: int = 20) -> Found:
     return found
 
 
-def _stat_key(path: str) -> StatKey:
+def _stat_key(path: str, follow: bool = False) -> StatKey:
     try:
-        info = os.lstat(path)
+        info = os.stat(path) if follow else os.lstat(path)
     except OSError:
         return None
     return (info.st_ino, info.st_ctime_ns, info.st_mtime_ns, info.st_size)
@@ -224,27 +230,38 @@ def _commondir(git_dir: str) -> str | None:
     return os.path.normpath(os.path.join(git_dir, common)) if common else None
 
 
-_READ: dict[str, tuple[tuple[StatKey, StatKey], IndexLinks]] = {}
-"""Per index file: its stat and its config's when read, and what it said."""
+def _file_key(path: str) -> tuple[StatKey, StatKey]:
+    """A file's stat and, when it is a link, its target's: either changes when git would
+    read other bytes there."""
+    return (_stat_key(path), _stat_key(path, follow=True))
+
+
+_READ: dict[str, tuple[tuple[tuple[str, tuple[StatKey, StatKey]], ...], IndexLinks]] = {}
+"""Per index file: the files read for it (itself, its shared index, the config naming the
+hash) with their stat then, and what it said."""
 
 
 def index_links(git_dir: str) -> IndexLinks:
     """The gitlinks and sparse directories of `git_dir`'s index (with its shared index's),
-    read again only when the index's (or the config's) stat changed. UnreadableIndex when it
+    read again only when the stat of a file read for it changed. UnreadableIndex when it
     cannot be read as git would; nothing when there is no index."""
     path = os.path.join(git_dir, "index")
-    key = (_stat_key(path), _stat_key(os.path.join(git_dir, "config")))
     known = _READ.get(path)
-    if known is not None and known[0] == key:
+    if known is not None and all(_file_key(file) == key for file, key in known[0]):
         return known[1]
-    read = IndexLinks() if key[0] is None else _read_index(git_dir, path)
+    config = os.path.join(git_dir, "config")
+    files = [config, path]
+    keys = [_file_key(config), _file_key(path)]
+    read = IndexLinks() if keys[1][1] is None else _read_index(git_dir, path, files)
     if len(_READ) > READ_KEPT:
         _READ.clear()
-    _READ[path] = (key, read)
+    keys += [_file_key(file) for file in files[2:]]
+    _READ[path] = (tuple(zip(files, keys, strict=True)), read)
     return read
 
 
-def _read_index(git_dir: str, path: str) -> IndexLinks:
+def _read_index(git_dir: str, path: str, files: list[str]) -> IndexLinks:
+    """Read the index at `path` and its shared index (appended to `files`)."""
     hash_size = _hash_size(git_dir)
     links: set[bytes] = set()
     sparse: set[bytes] = set()
@@ -263,6 +280,7 @@ def _read_index(git_dir: str, path: str) -> IndexLinks:
         if shared is None or not shared.strip(b"\0"):
             break
         path = os.path.join(git_dir, "sharedindex." + shared.hex())
+        files.append(path)
     return IndexLinks(frozenset(links), frozenset(sparse))
 
 
@@ -302,15 +320,20 @@ def _git_dir_of(work_tree: str) -> str | None:
 
 
 def _repositories_below(folder: str, depth: int = SPARSE_DEPTH) -> list[str]:
-    """The work trees (folders holding a `.git`) in `folder`, `depth` levels down."""
+    """The work trees (folders holding a `.git`) in `folder`, `depth` levels down, reading at
+    most ENTRIES_MAX folder entries."""
     found: list[str] = []
     level = [folder]
+    entries = 0
     for _ in range(depth):
         below: list[str] = []
         for path in level:
+            if entries > ENTRIES_MAX:
+                break
             try:
                 with os.scandir(path) as listing:
                     for entry in listing:
+                        entries += 1
                         if entry.name == ".git":
                             found.append(path)
                         elif entry.is_dir(follow_symlinks=False):
@@ -332,14 +355,17 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
         try:
             read = index_links(git_dir)
         except UnreadableIndex as error:
+            # Fail closed: what git may enter is then every repository in the work tree.
             unreadable.append(f"{os.path.join(git_dir, 'index')}: {error}")
-            continue
-        trees = [os.path.join(work_tree, os.fsdecode(name)) for name in read.links]
+            read = IndexLinks(sparse=frozenset({b""}))
+        # Joined as git joins them (a name is relative even with a leading slash), resolved
+        # as the kernel resolves them (through links the command may have made).
+        trees = [work_tree + "/" + os.fsdecode(name) for name in read.links]
         for folder in read.sparse:
-            trees += _repositories_below(os.path.join(work_tree, os.fsdecode(folder).rstrip("/")))
+            trees += _repositories_below(work_tree + "/" + os.fsdecode(folder))
         for tree in trees:
-            tree = os.path.normpath(tree)
-            if tree in entered:
+            tree = os.path.realpath(tree)
+            if tree in entered or tree == os.path.realpath(work_tree):
                 continue
             found = _git_dir_of(tree)
             key: tuple[object, ...] = (_stat_key(os.path.join(tree, ".git")), found)
