@@ -36,7 +36,6 @@ from write_guard._paths import PathContext
 from write_guard._policy import Policy
 from write_guard._sandbox import (
     _find_nested,
-    git_dirs,
     nested_git_dirs,
     plan_sandbox,
     probe,
@@ -169,7 +168,7 @@ def sandbox_cost(workspace: str, baseline: ModuleType) -> None:
 
     def host_check_with_gitlinks() -> object:
         surface, writable = redirect_surface(roots)
-        links = LinkWatch.start(writable, git_dirs)
+        links = LinkWatch.start(writable)
         return undo(surface.absent, aside_state(surface.absent), writable), links.finish()
 
     check_us = median_us(host_check, 2_000)
@@ -225,7 +224,7 @@ def snapshot_cost(files: int) -> None:
         # The gitlinks of the index, read again when a command changed it (else cached).
         index = Path(repo, ".git", "index").read_bytes()
         parse_ms = median_us(lambda: parse_index(index), 50) / 1000
-        watch_us = median_us(lambda: LinkWatch.start([repo], git_dirs).finish(), 2_000)
+        watch_us = median_us(lambda: LinkWatch.start([repo]).finish(), 2_000)
         print(
             f"gitlinks_index_read_{files}_files_median_ms = {parse_ms:.2f}  "
             f"unchanged_index_start_and_finish_us = {watch_us:.1f}"

@@ -63,6 +63,8 @@ class Redirect:
     """Where the person runs git afterwards."""
     undone: bool = False
     """It must run (not be refused) and be undone after it, the person told."""
+    then: str = PERSON
+    """What the person's git does afterwards."""
 
 
 LINKED = "git worktree add -q ../lw"
@@ -189,6 +191,14 @@ GITLINKS = [
         setup=f"{LIB} && {ADD_LIB} mod && git commit -qm mod",
     ),
     Redirect("gitlink-by-a-script", _script(_made("g8"))),
+    Redirect(
+        "gitlink-module-git-dir-left-for-submodule-update",
+        f"{ADD_LIB} m3 && git -C m3 config core.fsmonitor 'touch {{OUT}}/g9' && "
+        + _script("rm -rf m3 && mkdir m3"),
+        setup=LIB,
+        then="git -c protocol.file.allow=always submodule update -q --init >/dev/null 2>&1; "
+        + PERSON,
+    ),
 ]
 REDIRECTS += [replace(case, undone=True) for case in GITLINKS]
 
@@ -197,8 +207,8 @@ def _markers(tree: Tree) -> list[str]:
     return sorted(p.name for p in (tree.root / "out").iterdir() if p.name != "victim.txt")
 
 
-def _person(tree: Tree, where: str) -> Ran:
-    return tree.run(f"cd {tree.root / where} && {PERSON}")
+def _person(tree: Tree, where: str, then: str = PERSON) -> Ran:
+    return tree.run(f"cd {tree.root / where} && {then}")
 
 
 async def _run_guarded(
@@ -226,13 +236,13 @@ async def test_a_redirection_left_by_a_command_runs_nothing_for_the_person(
     if case.setup:
         assert tree.run(case.setup).rc == 0
     tree.run(f"cd {tree.root / case.workspace} && {command}")
-    _person(tree, case.person)
+    _person(tree, case.person, case.then)
     assert _markers(tree), f"the attack runs nothing for the person even unguarded: {command}"
     tree.reset()
     if case.setup:
         assert tree.run(case.setup).rc == 0
     result, said, ran = await _run_guarded(tree, command, tree.root / case.workspace)
-    _person(tree, case.person)
+    _person(tree, case.person, case.then)
     assert _markers(tree) == [], (said, ran)
     assert result.denial is None or not case.undone, result.denial
     if result.denial is None:

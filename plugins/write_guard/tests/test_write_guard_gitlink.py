@@ -21,7 +21,6 @@ from write_guard._gitlink import (
     parse_index,
     quarantine,
 )
-from write_guard._sandbox import git_dirs
 
 jail = pytest.mark.skipif(BWRAP is None, reason="real git runs only inside bubblewrap")
 LINK = "git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),"
@@ -178,7 +177,7 @@ def _workspace(tmp_path: Path) -> tuple[Path, LinkWatch]:
     ws = tmp_path / "ws"
     (ws / ".git").mkdir(parents=True)
     (ws / ".git" / "config").write_text("[core]\n\tfsmonitor = the-persons\n")
-    return ws, LinkWatch.start([str(ws)], git_dirs)
+    return ws, LinkWatch.start([str(ws)])
 
 
 def test_what_would_run_in_a_new_gitlinks_repository_is_moved_aside(tmp_path: Path) -> None:
@@ -209,11 +208,11 @@ def test_a_repository_already_entered_is_judged_again_only_when_it_changes(
     (ws / ".git").mkdir(parents=True)
     _repository(ws / "mod" / ".git", config="[diff]\n\ttool = the-persons\n")
     (ws / ".git" / "index").write_bytes(_index(b"mod"))
-    watch = LinkWatch.start([str(ws)], git_dirs)
+    watch = LinkWatch.start([str(ws)])
     (ws / ".git" / "index").write_bytes(_index(b"mod", b"other"))  # the index changes
     assert watch.finish() == ""
     assert "the-persons" in (ws / "mod" / ".git" / "config").read_text()
-    watch = LinkWatch.start([str(ws)], git_dirs)
+    watch = LinkWatch.start([str(ws)])
     os.remove(ws / "mod" / ".git" / "config")
     (ws / "mod" / ".git" / "config").write_text("[core]\n\tfsmonitor = x\n")
     assert "mod/.git/config" in watch.finish()
@@ -254,7 +253,7 @@ def test_an_index_that_is_a_link_is_read_again_when_its_target_changes(tmp_path:
     target = tmp_path / "ws" / "elsewhere.idx"
     target.write_bytes(_index(b"aa"))
     os.symlink(target, ws / ".git" / "index")
-    watch = LinkWatch.start([str(ws)], git_dirs)
+    watch = LinkWatch.start([str(ws)])
     _repository(ws / "bb" / ".git", config="[core]\n\tfsmonitor = x\n")
     target.write_bytes(_index(b"bb"))  # the link itself unchanged
     assert "bb/.git/config" in watch.finish()

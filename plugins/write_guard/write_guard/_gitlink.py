@@ -39,6 +39,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from write_guard._gitdir import ASIDE, Undone, free_name, inside
+from write_guard._sandbox import git_dirs, module_git_dirs
 
 INDEX_READ_MAX = 256 * 1024 * 1024
 """An index bigger than this is not read (named as unreadable)."""
@@ -370,11 +371,21 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
             found = _git_dir_of(tree)
             key: tuple[object, ...] = (_stat_key(os.path.join(tree, ".git")), found)
             if found is not None:
-                key += tuple(_stat_key(os.path.join(found, name)) for name in FINGERPRINTED)
+                key += _fingerprint(found)
                 if depth + 1 < LINK_DEPTH:
                     pending.append((tree, found, depth + 1))
             entered[tree] = Entered(tree, found, key)
+        # A submodule's git dir that no work tree names yet: the person's `git submodule
+        # update` checks it out, and runs git there with its config and hooks.
+        for module in module_git_dirs(os.path.join(git_dir, "modules")):
+            module = os.path.realpath(module)
+            if module not in entered:
+                entered[module] = Entered(module, module, _fingerprint(module))
     return LinkState(entered, tuple(unreadable))
+
+
+def _fingerprint(git_dir: str) -> tuple[StatKey, ...]:
+    return tuple(_stat_key(os.path.join(git_dir, name)) for name in FINGERPRINTED)
 
 
 def inert_config(text: str) -> bool:
@@ -471,9 +482,8 @@ class LinkWatch:
     before: LinkState
 
     @classmethod
-    def start(cls, writable: Sequence[str], git_dirs: Callable[[str], list[str]]) -> LinkWatch:
-        """Before a command: `git_dirs(root)` names each writable root's git dirs (the
-        first holds its index)."""
+    def start(cls, writable: Sequence[str]) -> LinkWatch:
+        """Before a command, in the writable roots' repositories."""
         dirs = {root: git_dirs(root) for root in writable}
         repositories = tuple((root, found[0]) for root, found in dirs.items() if found)
         own = tuple(d for found in dirs.values() for d in found)

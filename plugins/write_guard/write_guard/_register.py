@@ -11,7 +11,7 @@ from write_guard._gitdir import aside_state, identities, put_back, undo, undone_
 from write_guard._gitlink import LinkWatch
 from write_guard._options import Options
 from write_guard._runtime import PLUGIN, RECORD_TTL_S, Guard, gated, is_shell_tool, is_write_tool
-from write_guard._sandbox import git_dirs, redirect_surface
+from write_guard._sandbox import redirect_surface
 
 # After every other plugin's handler of a tool call (they order themselves well below this).
 CONFINE_ORDER = 10_000
@@ -35,7 +35,7 @@ def register(on: Any, options: Options | None) -> None:
         roots = () if policy.preset == "read-only" else (policy.workspace_root, *policy.extra_roots)
         surface, writable = redirect_surface(roots)
         before, pinned = aside_state(surface.absent), identities(surface.pinned)
-        links = LinkWatch.start(writable, git_dirs)
+        links = LinkWatch.start(writable)
         result = await call_next(event)
         undone = [*put_back(pinned), *undo(surface.absent, before, writable)]
         said = [undone_text(undone)] if undone else []

@@ -190,12 +190,12 @@ def _find_nested(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
             gitfiles.append(dot_git)
         git_dirs_found += git_dirs(work_tree)
     for git_dir in [*git_dirs(root), *git_dirs_found]:
-        git_dirs_found += _module_git_dirs(os.path.join(git_dir, "modules"))
+        git_dirs_found += module_git_dirs(os.path.join(git_dir, "modules"))
     own = set(git_dirs(root))
     return tuple(d for d in dict.fromkeys(git_dirs_found) if d not in own), tuple(gitfiles)
 
 
-def _module_git_dirs(modules: str, depth: int = 0) -> list[str]:
+def module_git_dirs(modules: str, depth: int = 0) -> list[str]:
     """The git dirs below a `modules/` folder: a submodule's name may hold slashes, and a
     submodule's own submodules are below its `modules/`."""
     found: list[str] = []
@@ -204,9 +204,9 @@ def _module_git_dirs(modules: str, depth: int = 0) -> list[str]:
     for folder in subfolders(modules):
         if os.path.isfile(os.path.join(folder, "HEAD")):
             found.append(folder)
-            found += _module_git_dirs(os.path.join(folder, "modules"), depth + 1)
+            found += module_git_dirs(os.path.join(folder, "modules"), depth + 1)
         else:
-            found += _module_git_dirs(folder, depth + 1)
+            found += module_git_dirs(folder, depth + 1)
     return found
 
 
