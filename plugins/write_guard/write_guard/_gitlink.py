@@ -10,7 +10,9 @@ and so not bound read-only), or check a repository out under a gitlink already t
 
 So, around each command, the gitlinks of the roots' indexes (and of the repositories they
 reach, 3 deep) are read and each checked-out one's git dir fingerprinted (its `.git` entry,
-`config`, `config.worktree`, `commondir`, `hooks`). Reading an index is skipped while its
+`config`, `config.worktree`, `commondir`, `hooks`), and so is each git dir under their
+`modules/` (a submodule's that no work tree names yet: the person's `git submodule update`
+checks it out and runs git there). Reading an index is skipped while its
 stat is unchanged (cached), so a command that touches no index costs a stat per index. A
 repository whose fingerprint changed, or that a gitlink reaches for the first time, is judged
 by what would run there: a config holding only settings git's own `init`, `clone` and
@@ -377,9 +379,10 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
             entered[tree] = Entered(tree, found, key)
         # A submodule's git dir that no work tree names yet: the person's `git submodule
         # update` checks it out, and runs git there with its config and hooks.
+        named = {seen.git_dir for seen in entered.values()}
         for module in module_git_dirs(os.path.join(git_dir, "modules")):
             module = os.path.realpath(module)
-            if module not in entered:
+            if module not in named:
                 entered[module] = Entered(module, module, _fingerprint(module))
     return LinkState(entered, tuple(unreadable))
 
