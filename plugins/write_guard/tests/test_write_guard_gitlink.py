@@ -8,14 +8,18 @@ from __future__ import annotations
 import hashlib
 import os
 import struct
+import time
 from pathlib import Path
 
 import pytest
 from wg_jail import BWRAP, Tree
 from write_guard._gitlink import (
+    _READ,
+    RACY_NS,
     LinkState,
     LinkWatch,
     UnreadableIndex,
+    index_links,
     inert_config,
     link_state,
     parse_index,
@@ -252,7 +256,10 @@ def test_an_index_that_is_a_link_is_read_again_when_its_target_changes(tmp_path:
     (ws / ".git").mkdir(parents=True)
     target = tmp_path / "ws" / "elsewhere.idx"
     target.write_bytes(_index(b"aa"))
+    old = time.time_ns() - 10 * RACY_NS  # not racy: the reading is kept
+    os.utime(target, ns=(old, old))
     os.symlink(target, ws / ".git" / "index")
+    os.utime(ws / ".git" / "index", ns=(old, old), follow_symlinks=False)
     watch = LinkWatch.start([str(ws)])
     _repository(ws / "bb" / ".git", config="[core]\n\tfsmonitor = x\n")
     target.write_bytes(_index(b"bb"))  # the link itself unchanged
@@ -273,3 +280,17 @@ def test_a_gitlink_name_is_resolved_as_git_and_the_kernel_resolve_it(
     entered = link_state([(str(ws), str(ws / ".git"))]).entered
     wanted = ws / "deep" / "sub" if name.startswith(b"lnk") else ws / "sub"
     assert list(entered) == [str(wanted)]
+
+
+def test_a_reading_of_an_index_changed_just_before_is_not_kept(tmp_path: Path) -> None:
+    # Within a timestamp's granularity a rewrite in place can keep the same stat (racy git).
+    git_dir = tmp_path / "ws" / ".git"
+    git_dir.mkdir(parents=True)
+    index = git_dir / "index"
+    index.write_bytes(_index(b"a"))
+    assert index_links(str(git_dir)).links == {b"a"}
+    assert str(index) not in _READ
+    old = time.time_ns() - 10 * RACY_NS
+    os.utime(index, ns=(old, old))
+    assert index_links(str(git_dir)).links == {b"a"}
+    assert str(index) in _READ

@@ -37,6 +37,7 @@ import contextlib
 import os
 import re
 import struct
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -52,6 +53,8 @@ ENTRIES_MAX = 20_000
 """Folder entries read at most to find the repositories of a sparse directory (or of a work
 tree whose index cannot be read)."""
 READ_KEPT = 256
+RACY_NS = 2_000_000_000
+"""An index changed less than this before it was read is read again next time."""
 """Indexes whose reading is kept (the roots' and their submodules')."""
 CONFIG_READ_MAX = 65_536
 FINGERPRINTED = ("config", "config.worktree", "commondir", "hooks")
@@ -256,9 +259,14 @@ def index_links(git_dir: str) -> IndexLinks:
     files = [config, path]
     keys = [_file_key(config), _file_key(path)]
     read = IndexLinks() if keys[1][1] is None else _read_index(git_dir, path, files)
+    keys += [_file_key(file) for file in files[2:]]
+    index = keys[1][1]
+    # Racy, as git says: a file changed again within the timestamps' granularity of this
+    # read could keep the same stat. Such a reading is not kept.
+    if index is not None and index[2] >= time.time_ns() - RACY_NS:
+        return read
     if len(_READ) > READ_KEPT:
         _READ.clear()
-    keys += [_file_key(file) for file in files[2:]]
     _READ[path] = (tuple(zip(files, keys, strict=True)), read)
     return read
 
