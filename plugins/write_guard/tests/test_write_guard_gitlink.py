@@ -159,13 +159,14 @@ def test_only_settings_git_itself_writes_count_as_inert(text: str, inert: bool) 
     assert inert_config(text) is inert
 
 
-def _index(*names: bytes) -> bytes:
+def _index(*names: bytes, mode: int = 0o160000, extension: bytes = b"") -> bytes:
     """A version-2 index of gitlinks (as git writes one), checksummed."""
     body = b"DIRC" + struct.pack(">II", 2, len(names))
     for name in names:
-        entry = struct.pack(">10I", 0, 0, 0, 0, 0, 0, 0o160000, 0, 0, 0) + b"\1" * 20
+        entry = struct.pack(">10I", 0, 0, 0, 0, 0, 0, mode, 0, 0, 0) + b"\1" * 20
         entry += struct.pack(">H", len(name)) + name
         body += entry + b"\0" * (8 - len(entry) % 8)
+    body += extension
     return body + hashlib.sha1(body).digest()
 
 
@@ -294,3 +295,29 @@ def test_a_reading_of_an_index_changed_just_before_is_not_kept(tmp_path: Path) -
     os.utime(index, ns=(old, old))
     assert index_links(str(git_dir)).links == {b"a"}
     assert str(index) in _READ
+
+
+def test_a_sparse_directory_counts_the_repositories_in_its_folder(tmp_path: Path) -> None:
+    # git may expand a sparse directory into the gitlinks of its trees.
+    ws, watch = _workspace(tmp_path)
+    (ws / ".git" / "index").write_bytes(_index(b"dir/", mode=0o040000))
+    _repository(ws / "dir" / "x" / ".git", config="[core]\n\tfsmonitor = x\n")
+    assert "dir/x/.git/config" in watch.finish()
+
+
+@pytest.mark.parametrize(("counts", "read"), [((1, 1), True), ((2, 1), False)])
+def test_ieot_blocks_are_read_only_when_they_add_up_to_the_index(
+    counts: tuple[int, int], read: bool
+) -> None:
+    # A block is read from its own offset (as threaded git would), here an entry hidden in an
+    # extension's body; blocks that do not add up to the index's entries are not git's, and
+    # 100,000 of them each read from the start would stall the host on every command.
+    plain = _index(b"a", b"b")[:-20]
+    hidden = _index(b"hidden")[12:-20]
+    at = len(plain) + 8
+    blocks = struct.pack(">I", 1) + struct.pack(">II", 12, counts[0])
+    blocks += struct.pack(">II", at, counts[1])
+    extension = b"ZZZZ" + struct.pack(">I", len(hidden)) + hidden
+    extension += b"IEOT" + struct.pack(">I", len(blocks)) + blocks
+    data = _index(b"a", b"b", extension=extension)
+    assert parse_index(data).links == ({b"a", b"b", b"hidden"} if read else {b"a", b"b"})

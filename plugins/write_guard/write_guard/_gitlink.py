@@ -12,8 +12,8 @@ So, around each command, the gitlinks of the roots' indexes (and of the reposito
 reach, 3 deep) are read and each checked-out one's git dir fingerprinted (its `.git` entry,
 `config`, `config.worktree`, `commondir`, `hooks`), and so is each git dir under their
 `modules/` (a submodule's that no work tree names yet: the person's `git submodule update`
-checks it out and runs git there). Reading an index is skipped while its
-stat is unchanged (cached), so a command that touches no index costs a stat per index. A
+checks it out and runs git there). Reading an index is skipped while its stat is unchanged
+(cached), so a command that touches no index costs a few stats per index. A
 repository whose fingerprint changed, or that a gitlink reaches for the first time, is judged
 by what would run there: a config holding only settings git's own `init`, `clone` and
 `submodule add` write (an allow-list: anything else, an include, a line not read for sure
@@ -23,8 +23,9 @@ told. The roots' own git dirs are never touched (their configs are read-only to 
 
 The index is parsed here as git reads it (versions 2-4, SHA-1 or SHA-256 names, a split
 index's shared part, the blocks of an `IEOT` extension read on their own too, as threaded git
-reads them): a mode git takes for a gitlink (`S_IFGITLINK` or a directory mode that is not
-exactly a sparse directory) counts, whatever its other bits. A sparse directory entry stands
+reads them): a mode with a gitlink's type bits counts whatever its other bits, as git takes
+it, and so does a directory's type other than exactly a sparse directory's (git 2.39 aborts
+on one; others may read it as a gitlink). A sparse directory entry stands
 for trees that git may expand into gitlinks: the repositories in that folder (3 deep) are
 judged too. An index that cannot be read is named (the person's git, reading the same bytes,
 fails the same way or reads it as this does).
@@ -49,13 +50,14 @@ INDEX_READ_MAX = 256 * 1024 * 1024
 LINK_DEPTH = 3
 """Gitlinks followed this deep: a submodule's submodules, and theirs."""
 SPARSE_DEPTH = 3
+SPARSE_MAX = 16
 ENTRIES_MAX = 20_000
 """Folder entries read at most to find the repositories of a sparse directory (or of a work
 tree whose index cannot be read)."""
 READ_KEPT = 256
+"""Indexes whose reading is kept (the roots' and their submodules')."""
 RACY_NS = 2_000_000_000
 """An index changed less than this before it was read is read again next time."""
-"""Indexes whose reading is kept (the roots' and their submodules')."""
 CONFIG_READ_MAX = 65_536
 FINGERPRINTED = ("config", "config.worktree", "commondir", "hooks")
 
@@ -192,9 +194,15 @@ def parse_index(data: bytes, hash_size: int = 20) -> Found:
                 found.shared = body[:hash_size]
             elif signature == b"IEOT" and len(body) >= 4:
                 # Threaded git reads each block from its own offset, names afresh: read them
-                # the same way too, so that no entry reads differently there.
-                for at in range(4, len(body) - 7, 8):
-                    offset, entries = _U32(body, at)[0], _U32(body, at + 4)[0]
+                # the same way too, so that no entry reads differently there. Blocks that do
+                # not add up to the index's entries are not git's (and would cost more than
+                # one reading of the index).
+                blocks = [
+                    (_U32(body, at)[0], _U32(body, at + 4)[0]) for at in range(4, len(body) - 7, 8)
+                ]
+                if sum(entries for _offset, entries in blocks) != count:
+                    blocks = []
+                for offset, entries in blocks:
                     # A block git could not read either: the entries read in order stand.
                     with contextlib.suppress(struct.error, IndexError, ValueError):
                         _entries(data, offset, entries, version, hash_size, found)
@@ -372,7 +380,9 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
         # Joined as git joins them (a name is relative even with a leading slash), resolved
         # as the kernel resolves them (through links the command may have made).
         trees = [work_tree + "/" + os.fsdecode(name) for name in read.links]
-        for folder in read.sparse:
+        # Past a few sparse directories, one bounded walk of the work tree covers them all.
+        sparse = read.sparse if len(read.sparse) <= SPARSE_MAX else frozenset({b""})
+        for folder in sparse:
             trees += _repositories_below(work_tree + "/" + os.fsdecode(folder))
         for tree in trees:
             tree = os.path.realpath(tree)
