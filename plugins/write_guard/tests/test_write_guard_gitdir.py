@@ -192,6 +192,20 @@ GITLINKS = [
     ),
     Redirect("gitlink-by-a-script", _script(_made("g8"))),
     Redirect(
+        # The person's own linked work tree, outside the workspace: its index lives in the
+        # workspace's git dir, and a gitlink named `../ws/evil` there is entered from it.
+        "gitlink-in-the-persons-other-work-tree",
+        "git init -q evil && git -C evil commit -q --allow-empty -m e && "
+        "git -C evil config core.fsmonitor 'touch {OUT}/g10' && "
+        "git --git-dir=.git/worktrees/lw update-index --add --cacheinfo "
+        '160000,$(git -C evil rev-parse HEAD),zzzzzzzzzz && python3 -c "import hashlib; '
+        "p = '.git/worktrees/lw/index'; d = bytearray(open(p, 'rb').read()); "
+        "i = d.index(b'zzzzzzzzzz'); d[i:i + 10] = b'../ws/evil'; "
+        "d[-20:] = hashlib.sha1(d[:-20]).digest(); open(p, 'wb').write(d)\"",
+        setup=LINKED,
+        person="lw",
+    ),
+    Redirect(
         "gitlink-module-git-dir-left-for-submodule-update",
         f"{ADD_LIB} m3 && git -C m3 config core.fsmonitor 'touch {{OUT}}/g9' && "
         + _script("rm -rf m3 && mkdir m3"),

@@ -8,9 +8,11 @@ sub && git -C sub config core.fsmonitor …`) and register it (`git update-index
 --cacheinfo 160000,…,sub`, or `git submodule add`, whose clone under `.git/modules/NAME` is new
 and so not bound read-only), or check a repository out under a gitlink already there.
 
-So, around each command, the gitlinks of the roots' indexes (and of the repositories they
-reach, 3 deep) are read and each checked-out one's git dir fingerprinted (its `.git` entry,
-`config`, `config.worktree`, `commondir`, `hooks`), and so is each git dir under their
+So, around each command, the gitlinks of the roots' indexes (and of their repositories'
+other work trees, whose indexes are in the git dir the command can write, and of the
+repositories they reach, 3 deep) are read and each checked-out one's git dir fingerprinted
+(its `.git` entry, `config`, `config.worktree`, `commondir`, `hooks`), and so is each git dir
+under their
 `modules/` (a submodule's that no work tree names yet: the person's `git submodule update`
 checks it out and runs git there). Reading an index is skipped while its stat is unchanged
 (cached), so a command that touches no index costs a few stats per index. A
@@ -42,7 +44,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from write_guard._gitdir import ASIDE, Undone, free_name, inside
+from write_guard._gitdir import ASIDE, Undone, free_name, inside, subfolders
 from write_guard._sandbox import git_dirs, module_git_dirs
 
 INDEX_READ_MAX = 256 * 1024 * 1024
@@ -363,6 +365,24 @@ def _repositories_below(folder: str, depth: int = SPARSE_DEPTH) -> list[str]:
     return found
 
 
+def work_trees(git_dir: str) -> list[tuple[str, str]]:
+    """The work trees of the repository whose common git dir is `git_dir`, each with the git
+    dir holding its index: the main one (a `.git` folder's parent) and the linked ones
+    (`worktrees/NAME`, whose `gitdir` names the work tree's `.git`)."""
+    found = []
+    if os.path.basename(git_dir) == ".git":
+        found.append((os.path.dirname(git_dir), git_dir))
+    for entry in subfolders(os.path.join(git_dir, "worktrees")):
+        try:
+            with open(os.path.join(entry, "gitdir"), encoding="utf-8") as handle:
+                dot_git = handle.readline(4096).strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if dot_git:
+            found.append((os.path.dirname(os.path.join(entry, dot_git)), entry))
+    return found
+
+
 def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
     """The repositories git enters from each (work tree, git dir) of `repositories`,
     through gitlinks, LINK_DEPTH deep."""
@@ -504,11 +524,18 @@ class LinkWatch:
 
     @classmethod
     def start(cls, writable: Sequence[str]) -> LinkWatch:
-        """Before a command, in the writable roots' repositories."""
+        """Before a command, in the writable roots' repositories and in every other work
+        tree of theirs (the person's, outside the roots too: their indexes are in the git
+        dir the command can write)."""
         dirs = {root: git_dirs(root) for root in writable}
-        repositories = tuple((root, found[0]) for root, found in dirs.items() if found)
-        own = tuple(d for found in dirs.values() for d in found)
-        return cls(repositories, own, tuple(writable), link_state(repositories))
+        repositories = {found[0]: root for root, found in dirs.items() if found}
+        for found in dirs.values():
+            for git_dir in found:
+                for work_tree, index_dir in work_trees(git_dir):
+                    repositories.setdefault(index_dir, work_tree)
+        pairs = tuple((work_tree, index_dir) for index_dir, work_tree in repositories.items())
+        own = (*(d for found in dirs.values() for d in found), *repositories)
+        return cls(pairs, tuple(dict.fromkeys(own)), tuple(writable), link_state(pairs))
 
     def finish(self) -> str:
         """After it: what was moved aside (see `quarantine`), as the person and model are
