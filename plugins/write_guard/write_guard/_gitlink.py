@@ -8,20 +8,19 @@ sub && git -C sub config core.fsmonitor …`) and register it (`git update-index
 --cacheinfo 160000,…,sub`, or `git submodule add`, whose clone under `.git/modules/NAME` is new
 and so not bound read-only), or check a repository out under a gitlink already there.
 
-So, around each command, the gitlinks of the roots' indexes (and of their repositories'
-other work trees, whose indexes are in the git dir the command can write, and of the
-repositories they reach, 3 deep) are read and each checked-out one's git dir fingerprinted
-(its `.git` entry, `config`, `config.worktree`, `commondir`, `hooks`), and so is each git dir
-under their
+So, around each command, the gitlinks of the roots' indexes (and of their repositories' other
+work trees, whose indexes are in the git dir the command can write, and of the repositories
+they reach, 3 deep) are read and each checked-out one's git dir fingerprinted (its `.git`
+entry, `config`, `config.worktree`, `commondir`, `hooks`), and so is each git dir under their
 `modules/` (a submodule's that no work tree names yet: the person's `git submodule update`
 checks it out and runs git there). Reading an index is skipped while its stat is unchanged
-(cached), so a command that touches no index costs a few stats per index. A
-repository whose fingerprint changed, or that a gitlink reaches for the first time, is judged
-by what would run there: a config holding only settings git's own `init`, `clone` and
-`submodule add` write (an allow-list: anything else, an include, a line not read for sure
-counts as a program), hooks only `*.sample`, no `commondir`. What fails is moved aside to
-`<name>.write-guard-undone` (as `_gitdir` does; nothing deleted) and the person and model are
-told. The roots' own git dirs are never touched (their configs are read-only to the command).
+(cached), so a command that touches no index costs a few stats per index. A repository whose
+fingerprint changed, or that a gitlink reaches for the first time, is judged by what would run
+there: a config holding only settings git's own `init`, `clone` and `submodule add` write (an
+allow-list: anything else, an include, a line not read for sure counts as a program), hooks
+only `*.sample`, no `commondir`. What fails is moved aside to `<name>.write-guard-undone` (as
+`_gitdir` does; nothing deleted) and the person and model are told. The roots' own git dirs are
+never touched (their configs are read-only to the command).
 
 The index is parsed here as git reads it (versions 2-4, SHA-1 or SHA-256 names, a split
 index's shared part, the blocks of an `IEOT` extension read on their own too, as threaded git
