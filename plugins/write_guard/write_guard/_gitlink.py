@@ -38,6 +38,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 import struct
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -215,9 +216,9 @@ def parse_index(data: bytes, hash_size: int = 20) -> Found:
     return found
 
 
-def _stat_key(path: str, follow: bool = False) -> StatKey:
+def _stat_key(path: str) -> StatKey:
     try:
-        info = os.stat(path) if follow else os.lstat(path)
+        info = os.lstat(path)
     except OSError:
         return None
     return (info.st_ino, info.st_ctime_ns, info.st_mtime_ns, info.st_size)
@@ -248,7 +249,14 @@ def _commondir(git_dir: str) -> str | None:
 def _file_key(path: str) -> tuple[StatKey, StatKey]:
     """A file's stat and, when it is a link, its target's: either changes when git would
     read other bytes there."""
-    return (_stat_key(path), _stat_key(path, follow=True))
+    try:
+        info = os.lstat(path)
+        own = (info.st_ino, info.st_ctime_ns, info.st_mtime_ns, info.st_size)
+        if stat.S_ISLNK(info.st_mode):
+            info = os.stat(path)
+    except OSError:
+        return (_stat_key(path), None)
+    return (own, (info.st_ino, info.st_ctime_ns, info.st_mtime_ns, info.st_size))
 
 
 _READ: dict[str, tuple[tuple[tuple[str, tuple[StatKey, StatKey]], ...], IndexLinks]] = {}
