@@ -31,6 +31,7 @@ from typing import Any
 from write_guard._control import control_denial
 from write_guard._decide import git_hold, preset_denial, protected_denial, resolve_all
 from write_guard._gitdir import aside_state, undo
+from write_guard._gitlink import LinkWatch, parse_index
 from write_guard._paths import PathContext
 from write_guard._policy import Policy
 from write_guard._sandbox import (
@@ -165,7 +166,13 @@ def sandbox_cost(workspace: str, baseline: ModuleType) -> None:
         surface, writable = redirect_surface(roots)
         return undo(surface.absent, aside_state(surface.absent), writable)
 
+    def host_check_with_gitlinks() -> object:
+        surface, writable = redirect_surface(roots)
+        links = LinkWatch.start(writable)
+        return undo(surface.absent, aside_state(surface.absent), writable), links.finish()
+
     check_us = median_us(host_check, 2_000)
+    links_us = median_us(host_check_with_gitlinks, 2_000)
     plain_ms = spawn_median_ms("true", workspace)
     old_ms = spawn_median_ms(old_wrapped, workspace)
     boxed_ms = spawn_median_ms(wrapped, workspace)
@@ -174,7 +181,10 @@ def sandbox_cost(workspace: str, baseline: ModuleType) -> None:
         f"sandbox_command_median_ms = {boxed_ms:.2f}  plain = {plain_ms:.2f}  "
         f"added_ms = {boxed_ms - plain_ms:.2f}  baseline_added_ms = {old_ms - plain_ms:.2f}"
     )
-    print(f"git_dir_redirections_host_check_median_us = {check_us:.1f}")
+    print(
+        f"git_dir_redirections_host_check_median_us = {check_us:.1f}  "
+        f"with_gitlinks = {links_us:.1f}  gitlinks_added_us = {links_us - check_us:.1f}"
+    )
 
 
 def snapshot_cost(files: int) -> None:
@@ -210,6 +220,14 @@ def snapshot_cost(files: int) -> None:
         print(
             f"nested_repos_walk_{files}_files_median_ms = {walk_ms:.2f}  "
             f"cached_us = {cached_us:.1f}"
+        )
+        # The gitlinks of the index, read again when a command changed it (else cached).
+        index = Path(repo, ".git", "index").read_bytes()
+        parse_ms = median_us(lambda: parse_index(index), 50) / 1000
+        watch_us = median_us(lambda: LinkWatch.start([repo]).finish(), 2_000)
+        print(
+            f"gitlinks_index_read_{files}_files_median_ms = {parse_ms:.2f}  "
+            f"unchanged_index_start_and_finish_us = {watch_us:.1f}"
         )
         clean_ms = timed(10)
         for index in range(0, files, files // 10):

@@ -9,7 +9,7 @@ nothing of the command's, and the person is told of what was undone."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -61,6 +61,10 @@ class Redirect:
     """The workspace, relative to the tree (a linked work tree: `lw`)."""
     person: str = "ws"
     """Where the person runs git afterwards."""
+    undone: bool = False
+    """It must run (not be refused) and be undone after it, the person told."""
+    then: str = PERSON
+    """What the person's git does afterwards."""
 
 
 LINKED = "git worktree add -q ../lw"
@@ -133,12 +137,92 @@ REDIRECTS = [
 ]
 
 
+# Repositories git enters through a gitlink (see _gitlink): the person's `git status` in the
+# workspace runs git in each checked-out one, with that repository's config.
+LIB = "git init -q -b main ../lib && git -C ../lib commit -q --allow-empty -m lib"
+ADD_LIB = 'git -c protocol.file.allow=always submodule add -q "$PWD/../lib"'
+EMPTY_LINK = (
+    "mkdir vendor && git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),vendor"
+)
+
+
+def _made(name: str, folder: str = "sub2", then: str = "") -> str:
+    """A repository made, given a program to run on `git status`, and registered."""
+    return (
+        f"git init -q {folder} && git -C {folder} commit -q --allow-empty -m s && "
+        f"git -C {folder} config core.fsmonitor 'touch {{OUT}}/{name}' && {then}"
+        f"git update-index --add --cacheinfo 160000,$(git -C {folder} rev-parse HEAD),{folder}"
+    )
+
+
+GITLINKS = [
+    Redirect("gitlink-index-v4", "git update-index --index-version 4 && " + _made("g1")),
+    Redirect("gitlink-split-index", _made("g2") + " && git update-index --split-index"),
+    Redirect(
+        "gitlink-submodule-add-then-config",
+        f"{ADD_LIB} mod2 && git -C mod2 config core.fsmonitor 'touch {{OUT}}/g3'",
+        setup=LIB,
+    ),
+    Redirect(
+        "gitlink-present-checked-out-by-the-command",
+        "git init -q vendor && git -C vendor config core.fsmonitor 'touch {OUT}/g4'",
+        setup=EMPTY_LINK,
+    ),
+    Redirect(
+        "gitlink-gitfile-to-a-git-dir-of-its-making",
+        "git init -q ev && git -C ev config core.fsmonitor 'touch {OUT}/g5' && mkdir v && "
+        + _script("echo 'gitdir: ../ev/.git' > v/.git")
+        + " && git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),v",
+    ),
+    Redirect(
+        "gitlink-config-included",
+        "printf '[core]\\n\\tfsmonitor = touch {OUT}/g6\\n' > inc.cfg && "
+        + _made(
+            "unused",
+            then="git -C sub2 config --unset core.fsmonitor && "
+            "git -C sub2 config include.path ../../inc.cfg && ",
+        ),
+    ),
+    Redirect(
+        "gitlink-inside-a-submodule",
+        _made("g7", "mod/inner")
+        .replace("git update-index", "git -C mod update-index")
+        .replace(",mod/inner", ",inner"),
+        setup=f"{LIB} && {ADD_LIB} mod && git commit -qm mod",
+    ),
+    Redirect("gitlink-by-a-script", _script(_made("g8"))),
+    Redirect(
+        # The person's own linked work tree, outside the workspace: its index lives in the
+        # workspace's git dir, and a gitlink named `../ws/evil` there is entered from it.
+        "gitlink-in-the-persons-other-work-tree",
+        "git init -q evil && git -C evil commit -q --allow-empty -m e && "
+        "git -C evil config core.fsmonitor 'touch {OUT}/g10' && "
+        "git --git-dir=.git/worktrees/lw update-index --add --cacheinfo "
+        '160000,$(git -C evil rev-parse HEAD),zzzzzzzzzz && python3 -c "import hashlib; '
+        "p = '.git/worktrees/lw/index'; d = bytearray(open(p, 'rb').read()); "
+        "i = d.index(b'zzzzzzzzzz'); d[i:i + 10] = b'../ws/evil'; "
+        "d[-20:] = hashlib.sha1(d[:-20]).digest(); open(p, 'wb').write(d)\"",
+        setup=LINKED,
+        person="lw",
+    ),
+    Redirect(
+        "gitlink-module-git-dir-left-for-submodule-update",
+        f"{ADD_LIB} m3 && git -C m3 config core.fsmonitor 'touch {{OUT}}/g9' && "
+        + _script("rm -rf m3 && mkdir m3"),
+        setup=LIB,
+        then="git -c protocol.file.allow=always submodule update -q --init >/dev/null 2>&1; "
+        + PERSON,
+    ),
+]
+REDIRECTS += [replace(case, undone=True) for case in GITLINKS]
+
+
 def _markers(tree: Tree) -> list[str]:
     return sorted(p.name for p in (tree.root / "out").iterdir() if p.name != "victim.txt")
 
 
-def _person(tree: Tree, where: str) -> Ran:
-    return tree.run(f"cd {tree.root / where} && {PERSON}")
+def _person(tree: Tree, where: str, then: str = PERSON) -> Ran:
+    return tree.run(f"cd {tree.root / where} && {then}")
 
 
 async def _run_guarded(
@@ -166,17 +250,21 @@ async def test_a_redirection_left_by_a_command_runs_nothing_for_the_person(
     if case.setup:
         assert tree.run(case.setup).rc == 0
     tree.run(f"cd {tree.root / case.workspace} && {command}")
-    _person(tree, case.person)
+    _person(tree, case.person, case.then)
     assert _markers(tree), f"the attack runs nothing for the person even unguarded: {command}"
     tree.reset()
     if case.setup:
         assert tree.run(case.setup).rc == 0
     result, said, ran = await _run_guarded(tree, command, tree.root / case.workspace)
-    _person(tree, case.person)
+    _person(tree, case.person, case.then)
     assert _markers(tree) == [], (said, ran)
+    assert result.denial is None or not case.undone, result.denial
     if result.denial is None:
-        toasts = [text for kind, text in said if kind == "toast" and "undid" in text]
+        toasts = [
+            text for kind, text in said if kind == "toast" and ("undid" in text or "aside" in text)
+        ]
         assert ran is not None and (ran.rc != 0 or toasts), (said, ran)
+        assert toasts or not case.undone, (said, ran)
     # The person's git still works where it did.
     assert _person_git_works(tree, case.person), case.id
 
@@ -213,7 +301,7 @@ async def test_the_persons_and_the_agents_ordinary_git_keep_working(tree: Tree) 
     result, said, ran = await _run_guarded(tree, command, tree.ws)
     assert result.denial is None
     assert ran is not None and ran.rc == 0 and ran.stdout.strip() == "agent", ran
-    assert not [text for kind, text in said if kind == "toast" and "undid" in text], said
+    assert not [text for kind, text in said if kind == "toast"], said
     # The person, afterwards and outside: a linked work tree of their own, git in both.
     person = tree.run(
         f"git worktree add -q ../lw2 && cd ../lw2 && git commit -q --allow-empty -m p && "
@@ -226,6 +314,57 @@ async def test_the_persons_and_the_agents_ordinary_git_keep_working(tree: Tree) 
     )
     assert ran is not None and ran.stdout.strip() == "3", ran
     assert _person_git_works(tree, "lw2")
+
+
+async def test_the_agents_submodule_add_and_the_persons_git_keep_working(tree: Tree) -> None:
+    # A clone git made (its config holds only what `submodule add` writes, its hooks only
+    # samples) is left as it is: the agent commits it, the person's git recurses into it.
+    assert tree.run(LIB).rc == 0
+    command = f"{ADD_LIB} mod2 && git -C mod2 log -1 --format=%s && git commit -qm add-mod2"
+    result, said, ran = await _run_guarded(tree, command, tree.ws)
+    assert result.denial is None and ran is not None and ran.rc == 0, ran
+    assert ran.stdout.strip() == "lib"
+    assert not [text for kind, text in said if kind == "toast"], said
+    module = tree.ws / ".git" / "modules" / "mod2"
+    assert "[remote" in (module / "config").read_text() and not list(module.glob("*undone*"))
+    person = tree.run(
+        "git status --porcelain && git -C mod2 status --porcelain && git show --stat HEAD"
+    )
+    assert person.rc == 0 and "mod2" in person.stdout and "fatal" not in person.stderr, person
+    assert _person_git_works(tree, "ws")
+
+
+async def test_the_persons_own_submodule_settings_are_left_alone(tree: Tree) -> None:
+    # Settings the person gave a submodule (here a program) are the person's: a command that
+    # neither made nor changed that repository leaves them, even when it changes the index.
+    setup = f"{LIB} && {ADD_LIB} mod && git commit -qm mod && git -C mod config diff.tool vimdiff"
+    assert tree.run(setup).rc == 0
+    config = tree.ws / ".git" / "modules" / "mod" / "config"
+    before = config.read_text()
+    command = "echo more >> c.txt && git add c.txt && git commit -qm agent && git -C mod log -1"
+    result, said, ran = await _run_guarded(tree, command, tree.ws)
+    assert result.denial is None and ran is not None and ran.rc == 0, ran
+    assert not [text for kind, text in said if kind == "toast"], said
+    assert config.read_text() == before
+
+
+async def test_where_no_wrapper_runs_it_the_host_moves_the_gitlinks_config_aside(
+    tree: Tree,
+) -> None:
+    # Claude Code's own sandbox runs the command as written (this terminal stands for it): the
+    # host's check when the result comes back is the only one.
+    command = tree.fill(_made("n1"))
+
+    async def as_written(event: ToolCall) -> ToolResult:
+        ran = tree.run(command)
+        return ToolResult(output={"stdout": ran.stdout, "stderr": ran.stderr})
+
+    result, actions = await dispatch_bash(tree, "true", as_written, snapshots=False)
+    assert any(a.kind == "toast" and "gitlink" in a.text for a in actions), actions
+    assert any("gitlink" in note.text for note in result.notes)
+    _person(tree, "ws")
+    assert _markers(tree) == []
+    assert _person_git_works(tree, "ws")
 
 
 def _wrapped(tree: Tree, command: str) -> str:
@@ -294,7 +433,9 @@ def test_existing_redirections_are_read_only_and_reach_claude_codes_sandbox(tree
     assert ran.rc != 0 and "Read-only" in ran.stderr, ran
 
 
-async def test_a_repository_made_and_registered_as_a_submodule_is_a_known_hole(tree: Tree) -> None:
+async def test_a_repository_made_and_registered_as_a_gitlink_runs_nothing_for_the_person(
+    tree: Tree,
+) -> None:
     # The person's `git status` in the workspace runs `git status` in every checked-out
     # gitlink: a repository of the command's making, with a config of its making.
     command = tree.fill(
@@ -306,11 +447,21 @@ async def test_a_repository_made_and_registered_as_a_submodule_is_a_known_hole(t
     _person(tree, "ws")
     assert _markers(tree) == ["s1"]  # harmful unguarded
     tree.reset()
-    await _run_guarded(tree, command, tree.ws)
+    result, said, ran = await _run_guarded(tree, command, tree.ws)
+    assert ran is not None and ran.rc == 0, ran
     _person(tree, "ws")
-    # Still open (README, limits): when this changes, assert the marker is absent instead.
-    assert _markers(tree) == ["s1"]
-    pytest.xfail("a repository the command makes and registers as a gitlink is not kept")
+    assert _markers(tree) == [], (said, ran)
+    config = tree.ws / "sub2" / ".git" / "config"
+    assert (
+        not config.exists()
+        and "fsmonitor" in (config.parent / "config.write-guard-undone").read_text()
+    )
+    toasts = [text for kind, text in said if kind == "toast" and "gitlink" in text]
+    assert toasts and str(config) in toasts[0], said
+    assert any(str(config) in note.text for note in result.notes)  # the model is told too
+    # The repository and the gitlink stay: the person's git, and git in it, still work.
+    assert _person_git_works(tree, "ws")
+    assert tree.run("git -C sub2 log -1 --format=%s").stdout.strip() == "s"
 
 
 @pytest.mark.parametrize(

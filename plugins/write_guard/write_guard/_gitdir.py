@@ -59,7 +59,7 @@ class GitSurface:
     """Git dirs bound onto themselves, so that they cannot be moved or removed."""
 
 
-def _inside(path: str, roots: Iterable[str]) -> bool:
+def inside(path: str, roots: Iterable[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
@@ -119,9 +119,9 @@ def git_surface(git_dirs: Sequence[str], writable: Sequence[str]) -> GitSurface:
         for path in paths:
             (bound if os.path.lexists(path) else absent).append(path)
     return GitSurface(
-        bound=tuple(p for p in dict.fromkeys(bound) if _inside(p, writable)),
-        absent=tuple(p for p in dict.fromkeys(absent) if _inside(p, writable)),
-        pinned=tuple(p for p in dict.fromkeys(pinned) if _inside(p, writable)),
+        bound=tuple(p for p in dict.fromkeys(bound) if inside(p, writable)),
+        absent=tuple(p for p in dict.fromkeys(absent) if inside(p, writable)),
+        pinned=tuple(p for p in dict.fromkeys(pinned) if inside(p, writable)),
     )
 
 
@@ -139,12 +139,12 @@ def after_check(absent: Sequence[str], writable: Sequence[str]) -> str:
     if not absent:
         return ""
     paths = " ".join(_quote(path) for path in absent)
-    inside = "|".join(_quote(root.rstrip("/")) + "/*" for root in writable)
+    within = "|".join(_quote(root.rstrip("/")) + "/*" for root in writable)
     m = MARKER
     return (
         f"for {m}_p in {paths}; do "
         f'if [ -e "${m}_p" ] || [ -L "${m}_p" ]; then '
-        f'if ( cd -P -- "${{{m}_p%/*}}" 2>/dev/null && case "$PWD/" in {inside}) '
+        f'if ( cd -P -- "${{{m}_p%/*}}" 2>/dev/null && case "$PWD/" in {within}) '
         f'{m}_n="$PWD/${{{m}_p##*/}}"; mv -fT -- "${m}_n" "${m}_n{ASIDE}" 2>/dev/null '
         f'|| rm -rf -- "${m}_n";; *) false;; esac ); then '
         f'printf "write-guard: undid %s, written by this command: it would point git at '
@@ -190,7 +190,7 @@ def undo(
         aside = path + ASIDE
         if os.path.lexists(path):
             real = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
-            if not _inside(real, writable):
+            if not inside(real, writable):
                 undone.append(Undone(path, None, left=True))
                 continue
             try:
@@ -240,7 +240,7 @@ def put_back(before: dict[str, tuple[int, int] | None]) -> list[Undone]:
             continue
         kept = None
         if now[path] is not None:
-            kept = _free_name(path + ASIDE)
+            kept = free_name(path + ASIDE)
             try:
                 os.replace(path, kept)
             except OSError:
@@ -256,7 +256,7 @@ def put_back(before: dict[str, tuple[int, int] | None]) -> list[Undone]:
     return undone
 
 
-def _free_name(path: str) -> str:
+def free_name(path: str) -> str:
     candidate, n = path, 1
     while os.path.lexists(candidate):
         n += 1

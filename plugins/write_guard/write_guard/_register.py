@@ -8,6 +8,7 @@ from typing import Any
 from framework import CallNext, Engine, ToolCall, ToolResult, hookimpl
 
 from write_guard._gitdir import aside_state, identities, put_back, undo, undone_text
+from write_guard._gitlink import LinkWatch
 from write_guard._options import Options
 from write_guard._runtime import PLUGIN, RECORD_TTL_S, Guard, gated, is_shell_tool, is_write_tool
 from write_guard._sandbox import redirect_surface
@@ -25,7 +26,8 @@ def register(on: Any, options: Options | None) -> None:
 
     async def redirections(engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
         """The files that would redirect git, checked again when the command's result comes
-        back (see _gitdir): undone where no wrapper ran, and the person told."""
+        back (see _gitdir): undone where no wrapper ran; and what would run in a repository
+        git enters through a gitlink (see _gitlink) moved aside; the person told."""
         if engine.sandboxed:  # a replay or a test host runs nothing
             result: ToolResult = await call_next(event)
             return result
@@ -33,11 +35,13 @@ def register(on: Any, options: Options | None) -> None:
         roots = () if policy.preset == "read-only" else (policy.workspace_root, *policy.extra_roots)
         surface, writable = redirect_surface(roots)
         before, pinned = aside_state(surface.absent), identities(surface.pinned)
+        links = LinkWatch.start(writable)
         result = await call_next(event)
         undone = [*put_back(pinned), *undo(surface.absent, before, writable)]
-        if not undone:
+        said = [undone_text(undone)] if undone else []
+        text = " ".join(part for part in [*said, links.finish()] if part)
+        if not text:
             return result
-        text = undone_text(undone)
         engine.ui.toast(text)
         return result.with_note(text, by=PLUGIN)
 

@@ -18,11 +18,11 @@ import shutil
 import stat
 import subprocess
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from write_guard._gitdir import GitSurface, after_check, git_surface, subfolders
+from write_guard._gitdir import GitSurface, after_check, git_surface, inside, subfolders
 
 SandboxChoice = Literal["auto", "bwrap", "off"]
 
@@ -180,7 +180,7 @@ def _find_nested(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         modules = []
     for path in modules:
         work_tree = os.path.normpath(os.path.join(root, path))
-        if _inside(work_tree, [root]) and work_tree != root:
+        if inside(work_tree, [root]) and work_tree != root:
             work_trees.append(work_tree)
     git_dirs_found: list[str] = []
     gitfiles: list[str] = []
@@ -190,12 +190,12 @@ def _find_nested(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
             gitfiles.append(dot_git)
         git_dirs_found += git_dirs(work_tree)
     for git_dir in [*git_dirs(root), *git_dirs_found]:
-        git_dirs_found += _module_git_dirs(os.path.join(git_dir, "modules"))
+        git_dirs_found += module_git_dirs(os.path.join(git_dir, "modules"))
     own = set(git_dirs(root))
     return tuple(d for d in dict.fromkeys(git_dirs_found) if d not in own), tuple(gitfiles)
 
 
-def _module_git_dirs(modules: str, depth: int = 0) -> list[str]:
+def module_git_dirs(modules: str, depth: int = 0) -> list[str]:
     """The git dirs below a `modules/` folder: a submodule's name may hold slashes, and a
     submodule's own submodules are below its `modules/`."""
     found: list[str] = []
@@ -204,9 +204,9 @@ def _module_git_dirs(modules: str, depth: int = 0) -> list[str]:
     for folder in subfolders(modules):
         if os.path.isfile(os.path.join(folder, "HEAD")):
             found.append(folder)
-            found += _module_git_dirs(os.path.join(folder, "modules"), depth + 1)
+            found += module_git_dirs(os.path.join(folder, "modules"), depth + 1)
         else:
-            found += _module_git_dirs(folder, depth + 1)
+            found += module_git_dirs(folder, depth + 1)
     return found
 
 
@@ -237,10 +237,6 @@ def remove_session_temp(host_temp: str, session_id: str) -> None:
         shutil.rmtree(path, ignore_errors=True)
 
 
-def _inside(path: str, roots: Iterable[str]) -> bool:
-    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
-
-
 def _writable_roots(roots: Sequence[str], host_temp: str | None) -> list[str]:
     """The roots that exist, resolved, but the host's temp folder (replaced by the session's)
     and /dev; and the git dirs of linked work trees among them, which hold their objects and
@@ -255,7 +251,7 @@ def _writable_roots(roots: Sequence[str], host_temp: str | None) -> list[str]:
     extra_git: list[str] = []
     for root in list(writable):
         for git_dir in git_dirs(root):
-            if not _inside(git_dir, writable):
+            if not inside(git_dir, writable):
                 extra_git.append(git_dir)
     return writable + extra_git
 
@@ -317,7 +313,7 @@ def plan_sandbox(
         for git_dir in [*git_dirs(root), *nested]:
             read_only += [os.path.join(git_dir, name) for name in _GIT_PROTECTED]
             hooks = os.path.join(git_dir, "hooks")
-            if not os.path.lexists(hooks) and _inside(git_dir, writable):
+            if not os.path.lexists(hooks) and inside(git_dir, writable):
                 missing.append(hooks)
     # A linked work tree's gitfile names its git dir: rewritten, it would hand git a config
     # of the command's making (nested ones' are among `gitfiles` above).
@@ -329,11 +325,11 @@ def plan_sandbox(
     read_only += surface.bound
     for path in protected:
         read_only.append(os.path.realpath(path) if os.path.exists(path) else path)
-    read_only = [p for p in dict.fromkeys(read_only) if os.path.exists(p) and _inside(p, writable)]
+    read_only = [p for p in dict.fromkeys(read_only) if os.path.exists(p) and inside(p, writable)]
     if temp is not None and host_temp is not None:
         # Below the host's temp folder only the roots are seen: the rest is the session's.
         def seen(path: str) -> bool:
-            return not _inside(path, [host_temp]) or _inside(path, writable)
+            return not inside(path, [host_temp]) or inside(path, writable)
 
         hidden = [path for path in hidden if seen(path)]
         temp = (temp[0], host_temp)
@@ -343,7 +339,7 @@ def plan_sandbox(
     hidden_files = [
         path
         for path in dict.fromkeys(hidden)
-        if os.path.isfile(path) and not _inside(path, hidden_dirs)
+        if os.path.isfile(path) and not inside(path, hidden_dirs)
     ]
     return SandboxPlan(
         bwrap=bwrap,

@@ -1,0 +1,323 @@
+"""Reading an index's gitlinks as git does, and judging what a repository git enters would
+run (see write_guard/_gitlink.py). Indexes are written by real git inside the jail, in each
+format git writes and in forms only a command crafting the bytes would write; the parse must
+name every gitlink `git ls-files -s` names there."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+import time
+from pathlib import Path
+
+import pytest
+from wg_jail import BWRAP, Tree
+from write_guard._gitlink import (
+    _READ,
+    RACY_NS,
+    LinkState,
+    LinkWatch,
+    UnreadableIndex,
+    index_links,
+    inert_config,
+    link_state,
+    parse_index,
+    quarantine,
+)
+
+jail = pytest.mark.skipif(BWRAP is None, reason="real git runs only inside bubblewrap")
+LINK = "git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),"
+
+
+def _git_links(tree: Tree, folder: str = "ws") -> set[bytes]:
+    listed = tree.run(f"cd {tree.root / folder} && git ls-files -s -z")
+    assert listed.rc == 0, listed
+    entries = [line.split(b"\t", 1) for line in listed.stdout.encode().split(b"\0") if line]
+    # git takes any mode of S_IFGITLINK's type bits for one, whatever its other bits.
+    return {name for head, name in entries if int(head.split()[0], 8) & 0o170000 == 0o160000}
+
+
+def _parsed(tree: Tree, folder: str = "ws") -> set[bytes]:
+    git_dir = tree.root / folder / ".git"
+    found = parse_index((git_dir / "index").read_bytes(), 32 if folder == "sha" else 20)
+    links = set(found.links)
+    if found.shared is not None:
+        shared = git_dir / ("sharedindex." + found.shared.hex())
+        links |= parse_index(shared.read_bytes()).links
+    return links
+
+
+LONG = "/".join(["d" * 200] * 22) + "/sub"  # past the 12 bits of an entry's name length
+FORMATS = {
+    "v2": f"{LINK}a/one && {LINK}b/two",
+    "v3-intent-to-add": f"touch n && git add -N n && {LINK}x",
+    "v4": f"git update-index --index-version 4 && {LINK}lib/one && {LINK}lib/onex && {LINK}l",
+    "split": f"{LINK}s1 && git update-index --split-index && {LINK}s2",
+    "long-name": f"{LINK}{LONG}",
+    "v4-long-name": f"git update-index --index-version 4 && {LINK}{LONG} && {LINK}{LONG}2",
+}
+
+
+@jail
+@pytest.mark.parametrize("how", FORMATS)
+def test_every_gitlink_git_lists_is_read(tree: Tree, how: str) -> None:
+    assert tree.run(FORMATS[how]).rc == 0
+    wanted = _git_links(tree)
+    assert wanted and _parsed(tree) == wanted
+
+
+@jail
+def test_a_sha256_index_is_read(tree: Tree) -> None:
+    made = tree.run(
+        "git init -q --object-format=sha256 ../sha && cd ../sha && "
+        "git commit -q --allow-empty -m s && " + LINK + "sub"
+    )
+    assert made.rc == 0, made
+    assert _parsed(tree, "sha") == _git_links(tree, "sha") == {b"sub"}
+
+
+@jail
+def test_the_blocks_of_a_threaded_index_are_read(tree: Tree) -> None:
+    # git writes an `IEOT` extension (offsets of blocks that threads read on their own) for
+    # an index of 20,000 entries or more when index.threads allows it.
+    lines = "".join(f"100644 {'e69de29bb2d1d6434b8b29ae775ad8c2e48c5391'}\tf/{n:05d}\n"
+                    for n in range(20_500))  # fmt: skip
+    made = tree.run(
+        f"git update-index --index-info && {LINK}zz && git -c index.threads=4 update-index "
+        "--index-version 4 && git -c index.threads=4 update-index --index-version 4",
+        stdin=lines,
+    )
+    assert made.rc == 0, made
+    data = (tree.ws / ".git" / "index").read_bytes()
+    assert b"IEOT" in data
+    assert _parsed(tree) == _git_links(tree) == {b"zz"}
+
+
+def _set_mode(index: Path, name: bytes, mode: int) -> None:
+    """Rewrite one entry's mode in a version-2 index, and its checksum (as a command could)."""
+    data = bytearray(index.read_bytes())
+    at = data.index(struct.pack(">H", len(name)) + name + b"\0") - 60
+    struct.pack_into(">I", data, at + 24, mode)
+    data[-20:] = hashlib.sha1(data[:-20]).digest()
+    index.write_bytes(bytes(data))
+
+
+@jail
+@pytest.mark.parametrize("mode", [0xFFFFE000, 0o160644])
+def test_a_mode_git_takes_for_a_gitlink_counts_whatever_its_other_bits(
+    tree: Tree, mode: int
+) -> None:
+    assert tree.run("touch crafted && git add crafted").rc == 0
+    _set_mode(tree.ws / ".git" / "index", b"crafted", mode)
+    assert b"crafted" in _git_links(tree)  # git reads it as a gitlink
+    assert b"crafted" in _parsed(tree)
+
+
+def test_an_index_git_cannot_read_is_named_unreadable() -> None:
+    for data in (b"", b"DIRC\0\0\0\x05\0\0\0\0", b"DIRC\0\0\0\x02\0\0\0\x09" + b"\0" * 80):
+        with pytest.raises(UnreadableIndex):
+            parse_index(data)
+
+
+GIT_MADE = """[core]
+\trepositoryformatversion = 0
+\tfilemode = true
+\tbare = false
+\tlogallrefupdates = true
+\tworktree = ../../../mod
+[remote "origin"]
+\turl = /t/lib
+\tfetch = +refs/heads/*:refs/remotes/origin/*
+[branch "main"]
+\tremote = origin
+\tmerge = refs/heads/main
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "inert"),
+    [
+        (GIT_MADE, True),
+        ("", True),
+        ('# a comment\n; another\n[Remote "o"]\n\tURL = x\n', True),
+        ("[core]\n\tfsmonitor = touch x\n", False),
+        ("[core] fsmonitor = touch x\n", False),
+        ("[CORE]\n\tFsMonitor=x\n", False),
+        ("[include]\n\tpath = ../x\n", False),
+        ('[includeIf "gitdir:/"]\n\tpath = ../x\n', False),
+        ("[core]\n\tbare = false \\\n\tfsmonitor = x\n", False),
+        ('[remote "o"]\n\turl = x\n\tuploadpack = touch y\n', False),
+        ('[submodule "s"]\n\tupdate = !touch y\n', False),
+        ("[core.x]\n\tbare = false\n", False),
+        ("fsmonitor = x\n", False),
+        ("[core\n", False),
+        ("[extensions]\n\tworktreeConfig = true\n", False),
+    ],
+)
+def test_only_settings_git_itself_writes_count_as_inert(text: str, inert: bool) -> None:
+    assert inert_config(text) is inert
+
+
+def _index(*names: bytes, mode: int = 0o160000, extension: bytes = b"") -> bytes:
+    """A version-2 index of gitlinks (as git writes one), checksummed."""
+    body = b"DIRC" + struct.pack(">II", 2, len(names))
+    for name in names:
+        entry = struct.pack(">10I", 0, 0, 0, 0, 0, 0, mode, 0, 0, 0) + b"\1" * 20
+        entry += struct.pack(">H", len(name)) + name
+        body += entry + b"\0" * (8 - len(entry) % 8)
+    body += extension
+    return body + hashlib.sha1(body).digest()
+
+
+def _repository(git_dir: Path, config: str = GIT_MADE, hooks: tuple[str, ...] = ()) -> None:
+    (git_dir / "hooks").mkdir(parents=True)
+    (git_dir / "config").write_text(config)
+    (git_dir / "hooks" / "pre-commit.sample").write_text("#!/bin/sh\n")
+    for hook in hooks:
+        (git_dir / "hooks" / hook).write_text("#!/bin/sh\ntouch /x\n")
+
+
+def _workspace(tmp_path: Path) -> tuple[Path, LinkWatch]:
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    (ws / ".git" / "config").write_text("[core]\n\tfsmonitor = the-persons\n")
+    return ws, LinkWatch.start([str(ws)])
+
+
+def test_what_would_run_in_a_new_gitlinks_repository_is_moved_aside(tmp_path: Path) -> None:
+    ws, watch = _workspace(tmp_path)
+    _repository(ws / "a" / ".git", hooks=("post-checkout",))  # hooks of its making
+    _repository(ws / "b" / ".git", config="[core]\n\tsshCommand = x\n")
+    _repository(ws / "c" / ".git")  # as git makes one: kept
+    (ws / "c" / ".git" / "commondir").write_text("../../elsewhere\n")  # but another config
+    _repository(ws / "d" / ".git")  # as git makes one
+    (ws / ".git" / "index").write_bytes(_index(b"a", b"b", b"c", b"d"))
+    text = watch.finish()
+    aside = sorted(str(p.relative_to(ws)) for p in ws.glob("*/.git/*.write-guard-undone"))
+    assert aside == [
+        "a/.git/hooks.write-guard-undone",
+        "b/.git/config.write-guard-undone",
+        "c/.git/commondir.write-guard-undone",
+    ]
+    assert (ws / "d" / ".git" / "config").read_text() == GIT_MADE
+    assert "a/.git/hooks" in text and "gitlink" in text
+    # The workspace's own config (the person's, read-only to the command) is never judged.
+    assert "the-persons" in (ws / ".git" / "config").read_text()
+
+
+def test_a_repository_already_entered_is_judged_again_only_when_it_changes(
+    tmp_path: Path,
+) -> None:
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    _repository(ws / "mod" / ".git", config="[diff]\n\ttool = the-persons\n")
+    (ws / ".git" / "index").write_bytes(_index(b"mod"))
+    watch = LinkWatch.start([str(ws)])
+    (ws / ".git" / "index").write_bytes(_index(b"mod", b"other"))  # the index changes
+    assert watch.finish() == ""
+    assert "the-persons" in (ws / "mod" / ".git" / "config").read_text()
+    watch = LinkWatch.start([str(ws)])
+    os.remove(ws / "mod" / ".git" / "config")
+    (ws / "mod" / ".git" / "config").write_text("[core]\n\tfsmonitor = x\n")
+    assert "mod/.git/config" in watch.finish()
+
+
+def test_a_gitlink_out_of_the_roots_is_never_touched(tmp_path: Path) -> None:
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    (ws / ".git").mkdir(parents=True)
+    _repository(outside / ".git", config="[core]\n\tfsmonitor = the-persons\n")
+    before = LinkState()
+    (ws / ".git" / "index").write_bytes(_index(b"../outside"))
+    after = link_state([(str(ws), str(ws / ".git"))])
+    assert str(outside) in after.entered
+    assert quarantine(before, after, [str(ws)], [str(ws / ".git")]) == []
+    assert (outside / ".git" / "config").exists()
+
+
+def test_an_unreadable_index_is_said(tmp_path: Path) -> None:
+    ws, watch = _workspace(tmp_path)
+    (ws / ".git" / "index").write_bytes(b"DIRC\0\0\0\x09")
+    assert "Could not read the index" in watch.finish()
+
+
+def test_an_unreadable_index_counts_every_repository_in_the_work_tree(tmp_path: Path) -> None:
+    # Fail closed: git may read what this cannot, so a repository made during the command
+    # anywhere in the work tree (3 deep) is judged, and the person told.
+    ws, watch = _workspace(tmp_path)
+    (ws / ".git" / "index").write_bytes(b"DIRC\0\0\0\x02\0\0\0\x01garbage")
+    _repository(ws / "deep" / "er" / ".git", config="[core]\n\tfsmonitor = x\n")
+    text = watch.finish()
+    assert "Could not read the index" in text and "deep/er/.git/config" in text
+    assert (ws / "deep" / "er" / ".git" / "config.write-guard-undone").exists()
+
+
+def test_an_index_that_is_a_link_is_read_again_when_its_target_changes(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    target = tmp_path / "ws" / "elsewhere.idx"
+    target.write_bytes(_index(b"aa"))
+    old = time.time_ns() - 10 * RACY_NS  # not racy: the reading is kept
+    os.utime(target, ns=(old, old))
+    os.symlink(target, ws / ".git" / "index")
+    os.utime(ws / ".git" / "index", ns=(old, old), follow_symlinks=False)
+    watch = LinkWatch.start([str(ws)])
+    _repository(ws / "bb" / ".git", config="[core]\n\tfsmonitor = x\n")
+    target.write_bytes(_index(b"bb"))  # the link itself unchanged
+    assert "bb/.git/config" in watch.finish()
+
+
+@pytest.mark.parametrize("name", [b"/sub", b"lnk/../sub", b"./sub"])
+def test_a_gitlink_name_is_resolved_as_git_and_the_kernel_resolve_it(
+    tmp_path: Path, name: bytes
+) -> None:
+    # A leading slash is still relative to the work tree; `..` after a link the command made
+    # is resolved through the link.
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    (ws / "deep" / "er").mkdir(parents=True)
+    os.symlink("deep/er", ws / "lnk")
+    (ws / ".git" / "index").write_bytes(_index(name))
+    entered = link_state([(str(ws), str(ws / ".git"))]).entered
+    wanted = ws / "deep" / "sub" if name.startswith(b"lnk") else ws / "sub"
+    assert list(entered) == [str(wanted)]
+
+
+def test_a_reading_of_an_index_changed_just_before_is_not_kept(tmp_path: Path) -> None:
+    # Within a timestamp's granularity a rewrite in place can keep the same stat (racy git).
+    git_dir = tmp_path / "ws" / ".git"
+    git_dir.mkdir(parents=True)
+    index = git_dir / "index"
+    index.write_bytes(_index(b"a"))
+    assert index_links(str(git_dir)).links == {b"a"}
+    assert str(index) not in _READ
+    old = time.time_ns() - 10 * RACY_NS
+    os.utime(index, ns=(old, old))
+    assert index_links(str(git_dir)).links == {b"a"}
+    assert str(index) in _READ
+
+
+def test_a_sparse_directory_counts_the_repositories_in_its_folder(tmp_path: Path) -> None:
+    # git may expand a sparse directory into the gitlinks of its trees.
+    ws, watch = _workspace(tmp_path)
+    (ws / ".git" / "index").write_bytes(_index(b"dir/", mode=0o040000))
+    _repository(ws / "dir" / "x" / ".git", config="[core]\n\tfsmonitor = x\n")
+    assert "dir/x/.git/config" in watch.finish()
+
+
+@pytest.mark.parametrize(("counts", "read"), [((1, 1), True), ((2, 1), False)])
+def test_ieot_blocks_are_read_only_when_they_add_up_to_the_index(
+    counts: tuple[int, int], read: bool
+) -> None:
+    # A block is read from its own offset (as threaded git would), here an entry hidden in an
+    # extension's body; blocks that do not add up to the index's entries are not git's, and
+    # 100,000 of them each read from the start would stall the host on every command.
+    plain = _index(b"a", b"b")[:-20]
+    hidden = _index(b"hidden")[12:-20]
+    at = len(plain) + 8
+    blocks = struct.pack(">I", 1) + struct.pack(">II", 12, counts[0])
+    blocks += struct.pack(">II", at, counts[1])
+    extension = b"ZZZZ" + struct.pack(">I", len(hidden)) + hidden
+    extension += b"IEOT" + struct.pack(">I", len(blocks)) + blocks
+    data = _index(b"a", b"b", extension=extension)
+    assert parse_index(data).links == ({b"a", b"b", b"hidden"} if read else {b"a", b"b"})

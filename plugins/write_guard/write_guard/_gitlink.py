@@ -1,0 +1,577 @@
+"""Repositories the workspace's git enters through a gitlink, and what a command may leave in
+them.
+
+The person's `git status` (and `diff`, and `checkout`/`pull` with `--recurse-submodules`) runs
+git in every checked-out gitlink of the index: a repository whose config or hooks are of the
+command's making then runs its programs outside the sandbox. A command can make one (`git init
+sub && git -C sub config core.fsmonitor …`) and register it (`git update-index --add
+--cacheinfo 160000,…,sub`, or `git submodule add`, whose clone under `.git/modules/NAME` is new
+and so not bound read-only), or check a repository out under a gitlink already there.
+
+So, around each command, the gitlinks of the roots' indexes (and of their repositories' other
+work trees, whose indexes are in the git dir the command can write, and of the repositories
+they reach, 3 deep) are read and each checked-out one's git dir fingerprinted (its `.git`
+entry, `config`, `config.worktree`, `commondir`, `hooks`), and so is each git dir under their
+`modules/` (a submodule's that no work tree names yet: the person's `git submodule update`
+checks it out and runs git there). Reading an index is skipped while its stat is unchanged
+(cached), so a command that touches no index costs a few stats per index. A repository whose
+fingerprint changed, or that a gitlink reaches for the first time, is judged by what would run
+there: a config holding only settings git's own `init`, `clone` and `submodule add` write (an
+allow-list: anything else, an include, a line not read for sure counts as a program), hooks
+only `*.sample`, no `commondir`. What fails is moved aside to `<name>.write-guard-undone` (as
+`_gitdir` does; nothing deleted) and the person and model are told. The roots' own git dirs are
+never touched (their configs are read-only to the command).
+
+The index is parsed here as git reads it (versions 2-4, SHA-1 or SHA-256 names, a split
+index's shared part, the blocks of an `IEOT` extension read on their own too, as threaded git
+reads them): a mode with a gitlink's type bits counts whatever its other bits, as git takes
+it, and so does a directory's type other than exactly a sparse directory's (git 2.39 aborts
+on one; others may read it as a gitlink). A sparse directory entry stands
+for trees that git may expand into gitlinks: the repositories in that folder (3 deep) are
+judged too. An index that cannot be read is named (the person's git, reading the same bytes,
+fails the same way or reads it as this does).
+
+Pure apart from reading indexes, configs and folders, and `quarantine`."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+import struct
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from write_guard._gitdir import ASIDE, Undone, free_name, inside, subfolders
+from write_guard._sandbox import git_dirs, module_git_dirs
+
+INDEX_READ_MAX = 256 * 1024 * 1024
+"""An index bigger than this is not read (named as unreadable)."""
+LINK_DEPTH = 3
+"""Gitlinks followed this deep: a submodule's submodules, and theirs."""
+SPARSE_DEPTH = 3
+SPARSE_MAX = 16
+ENTRIES_MAX = 20_000
+"""Folder entries read at most to find the repositories of a sparse directory (or of a work
+tree whose index cannot be read)."""
+READ_KEPT = 256
+"""Indexes whose reading is kept (the roots' and their submodules')."""
+RACY_NS = 2_000_000_000
+"""An index changed less than this before it was read is read again next time."""
+CONFIG_READ_MAX = 65_536
+FINGERPRINTED = ("config", "config.worktree", "commondir", "hooks")
+
+# What git's own `init`, `clone` and `submodule add` write to a new repository's config:
+# nothing here names a program, a hook folder, another config or a work tree's filters.
+_INERT_KEYS = frozenset({
+    "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates",
+    "core.worktree", "core.symlinks", "core.ignorecase", "core.precomposeunicode",
+    "extensions.objectformat", "user.name", "user.email",
+})  # fmt: skip
+_INERT_SUBSECTION_KEYS = frozenset({
+    "remote.url", "remote.fetch", "branch.remote", "branch.merge", "submodule.url",
+    "submodule.active",
+})  # fmt: skip
+_HEADER = re.compile(r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\\n]|\\.)*)")?\s*\]\s*(.*)$')
+_KEY = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)\s*(?:=(.*))?$")
+_SHA256 = re.compile(r"^\s*objectformat\s*=\s*sha256\s*$", re.IGNORECASE | re.MULTILINE)
+
+_U32 = struct.Struct(">I").unpack_from
+_Head = Callable[[bytes, int], tuple[int, int]]
+_HEADS: dict[int, _Head] = {}
+"""Per hash size: an entry's mode and flags, in one unpack."""
+_IFMT, _IFDIR, _IFGITLINK = 0o170000, 0o040000, 0o160000
+
+StatKey = tuple[int, int, int, int] | None
+
+
+class UnreadableIndex(ValueError):
+    """An index that cannot be read as git would."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexLinks:
+    """What an index says git enters: gitlink paths, and sparse directories (folders)."""
+
+    links: frozenset[bytes] = frozenset()
+    sparse: frozenset[bytes] = frozenset()
+
+
+@dataclass(slots=True)
+class Found:
+    """What `parse_index` finds, and the hash naming the shared index of a split index."""
+
+    links: set[bytes] = field(default_factory=set)
+    sparse: set[bytes] = field(default_factory=set)
+    shared: bytes | None = None
+
+
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """git's offset varint (`decode_varint`): the value and the position after it."""
+    byte = data[pos]
+    pos += 1
+    value = byte & 0x7F
+    while byte & 0x80:
+        byte = data[pos]
+        pos += 1
+        value = ((value + 1) << 7) | (byte & 0x7F)
+    return value, pos
+
+
+def _entries(data: bytes, pos: int, count: int, version: int, hash_size: int, found: Found) -> int:
+    """Read `count` entries from `pos` (the position after them): gitlinks and sparse
+    directories into `found`."""
+    fixed = 40 + hash_size + 2
+    head = _HEADS.get(hash_size)
+    if head is None:
+        head = _HEADS[hash_size] = struct.Struct(f">24xI{hash_size + 12}xH").unpack_from
+    if version == 4:
+        return _entries_v4(data, pos, count, fixed, head, found)
+    for _ in range(count):
+        mode, flags = head(data, pos)
+        length = flags & 0xFFF
+        # One test in the common case: a file's or a link's mode has no 0o040000 bit, and
+        # its entry's length follows from its flags.
+        if mode & 0o040000 or flags & 0x4000 or length == 0xFFF:
+            name_at = pos + fixed + (2 if flags & 0x4000 else 0)
+            if length == 0xFFF:
+                length = data.index(b"\0", name_at) - name_at
+            _found(found, mode, data[name_at : name_at + length])
+            pos += (name_at - pos + length + 8) & ~7
+        else:
+            pos += (fixed + length + 8) & ~7
+    if pos > len(data):
+        raise UnreadableIndex("entry past the end")
+    return pos
+
+
+def _entries_v4(data: bytes, pos: int, count: int, fixed: int, head: _Head, found: Found) -> int:
+    """Version 4: each name is the previous one's, `strip` bytes shorter, and a suffix."""
+    prev: bytes | None = None  # a block's first entry takes nothing from the one before
+    for _ in range(count):
+        mode, flags = head(data, pos)
+        strip, name_at = _varint(data, pos + fixed + (2 if flags & 0x4000 else 0))
+        copy = 0 if prev is None else len(prev) - strip
+        if copy < 0:
+            raise UnreadableIndex("malformed name field")
+        length = flags & 0xFFF
+        if length == 0xFFF:
+            length = data.index(b"\0", name_at) - name_at + copy
+        end = name_at + length - copy
+        if end < name_at or end >= len(data):
+            raise UnreadableIndex("malformed name length")
+        prev = (prev or b"")[:copy] + data[name_at:end]
+        if mode & 0o040000:
+            _found(found, mode, prev)
+        pos = end + 1
+    return pos
+
+
+def _found(found: Found, mode: int, name: bytes) -> None:
+    kind = mode & _IFMT
+    if mode == _IFDIR:
+        found.sparse.add(name)
+    elif kind in (_IFGITLINK, _IFDIR):
+        found.links.add(name)
+
+
+def parse_index(data: bytes, hash_size: int = 20) -> Found:
+    """The gitlinks and sparse directories of an index file's bytes, and the hash naming its
+    shared index (a split index), if any. UnreadableIndex when git could not read it either."""
+    found = Found()
+    try:
+        if len(data) < 12 or data[:4] != b"DIRC":
+            raise UnreadableIndex("not an index")
+        version, count = _U32(data, 4)[0], _U32(data, 8)[0]
+        if version not in (2, 3, 4):
+            raise UnreadableIndex(f"index version {version}")
+        pos = _entries(data, 12, count, version, hash_size, found)
+        end = len(data) - hash_size
+        while pos + 8 <= end:
+            signature, size = data[pos : pos + 4], _U32(data, pos + 4)[0]
+            body = data[pos + 8 : pos + 8 + size]
+            if signature == b"link" and len(body) >= hash_size:
+                found.shared = body[:hash_size]
+            elif signature == b"IEOT" and len(body) >= 4:
+                # Threaded git reads each block from its own offset, names afresh: read them
+                # the same way too, so that no entry reads differently there. Blocks that do
+                # not add up to the index's entries are not git's (and would cost more than
+                # one reading of the index).
+                blocks = [
+                    (_U32(body, at)[0], _U32(body, at + 4)[0]) for at in range(4, len(body) - 7, 8)
+                ]
+                if sum(entries for _offset, entries in blocks) != count:
+                    blocks = []
+                for offset, entries in blocks:
+                    # A block git could not read either: the entries read in order stand.
+                    with contextlib.suppress(struct.error, IndexError, ValueError):
+                        _entries(data, offset, entries, version, hash_size, found)
+            pos += 8 + size
+    except (struct.error, IndexError, ValueError) as error:
+        if isinstance(error, UnreadableIndex):
+            raise
+        raise UnreadableIndex(f"truncated or malformed ({type(error).__name__})") from error
+    return found
+
+
+def _stat_key(path: str) -> StatKey:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return (info.st_ino, info.st_ctime_ns, info.st_mtime_ns, info.st_size)
+
+
+def _hash_size(git_dir: str) -> int:
+    for folder in (git_dir, _commondir(git_dir)):
+        if folder is None:
+            continue
+        try:
+            with open(os.path.join(folder, "config"), encoding="utf-8", errors="replace") as f:
+                if _SHA256.search(f.read(CONFIG_READ_MAX)):
+                    return 32
+        except OSError:
+            pass
+    return 20
+
+
+def _commondir(git_dir: str) -> str | None:
+    try:
+        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as handle:
+            common = handle.readline().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return os.path.normpath(os.path.join(git_dir, common)) if common else None
+
+
+def _file_key(path: str) -> tuple[StatKey, StatKey]:
+    """A file's stat and, when it is a link, its target's: either changes when git would
+    read other bytes there."""
+    try:
+        info = os.lstat(path)
+        own = (info.st_ino, info.st_ctime_ns, info.st_mtime_ns, info.st_size)
+        if stat.S_ISLNK(info.st_mode):
+            info = os.stat(path)
+    except OSError:
+        return (_stat_key(path), None)
+    return (own, (info.st_ino, info.st_ctime_ns, info.st_mtime_ns, info.st_size))
+
+
+_READ: dict[str, tuple[tuple[tuple[str, tuple[StatKey, StatKey]], ...], IndexLinks]] = {}
+"""Per index file: the files read for it (itself, its shared index, the config naming the
+hash) with their stat then, and what it said."""
+
+
+def index_links(git_dir: str) -> IndexLinks:
+    """The gitlinks and sparse directories of `git_dir`'s index (with its shared index's),
+    read again only when the stat of a file read for it changed. UnreadableIndex when it
+    cannot be read as git would; nothing when there is no index."""
+    path = os.path.join(git_dir, "index")
+    known = _READ.get(path)
+    if known is not None and all(_file_key(file) == key for file, key in known[0]):
+        return known[1]
+    config = os.path.join(git_dir, "config")
+    files = [config, path]
+    keys = [_file_key(config), _file_key(path)]
+    read = IndexLinks() if keys[1][1] is None else _read_index(git_dir, path, files)
+    keys += [_file_key(file) for file in files[2:]]
+    index = keys[1][1]
+    # Racy, as git says: a file changed again within the timestamps' granularity of this
+    # read could keep the same stat. Such a reading is not kept.
+    if index is not None and index[2] >= time.time_ns() - RACY_NS:
+        return read
+    if len(_READ) > READ_KEPT:
+        _READ.clear()
+    _READ[path] = (tuple(zip(files, keys, strict=True)), read)
+    return read
+
+
+def _read_index(git_dir: str, path: str, files: list[str]) -> IndexLinks:
+    """Read the index at `path` and its shared index (appended to `files`)."""
+    hash_size = _hash_size(git_dir)
+    links: set[bytes] = set()
+    sparse: set[bytes] = set()
+    for _part in range(2):  # the index, then its shared index (which has none of its own)
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read(INDEX_READ_MAX + 1)
+        except OSError as error:
+            raise UnreadableIndex(f"cannot be read ({error.strerror})") from error
+        if len(data) > INDEX_READ_MAX:
+            raise UnreadableIndex("too big to read")
+        found = parse_index(data, hash_size)
+        links |= found.links
+        sparse |= found.sparse
+        shared = found.shared
+        if shared is None or not shared.strip(b"\0"):
+            break
+        path = os.path.join(git_dir, "sharedindex." + shared.hex())
+        files.append(path)
+    return IndexLinks(frozenset(links), frozenset(sparse))
+
+
+@dataclass(frozen=True, slots=True)
+class Entered:
+    """A repository git enters through a gitlink, as it is now."""
+
+    work_tree: str
+    git_dir: str | None
+    """Its git dir, resolved (None: not checked out)."""
+    key: tuple[object, ...]
+    """Its `.git` entry's and fingerprinted files' stat (see FINGERPRINTED)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LinkState:
+    """The repositories the roots' git enters, and the indexes that could not be read."""
+
+    entered: dict[str, Entered] = field(default_factory=dict)
+    unreadable: tuple[str, ...] = ()
+
+
+def _git_dir_of(work_tree: str) -> str | None:
+    """The git dir `work_tree/.git` names, as git resolves a checked-out submodule."""
+    dot_git = os.path.join(work_tree, ".git")
+    if os.path.isdir(dot_git):
+        return os.path.realpath(dot_git)
+    try:
+        with open(dot_git, encoding="utf-8", errors="replace") as handle:
+            first = handle.readline(4096).strip()
+    except OSError:
+        return None
+    if not first.startswith("gitdir:"):
+        return None
+    target = os.path.realpath(os.path.join(work_tree, first[len("gitdir:") :].strip()))
+    return target if os.path.isdir(target) else None
+
+
+def _repositories_below(folder: str, depth: int = SPARSE_DEPTH) -> list[str]:
+    """The work trees (folders holding a `.git`) in `folder`, `depth` levels down, reading at
+    most ENTRIES_MAX folder entries."""
+    found: list[str] = []
+    level = [folder]
+    entries = 0
+    for _ in range(depth):
+        below: list[str] = []
+        for path in level:
+            if entries > ENTRIES_MAX:
+                break
+            try:
+                with os.scandir(path) as listing:
+                    for entry in listing:
+                        entries += 1
+                        if entry.name == ".git":
+                            found.append(path)
+                        elif entry.is_dir(follow_symlinks=False):
+                            below.append(entry.path)
+            except OSError:
+                continue
+        level = below
+    return found
+
+
+def work_trees(git_dir: str) -> list[tuple[str, str]]:
+    """The work trees of the repository whose common git dir is `git_dir`, each with the git
+    dir holding its index: the main one (a `.git` folder's parent) and the linked ones
+    (`worktrees/NAME`, whose `gitdir` names the work tree's `.git`)."""
+    found = []
+    if os.path.basename(git_dir) == ".git":
+        found.append((os.path.dirname(git_dir), git_dir))
+    for entry in subfolders(os.path.join(git_dir, "worktrees")):
+        try:
+            with open(os.path.join(entry, "gitdir"), encoding="utf-8") as handle:
+                dot_git = handle.readline(4096).strip()
+        except (OSError, UnicodeDecodeError):
+            continue
+        if dot_git:
+            found.append((os.path.dirname(os.path.join(entry, dot_git)), entry))
+    return found
+
+
+def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
+    """The repositories git enters from each (work tree, git dir) of `repositories`,
+    through gitlinks, LINK_DEPTH deep."""
+    entered: dict[str, Entered] = {}
+    unreadable: list[str] = []
+    pending = [(work_tree, git_dir, 0) for work_tree, git_dir in repositories]
+    while pending:
+        work_tree, git_dir, depth = pending.pop()
+        try:
+            read = index_links(git_dir)
+        except UnreadableIndex as error:
+            # Fail closed: what git may enter is then every repository in the work tree.
+            unreadable.append(f"{os.path.join(git_dir, 'index')}: {error}")
+            read = IndexLinks(sparse=frozenset({b""}))
+        # Joined as git joins them (a name is relative even with a leading slash), resolved
+        # as the kernel resolves them (through links the command may have made).
+        trees = [work_tree + "/" + os.fsdecode(name) for name in read.links]
+        # Past a few sparse directories, one bounded walk of the work tree covers them all.
+        sparse = read.sparse if len(read.sparse) <= SPARSE_MAX else frozenset({b""})
+        for folder in sparse:
+            trees += _repositories_below(work_tree + "/" + os.fsdecode(folder))
+        for tree in trees:
+            tree = os.path.realpath(tree)
+            if tree in entered or tree == os.path.realpath(work_tree):
+                continue
+            found = _git_dir_of(tree)
+            key: tuple[object, ...] = (_stat_key(os.path.join(tree, ".git")), found)
+            if found is not None:
+                key += _fingerprint(found)
+                if depth + 1 < LINK_DEPTH:
+                    pending.append((tree, found, depth + 1))
+            entered[tree] = Entered(tree, found, key)
+        # A submodule's git dir that no work tree names yet: the person's `git submodule
+        # update` checks it out, and runs git there with its config and hooks.
+        named = {seen.git_dir for seen in entered.values()}
+        for module in module_git_dirs(os.path.join(git_dir, "modules")):
+            module = os.path.realpath(module)
+            if module not in named:
+                entered[module] = Entered(module, module, _fingerprint(module))
+    return LinkState(entered, tuple(unreadable))
+
+
+def _fingerprint(git_dir: str) -> tuple[StatKey, ...]:
+    return tuple(_stat_key(os.path.join(git_dir, name)) for name in FINGERPRINTED)
+
+
+def inert_config(text: str) -> bool:
+    """Whether a config holds only settings of `_INERT_*` (see above), every line read for
+    sure: a continued line, an include, a key git may read another way is not."""
+    section = ""
+    subsection = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.endswith("\\"):
+            return False
+        if line.startswith("["):
+            header = _HEADER.match(line)
+            if header is None:
+                return False
+            name = header.group(1).casefold()
+            section, _, sub = name.partition(".")
+            subsection = header.group(2) is not None or bool(sub)
+            line = header.group(3).strip()
+        if not line or line[0] in "#;":
+            continue
+        key = _KEY.match(line)
+        if key is None or not section:
+            return False
+        name = f"{section}.{key.group(1).casefold()}"
+        if name not in (_INERT_SUBSECTION_KEYS if subsection else _INERT_KEYS):
+            return False
+    return True
+
+
+def _inert_hooks(hooks: str) -> bool:
+    if not os.path.lexists(hooks):
+        return True
+    try:
+        with os.scandir(hooks) as listing:
+            return all(entry.name.endswith(".sample") for entry in listing)
+    except OSError:
+        return False
+
+
+def _runs(git_dir: str) -> list[str]:
+    """What in `git_dir` could run a program (or name more that does) when git runs there."""
+    found = []
+    commondir = os.path.join(git_dir, "commondir")
+    if os.path.lexists(commondir):
+        found.append(commondir)
+    config = os.path.join(git_dir, "config")
+    if os.path.lexists(config):
+        try:
+            with open(config, encoding="utf-8", errors="replace") as handle:
+                text = handle.read(CONFIG_READ_MAX + 1)
+        except OSError:
+            text = "["
+        if len(text) > CONFIG_READ_MAX or not inert_config(text):
+            found.append(config)
+    hooks = os.path.join(git_dir, "hooks")
+    if not _inert_hooks(hooks):
+        found.append(hooks)
+    return found
+
+
+def quarantine(
+    before: LinkState, after: LinkState, writable: Sequence[str], own: Iterable[str]
+) -> list[Undone]:
+    """After a command: in each repository git enters that the command could have made or
+    changed (new to `after`, or its fingerprint changed), move aside what would run a
+    program. Never in `own` (the roots' git dirs: read-only to the command), nor outside
+    `writable`."""
+    undone: list[Undone] = []
+    skip = {os.path.realpath(path) for path in own}
+    for tree, now in after.entered.items():
+        then = before.entered.get(tree)
+        if now.git_dir is None or (then is not None and then.key == now.key):
+            continue
+        if now.git_dir in skip or not inside(now.git_dir, writable):
+            continue
+        for path in _runs(now.git_dir):
+            kept = free_name(path + ASIDE)
+            try:
+                os.replace(path, kept)
+                undone.append(Undone(path, kept))
+            except OSError:
+                undone.append(Undone(path, None, left=True))
+    return undone
+
+
+@dataclass(frozen=True, slots=True)
+class LinkWatch:
+    """The gitlinks of the roots' repositories before a command, to compare after it."""
+
+    repositories: tuple[tuple[str, str], ...]
+    own: tuple[str, ...]
+    writable: tuple[str, ...]
+    before: LinkState
+
+    @classmethod
+    def start(cls, writable: Sequence[str]) -> LinkWatch:
+        """Before a command, in the writable roots' repositories and in every other work
+        tree of theirs (the person's, outside the roots too: their indexes are in the git
+        dir the command can write)."""
+        dirs = {root: git_dirs(root) for root in writable}
+        repositories = {found[0]: root for root, found in dirs.items() if found}
+        for found in dirs.values():
+            for git_dir in found:
+                for work_tree, index_dir in work_trees(git_dir):
+                    repositories.setdefault(index_dir, work_tree)
+        pairs = tuple((work_tree, index_dir) for index_dir, work_tree in repositories.items())
+        own = (*(d for found in dirs.values() for d in found), *repositories)
+        return cls(pairs, tuple(dict.fromkeys(own)), tuple(writable), link_state(pairs))
+
+    def finish(self) -> str:
+        """After it: what was moved aside (see `quarantine`), as the person and model are
+        told; empty when nothing was."""
+        after = link_state(self.repositories)
+        undone = quarantine(self.before, after, self.writable, self.own)
+        return quarantine_text(undone, after.unreadable)
+
+
+def quarantine_text(undone: Sequence[Undone], unreadable: Sequence[str] = ()) -> str:
+    """What the person and the model are told."""
+    parts = [
+        f"moved {item.path} aside to {item.kept}"
+        if item.kept
+        else f"could not move {item.path} aside: remove it before running git in the workspace"
+        for item in undone
+    ]
+    text = ""
+    if parts:
+        text = (
+            "A shell command made or changed a repository that git enters from the workspace "
+            "(a gitlink: `git status` runs git there), with settings or hooks that can run "
+            "programs: " + "; ".join(parts) + ". Check them, and move them back if they are "
+            "yours."
+        )
+    if unreadable:
+        text += (" " if text else "") + (
+            "Could not read the index to check the gitlinks a shell command left: "
+            + "; ".join(unreadable)
+            + ". Check `git ls-files -s | grep ^160000` before running git in the workspace."
+        )
+    return text
