@@ -15,10 +15,15 @@ e.g. without `socat`).
 from __future__ import annotations
 
 import json
+import math
 import os
+import time
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from write_guard._sandbox import SandboxPlan
+from write_guard._policy import Policy
+from write_guard._sandbox import SandboxPlan, plan_sandbox
 
 SETTINGS_FILES = ("settings.json", "settings.local.json")
 """The workspace's Claude Code settings files that may switch the sandbox on."""
@@ -67,6 +72,24 @@ def sandbox_settings(plan: SandboxPlan, workspace: str) -> dict[str, Any]:
     }
 
 
+def shell_roots(policy: Policy) -> tuple[str, ...]:
+    """The roots a policy lets shell commands write, as a harness's own sandbox takes them."""
+    if policy.preset == "read-only":
+        return ()
+    # A harness's sandbox brings its own /dev; `/dev/stdout` would resolve to whatever this
+    # process's output is.
+    extra = (root for root in policy.extra_roots if not root.startswith("/dev/"))
+    return (policy.workspace_root, *extra)
+
+
+def expected_settings(policy: Policy, hidden: Sequence[str]) -> dict[str, Any]:
+    """The `sandbox` value of Claude Code's settings for a project's policy (`policy` as
+    `hookchain install` builds it, `hidden` hookchain's runtime and data dirs): what install
+    writes, status compares, and the route requires."""
+    plan = plan_sandbox("bwrap", shell_roots(policy), policy.protected_paths, hidden)
+    return sandbox_settings(plan, policy.workspace_root)
+
+
 def workspace_sandbox(workspace: str) -> dict[str, Any]:
     """The `sandbox` value Claude Code reads from the workspace's settings files: the local
     file over the project's, key by key, with the `filesystem` lists of both."""
@@ -92,14 +115,6 @@ def workspace_sandbox(workspace: str) -> dict[str, Any]:
     return found
 
 
-def claude_sandboxed(workspace: str) -> bool:
-    """Whether the workspace's Claude Code settings run Bash in Claude Code's sandbox so that
-    it holds (every value of `REQUIRED`). The files are protected: a command cannot change them
-    (read-only in the sandbox, a Write to them denied)."""
-    found = workspace_sandbox(workspace)
-    return all(found.get(key) is value for key, value in REQUIRED.items())
-
-
 def settings_mismatch(found: dict[str, Any], expected: dict[str, Any]) -> str | None:
     """How the workspace's sandbox settings differ from the policy's (None: they match). More
     writable paths than the policy's, or fewer protected ones, are differences; so is a policy
@@ -121,6 +136,88 @@ def settings_mismatch(found: dict[str, Any], expected: dict[str, Any]) -> str | 
         if missing:
             problems.append(f"{key} lacks {', '.join(missing)}")
     return "; ".join(problems) or None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeSettings:
+    """What the workspace's Claude Code settings make of its sandbox, against the policy."""
+
+    on: bool
+    """`sandbox.enabled` is true there: Claude Code runs Bash in its sandbox."""
+    mismatch: str | None = None
+    """How they differ from the policy's settings (None: they match, or the sandbox is off)."""
+
+    @property
+    def holds(self) -> bool:
+        """Claude Code's sandbox confines shell commands as the policy would: on, no way out,
+        no unsandboxed start, the policy's paths. The files are protected (read-only in either
+        sandbox, a Write to them denied), so only the person changes that."""
+        return self.on and self.mismatch is None
+
+
+OFF = ClaudeSettings(on=False)
+
+
+def compare_settings(workspace: str, expected: Callable[[], dict[str, Any]]) -> ClaudeSettings:
+    """The workspace's settings against `expected()` (called only when the sandbox is on)."""
+    found = workspace_sandbox(workspace)
+    if found.get("enabled") is not True:
+        return OFF
+    return ClaudeSettings(on=True, mismatch=settings_mismatch(found, expected()))
+
+
+Signature = tuple[tuple[str, int, int, int], ...]
+
+RECHECK_S = 30.0
+"""How long a comparison holds while the settings files stay the same: the policy's settings
+also follow the workspace (a nested repository or a `hookchain.toml` that appears is a path to
+protect), as the sandbox's walk for nested repositories does."""
+RECENT_NS = 2_000_000_000
+"""A settings file changed this recently is compared again at the next call: a second edit
+within the file system's clock tick, of the same size, leaves the same signature."""
+
+
+def settings_signature(workspace: str) -> tuple[Signature, bool]:
+    """The workspace's settings files as (path, inode, mtime_ns, size), -1s for a missing one;
+    and whether one changed within `RECENT_NS`."""
+    found: list[tuple[str, int, int, int]] = []
+    recent = False
+    now = time.time_ns()
+    for name in SETTINGS_FILES:
+        path = os.path.join(workspace, ".claude", name)
+        try:
+            info = os.stat(path)
+        except OSError:
+            found.append((path, -1, -1, -1))
+            continue
+        found.append((path, info.st_ino, info.st_mtime_ns, info.st_size))
+        recent = recent or now - info.st_mtime_ns < RECENT_NS
+    return tuple(found), recent
+
+
+class SettingsCache:
+    """`compare_settings` per workspace, done again only when a settings file changed (or
+    `RECHECK_S` passed): two `stat` calls per shell command instead of two JSON reads and a
+    sandbox plan."""
+
+    def __init__(self, kept: int = 64) -> None:
+        self._kept = kept
+        self._known: dict[Hashable, tuple[Signature, float, ClaudeSettings]] = {}
+
+    def get(
+        self, key: Hashable, workspace: str, expected: Callable[[], dict[str, Any]]
+    ) -> ClaudeSettings:
+        signature, recent = settings_signature(workspace)
+        now = time.monotonic()
+        known = self._known.get(key)
+        if known is not None and known[0] == signature and now - known[1] < RECHECK_S:
+            return known[2]
+        state = compare_settings(workspace, expected)
+        if len(self._known) >= self._kept:
+            self._known.clear()
+        # A recent change is not trusted to show in the signature: compared again next time.
+        self._known[key] = (signature, -math.inf if recent else now, state)
+        return state
 
 
 def write_sandbox_settings(workspace: str, value: dict[str, Any]) -> str:
