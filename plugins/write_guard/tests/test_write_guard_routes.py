@@ -205,6 +205,37 @@ async def test_claude_settings_that_differ_from_the_policy_do_not_let_a_write_th
 
 
 @needs_bwrap
+async def test_a_policy_root_missing_from_allow_write_keeps_claude_codes_sandbox_and_is_said(
+    tree: Tree,
+) -> None:
+    # Claude Code makes ~/.claude/plans on its first plan, after install: commands there
+    # fail under its sandbox, which still confines every other write.
+    value = _expected(tree)
+    tmp = str(tree.root / "tmp")
+    value["filesystem"]["allowWrite"].remove(tmp)
+    write_sandbox_settings(str(tree.ws), value)
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls)
+    assert result.denial is None and result.updated_input is None
+    [toast] = _toasts(actions)
+    assert f"allowWrite lacks {tmp}" in toast and "hookchain install" in toast
+    line = write_guard.status_line(str(tree.ws), _options(tree))
+    assert line.startswith("shell writes: Claude Code's sandbox, in every permission mode, but")
+    assert f"lack paths of write-guard's policy (allowWrite lacks {tmp})" in line
+
+
+def test_the_hosts_own_folder_made_after_install_leaves_the_settings_the_policys(
+    tree: Tree,
+) -> None:
+    before = _expected(tree)
+    # A host makes it at a session's first events (plugins' data), after install.
+    (tree.ws / ".hookchain" / "observer").mkdir(parents=True)
+    assert _expected(tree) == before
+    deny = before["filesystem"]["denyWrite"]
+    assert str(tree.ws / ".hookchain") in deny and str(tree.ws / "hookchain.toml") in deny
+
+
+@needs_bwrap
 async def test_an_edit_of_the_settings_between_two_calls_flips_the_route(tree: Tree) -> None:
     _claude_settings(tree)
     narrowed, _command, _difference = _narrowed(tree)

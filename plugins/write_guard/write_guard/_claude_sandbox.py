@@ -39,6 +39,11 @@ CLAUDE_FILES = (
 `.claude/commands` and `.claude/agents` read-only itself, and could not make their mount
 points inside a `.claude` made read-only whole."""
 
+WORKSPACE_FILES = ("hookchain.toml", ".hookchain")
+"""Of the workspace, what stays protected whether it exists yet or not: a host makes
+`.hookchain` (plugins' data) at a session's first events, after install wrote the settings,
+which would then no longer be the policy's."""
+
 REQUIRED_TOOLS = ("bwrap", "socat")
 """What Claude Code's sandbox runs on Linux; without them it refuses to start (see above)."""
 
@@ -59,6 +64,8 @@ def sandbox_settings(plan: SandboxPlan, workspace: str) -> dict[str, Any]:
             read_only += [os.path.join(path, name) for name in CLAUDE_FILES]
         else:
             read_only.append(path)
+    if real in plan.writable:
+        read_only += [os.path.join(real, name) for name in WORKSPACE_FILES]
     return {
         **REQUIRED,
         "autoAllowBashIfSandboxed": False,
@@ -115,11 +122,13 @@ def workspace_sandbox(workspace: str) -> dict[str, Any]:
     return found
 
 
-def settings_mismatch(found: dict[str, Any], expected: dict[str, Any]) -> str | None:
-    """How the workspace's sandbox settings differ from the policy's (None: they match). More
-    writable paths than the policy's, or fewer protected ones, are differences; so is a policy
-    path missing from `allowWrite` (commands there fail)."""
-    problems = [
+def settings_differences(
+    found: dict[str, Any], expected: dict[str, Any]
+) -> tuple[list[str], list[str]]:
+    """How the workspace's sandbox settings differ from the policy's: what lets a command do
+    more (a flag not as required, more writable paths, fewer protected or hidden ones), and
+    what lets it do less (a policy root missing from `allowWrite`: commands there fail)."""
+    looser = [
         f"{key} is {json.dumps(found.get(key))}, not {json.dumps(value)}"
         for key, value in REQUIRED.items()
         if found.get(key) is not value
@@ -130,12 +139,15 @@ def settings_mismatch(found: dict[str, Any], expected: dict[str, Any]) -> str | 
     have = {key: set(files.get(key, [])) for key in wanted}
     extra = sorted(have["allowWrite"] - set(wanted["allowWrite"]))
     if extra:
-        problems.append(f"allowWrite also allows {', '.join(extra)}")
+        looser.append(f"allowWrite also allows {', '.join(extra)}")
+    narrower: list[str] = []
     for key in wanted:
         missing = [path for path in wanted[key] if path not in have[key]]
         if missing:
-            problems.append(f"{key} lacks {', '.join(missing)}")
-    return "; ".join(problems) or None
+            (narrower if key == "allowWrite" else looser).append(
+                f"{key} lacks {', '.join(missing)}"
+            )
+    return looser, narrower
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,13 +158,18 @@ class ClaudeSettings:
     """`sandbox.enabled` is true there: Claude Code runs Bash in its sandbox."""
     mismatch: str | None = None
     """How they differ from the policy's settings (None: they match, or the sandbox is off)."""
+    looser: bool = False
+    """Among the differences, one that lets a command do what the policy does not."""
 
     @property
     def holds(self) -> bool:
-        """Claude Code's sandbox confines shell commands as the policy would: on, no way out,
-        no unsandboxed start, the policy's paths. The files are protected (read-only in either
-        sandbox, a Write to them denied), so only the person changes that."""
-        return self.on and self.mismatch is None
+        """Claude Code's sandbox confines shell commands at least as the policy would: on, no
+        way out, no unsandboxed start, no path writable or readable that the policy keeps
+        from commands. A policy root it lacks only makes commands there fail (Claude Code
+        makes `~/.claude/plans` on its first plan, after install), so it is said, not
+        counted against it. The files are protected (read-only in either sandbox, a Write to
+        them denied), so only the person changes that."""
+        return self.on and not self.looser
 
 
 OFF = ClaudeSettings(on=False)
@@ -163,7 +180,9 @@ def compare_settings(workspace: str, expected: Callable[[], dict[str, Any]]) -> 
     found = workspace_sandbox(workspace)
     if found.get("enabled") is not True:
         return OFF
-    return ClaudeSettings(on=True, mismatch=settings_mismatch(found, expected()))
+    looser, narrower = settings_differences(found, expected())
+    mismatch = "; ".join([*looser, *narrower]) or None
+    return ClaudeSettings(on=True, mismatch=mismatch, looser=bool(looser))
 
 
 Signature = tuple[tuple[str, int, int, int], ...]

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from write_guard._claude_sandbox import ClaudeSettings
+
 Route = Literal["claude-sandbox", "bwrap-rewrite", "none"]
 
 UNCHECKED_MODE = "bypassPermissions"
@@ -33,14 +35,12 @@ def permission_checks(mode: str | None) -> bool:
 class Facts:
     """What decides the route in a project, outside any call."""
 
-    claude_on: bool
-    """The workspace's Claude Code settings switch its sandbox on (`sandbox.enabled`)."""
+    claude: ClaudeSettings
+    """The workspace's Claude Code sandbox settings against the policy: settings that let a
+    command do more than the policy are not counted on (the route is as without them)."""
     bwrap_reason: str
     """`bubblewrap` when write-guard's own sandbox works here, else why not."""
     bwrap_works: bool
-    mismatch: str | None = None
-    """How Claude Code's sandbox settings differ from the policy's (None: they match, or it
-    is off). Settings that differ are not counted on: the route is as without them."""
     missing_tools: tuple[str, ...] = ()
     """What Claude Code's sandbox needs and this machine lacks (`bwrap`, `socat`)."""
 
@@ -48,35 +48,45 @@ class Facts:
 def route_at_rest(facts: Facts) -> Route:
     """The route of a command with permission checks off (with them on, `bwrap-rewrite`
     becomes `none`)."""
-    if facts.claude_on and facts.mismatch is None:
+    if facts.claude.holds:
         return "claude-sandbox"
     return "bwrap-rewrite" if facts.bwrap_works else "none"
 
 
 def differs(mismatch: str) -> str:
-    """The words for Claude Code sandbox settings that are not the policy's."""
+    """The words for Claude Code sandbox settings that let a command do more than the policy."""
     return (
         "Claude Code's sandbox is on in .claude/ but its settings differ from write-guard's "
         f"policy ({mismatch}), so write-guard does not count on it"
     )
 
 
+def lacks(mismatch: str) -> str:
+    """The words for Claude Code sandbox settings that only let a command do less."""
+    return (
+        f"its settings lack paths of write-guard's policy ({mismatch}): commands writing there fail"
+    )
+
+
 def status_line(facts: Facts) -> str:
     """The line `hookchain status` shows for write-guard in a project."""
     route = route_at_rest(facts)
+    claude = facts.claude
     missing = ""
-    if facts.claude_on and facts.missing_tools:
+    if claude.on and facts.missing_tools:
         missing = (
             f"; {' and '.join(facts.missing_tools)} not installed: Claude Code refuses to "
             "start until they are (apt-get install bubblewrap socat)"
         )
     if route == "claude-sandbox":
-        return (
-            "shell writes: Claude Code's sandbox, in every permission mode (its settings in "
-            f".claude/ match write-guard's policy){missing}"
-        )
-    if facts.mismatch is not None:
-        why = f"{differs(facts.mismatch)}: {RERUN_HINT}"
+        line = "shell writes: Claude Code's sandbox, in every permission mode"
+        if claude.mismatch is None:
+            line += " (its settings in .claude/ match write-guard's policy)"
+        else:
+            line += f", but {lacks(claude.mismatch)}; {RERUN_HINT}"
+        return line + missing
+    if claude.mismatch is not None:
+        why = f"{differs(claude.mismatch)}: {RERUN_HINT}"
     else:
         why = f"no Claude Code sandbox settings: {INSTALL_HINT}"
     if route == "bwrap-rewrite":
@@ -89,20 +99,24 @@ def status_line(facts: Facts) -> str:
         f"shell writes: NONE: not OS-enforced ({facts.bwrap_reason}); line analysis only, "
         "failing closed"
     )
-    return line if facts.mismatch is None else f"{line} ({why}){missing}"
+    return line if claude.mismatch is None else f"{line} ({why}){missing}"
 
 
 def session_warning(facts: Facts, harness: str, claude_like: bool) -> str | None:
     """What the person is told at the start of a session when shell writes are not (or not
-    always) enforced by the OS; None when they are."""
+    always) enforced by the OS, or Claude Code's sandbox settings are not the policy's; None
+    when they are."""
     if not claude_like:
         return (
             f"write-guard: shell writes are NOT enforced by the OS under {harness} (it does not "
             f"run a rewritten command); {FALLBACK}."
         )
     route = route_at_rest(facts)
+    mismatch = facts.claude.mismatch
     if route == "claude-sandbox":
-        return None
+        if mismatch is None:
+            return None
+        return f"write-guard: Claude Code's sandbox holds, but {lacks(mismatch)}; {RERUN_HINT}."
     if route == "bwrap-rewrite":
         text = (
             "shell writes are enforced by the OS only in bypassPermissions mode here "
@@ -113,8 +127,8 @@ def session_warning(facts: Facts, harness: str, claude_like: bool) -> str | None
     else:
         text = f"shell writes are NOT enforced by the OS here ({facts.bwrap_reason}); {FALLBACK}"
         hint = ""
-    if facts.mismatch is not None:
-        return f"write-guard: {differs(facts.mismatch)}: {text}. To use it, {RERUN_HINT}."
+    if mismatch is not None:
+        return f"write-guard: {differs(mismatch)}: {text}. To use it, {RERUN_HINT}."
     return f"write-guard: {text}." + (f" {hint}." if hint else "")
 
 

@@ -614,10 +614,7 @@ class Guard:
         available = self.sandbox
         claude = self.claude_settings(engine, workspace) if claude_like else OFF
         facts = Facts(
-            claude_on=claude.on,
-            bwrap_reason=available.reason,
-            bwrap_works=available.bwrap is not None,
-            mismatch=claude.mismatch,
+            claude=claude, bwrap_reason=available.reason, bwrap_works=available.bwrap is not None
         )
         warning = session_warning(facts, event.harness, claude_like)
         # A replay cannot tell which mode the session ran in: only a missing sandbox is news.

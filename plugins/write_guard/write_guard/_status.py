@@ -152,10 +152,9 @@ def project_facts(options: Options, project_root: str) -> Facts:
     claude = compare_settings(root, lambda: expected_settings(options, root))
     available = probe(options.sandbox)
     return Facts(
-        claude_on=claude.on,
+        claude=claude,
         bwrap_reason=available.reason,
         bwrap_works=available.bwrap is not None,
-        mismatch=claude.mismatch,
         missing_tools=missing_tools() if claude.on else (),
     )
 
