@@ -243,6 +243,34 @@ def test_under_claude_codes_sandbox_an_allow_rule_matches_and_the_sandbox_holds(
     assert not [m for m in run.system_messages() if "NOT enforced" in m]
 
 
+@pytest.mark.parametrize("mode", ["default", BYPASS])
+def test_claude_codes_sandbox_settings_wider_than_the_policy_are_not_counted_on(
+    box: Sandbox, mode: str
+) -> None:
+    """The person widens `allowWrite` after install: Claude Code's sandbox would let the write
+    outside through, and write-guard's wrapper cannot run inside it (its mounts of what that
+    sandbox hides fail), so in every mode the line analysis decides, failing closed, and the
+    person is told what differs."""
+    project = permissioned(installed(box))
+    local = project.path / ".claude" / "settings.local.json"
+    settings = json.loads(local.read_text())
+    settings["sandbox"]["filesystem"]["allowWrite"].append(str(box.outside))
+    local.write_text(json.dumps(settings, indent=2), encoding="utf-8")
+    target = box.outside / "escaped.txt"
+    script = [bash("echo allowed"), bash(python_write(str(target))), say("ok")]
+    run = ok(project.run("go", script, permission_mode=mode))
+    echo, outside = run.tool_results()
+    assert not echo.is_error and echo.text.strip() == "allowed", echo.text
+    assert outside.is_error and not target.exists(), outside.text
+    assert "no-sandbox" in outside.text, outside.text
+    for answer in run.hook_responses("PreToolUse"):
+        assert WRAPPED not in answer.get("stdout", "")
+    told = [m for m in run.system_messages() if "differ from write-guard's policy" in m]
+    assert told, run.system_messages()
+    assert f"allowWrite also allows {box.outside}" in told[0]
+    assert "hookchain install" in told[0] and "hookchain status" in told[0]
+
+
 def test_uninstall_takes_claude_codes_sandbox_settings_out_again(box: Sandbox) -> None:
     project = installed(box)
     local = project.path / ".claude" / "settings.local.json"

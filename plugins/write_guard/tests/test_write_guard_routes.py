@@ -178,7 +178,7 @@ DIFFERING = {"denyWrite-without-git-config": _narrowed, "allowWrite-wider": _wid
 @needs_bwrap
 @pytest.mark.parametrize("differing", DIFFERING)
 @pytest.mark.parametrize("mode", ["bypassPermissions", "default"])
-async def test_claude_settings_that_differ_from_the_policy_do_not_let_a_write_through(
+async def test_claude_settings_that_differ_from_the_policy_let_no_write_through(
     tree: Tree, differing: str, mode: str
 ) -> None:
     value, command, difference = DIFFERING[differing](tree)
@@ -187,19 +187,10 @@ async def test_claude_settings_that_differ_from_the_policy_do_not_let_a_write_th
     (result,), actions = await _session(
         tree, [{"command": command, "permission_mode": mode}], reached=reached
     )
-    if mode == "bypassPermissions":
-        # Wrapped as without those settings; what reached the harness, run for real in the
-        # jail, writes nothing it may not.
-        assert result.denial is None
-        assert result.updated_input is not None and "bwrap" in result.updated_input["command"]
-        before = tree.state()
-        ran = tree.run(reached[0])
-        assert not tree.harm(before), ran
-        assert ran.rc != 0 and "Read-only file system" in ran.stderr, ran
-    else:
-        # The rewrite would not hold under permission checks: the line analysis refuses.
-        assert result.denial is not None
-        assert reached == []
+    # Not Claude Code's sandbox then, nor the wrapper (it cannot run inside that sandbox):
+    # the line analysis decides, failing closed, in every mode.
+    assert result.denial is not None
+    assert reached == []
     toasts = _toasts(actions)
     assert any(difference in text and "hookchain install" in text for text in toasts), toasts
 
@@ -241,17 +232,17 @@ async def test_an_edit_of_the_settings_between_two_calls_flips_the_route(tree: T
     narrowed, _command, _difference = _narrowed(tree)
     mode = "bypassPermissions"
     calls = [
-        {"command": "ls -la", "permission_mode": mode},
+        {"command": UNREADABLE, "permission_mode": mode},
         {
-            "command": "ls",
+            "command": UNREADABLE,
             "permission_mode": mode,
             "before": lambda: write_sandbox_settings(str(tree.ws), narrowed),
         },
-        {"command": "ls -a", "permission_mode": mode, "before": lambda: _claude_settings(tree)},
+        {"command": UNREADABLE, "permission_mode": mode, "before": lambda: _claude_settings(tree)},
     ]
     (first, narrower, restored), _actions = await _session(tree, calls)
     assert first.denial is None and first.updated_input is None  # no second sandbox
-    assert narrower.updated_input is not None and "bwrap" in narrower.updated_input["command"]
+    assert narrower.denial is not None  # the line analysis, failing closed
     assert restored.denial is None and restored.updated_input is None
 
 
@@ -272,12 +263,12 @@ async def test_an_edit_of_the_same_size_in_the_same_clock_tick_is_seen_too(tree:
 
     mode = "bypassPermissions"
     calls = [
-        {"command": "ls -la", "permission_mode": mode},
-        {"command": "ls", "permission_mode": mode, "before": same_signature_edit},
+        {"command": UNREADABLE, "permission_mode": mode},
+        {"command": UNREADABLE, "permission_mode": mode, "before": same_signature_edit},
     ]
     (first, edited), _actions = await _session(tree, calls)
-    assert first.updated_input is None
-    assert edited.updated_input is not None and "bwrap" in edited.updated_input["command"]
+    assert first.denial is None
+    assert edited.denial is not None
 
 
 def _age(path: Path, seconds: float) -> None:
@@ -311,13 +302,13 @@ async def test_the_comparison_is_redone_only_when_a_settings_file_changes(
 
     mode = "bypassPermissions"
     calls = [
-        {"command": "ls -la", "permission_mode": mode},
-        {"command": "ls -l", "permission_mode": mode},
-        {"command": "ls", "permission_mode": mode, "before": narrow},
-        {"command": "ls -a", "permission_mode": mode},
+        {"command": UNREADABLE, "permission_mode": mode},
+        {"command": UNREADABLE + " ", "permission_mode": mode},
+        {"command": UNREADABLE, "permission_mode": mode, "before": narrow},
+        {"command": UNREADABLE + " ", "permission_mode": mode},
     ]
     results, _actions = await _session(tree, calls)
-    assert [result.updated_input is None for result in results] == [True, True, False, False]
+    assert [result.denial is None for result in results] == [True, True, False, False]
     # At the session start, then once more for the edit; not per call.
     assert compared == [str(tree.ws)] * 2, compared
 
@@ -349,7 +340,7 @@ async def test_session_start_says_when_claude_codes_sandbox_settings_differ_from
     _results, actions = await _session(tree, [])
     [toast] = _toasts(actions)
     assert "differ from write-guard's policy" in toast and difference in toast
-    assert "only in bypassPermissions mode" in toast  # the route taken instead
+    assert "NOT enforced by the OS as the policy says" in toast
     assert "hookchain install" in toast and "hookchain status" in toast
 
 
@@ -454,8 +445,8 @@ def test_status_names_claude_codes_sandbox_and_says_when_its_settings_differ(tre
     looser["filesystem"]["denyWrite"].remove(str(tree.ws / ".git" / "config"))
     write_sandbox_settings(str(tree.ws), looser)
     differs = write_guard.status_line(str(tree.ws), options)
-    # Not the route then: write-guard does not count on settings that are not its policy.
-    assert differs.startswith("shell writes: write-guard's bwrap rewrite, in bypassPermissions")
+    # Not the route then: write-guard does not count on settings looser than its policy.
+    assert differs.startswith("shell writes: NONE as write-guard's policy says")
     assert "differ from write-guard's policy" in differs
     assert f"allowWrite also allows {tree.root / 'out'}" in differs
     assert f"denyWrite lacks {tree.ws / '.git' / 'config'}" in differs
@@ -463,7 +454,7 @@ def test_status_names_claude_codes_sandbox_and_says_when_its_settings_differ(tre
     # Switched on without the rest: Claude Code's sandbox runs, with a way out.
     write_sandbox_settings(str(tree.ws), {"enabled": True})
     loose = write_guard.status_line(str(tree.ws), options)
-    assert loose.startswith("shell writes: write-guard's bwrap rewrite")
+    assert loose.startswith("shell writes: NONE as write-guard's policy says")
     assert "allowUnsandboxedCommands is null, not false" in loose
 
 

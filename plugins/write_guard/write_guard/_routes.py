@@ -47,9 +47,15 @@ class Facts:
 
 def route_at_rest(facts: Facts) -> Route:
     """The route of a command with permission checks off (with them on, `bwrap-rewrite`
-    becomes `none`)."""
-    if facts.claude.holds:
+    becomes `none`). Claude Code's sandbox switched on with settings that let a command do
+    more than the policy is no route, and leaves none to write-guard's wrapper either: the
+    wrapper's mounts of paths that sandbox hides or binds itself fail inside it (`Can't find
+    source path`), so every wrapped command would fail; the line analysis decides."""
+    claude = facts.claude
+    if claude.holds:
         return "claude-sandbox"
+    if claude.on:
+        return "none"
     return "bwrap-rewrite" if facts.bwrap_works else "none"
 
 
@@ -57,7 +63,8 @@ def differs(mismatch: str) -> str:
     """The words for Claude Code sandbox settings that let a command do more than the policy."""
     return (
         "Claude Code's sandbox is on in .claude/ but its settings differ from write-guard's "
-        f"policy ({mismatch}), so write-guard does not count on it"
+        f"policy ({mismatch}), so write-guard does not count on it (and its own sandbox cannot "
+        "run inside it)"
     )
 
 
@@ -85,63 +92,62 @@ def status_line(facts: Facts) -> str:
         else:
             line += f", but {lacks(claude.mismatch)}; {RERUN_HINT}"
         return line + missing
-    if claude.mismatch is not None:
-        why = f"{differs(claude.mismatch)}: {RERUN_HINT}"
-    else:
-        why = f"no Claude Code sandbox settings: {INSTALL_HINT}"
+    if claude.on and claude.mismatch is not None:
+        return (
+            "shell writes: NONE as write-guard's policy says: line analysis only, failing "
+            f"closed ({differs(claude.mismatch)}): {RERUN_HINT}{missing}"
+        )
     if route == "bwrap-rewrite":
         return (
             "shell writes: write-guard's bwrap rewrite, in bypassPermissions mode only; in "
             "default, acceptEdits and plan mode NONE: not OS-enforced, line analysis only, "
-            f"failing closed ({why}){missing}"
+            f"failing closed (no Claude Code sandbox settings: {INSTALL_HINT})"
         )
-    line = (
+    return (
         f"shell writes: NONE: not OS-enforced ({facts.bwrap_reason}); line analysis only, "
         "failing closed"
     )
-    return line if claude.mismatch is None else f"{line} ({why}){missing}"
 
 
 def session_warning(facts: Facts, harness: str, claude_like: bool) -> str | None:
     """What the person is told at the start of a session when shell writes are not (or not
-    always) enforced by the OS, or Claude Code's sandbox settings are not the policy's; None
-    when they are."""
+    always) enforced by the OS as the policy says, or Claude Code's sandbox settings are not
+    the policy's; None when they are."""
     if not claude_like:
         return (
             f"write-guard: shell writes are NOT enforced by the OS under {harness} (it does not "
             f"run a rewritten command); {FALLBACK}."
         )
     route = route_at_rest(facts)
-    mismatch = facts.claude.mismatch
+    claude = facts.claude
     if route == "claude-sandbox":
-        if mismatch is None:
+        if claude.mismatch is None:
             return None
-        return f"write-guard: Claude Code's sandbox holds, but {lacks(mismatch)}; {RERUN_HINT}."
-    if route == "bwrap-rewrite":
-        text = (
-            "shell writes are enforced by the OS only in bypassPermissions mode here "
-            "(write-guard's bubblewrap); with Claude Code's permission checks on (default, "
-            f"acceptEdits, plan) they are NOT, and {FALLBACK}"
+        return (
+            f"write-guard: Claude Code's sandbox holds, but {lacks(claude.mismatch)}; {RERUN_HINT}."
         )
-        hint = INSTALL_HINT
-    else:
-        text = f"shell writes are NOT enforced by the OS here ({facts.bwrap_reason}); {FALLBACK}"
-        hint = ""
-    if mismatch is not None:
-        return f"write-guard: {differs(mismatch)}: {text}. To use it, {RERUN_HINT}."
-    return f"write-guard: {text}." + (f" {hint}." if hint else "")
-
-
-def checks_warning(mode: str, mismatch: str | None = None) -> str:
-    """The once-per-session message when permission checks turn the rewrite route off."""
-    settings = (
-        "its sandbox settings are not in place"
-        if mismatch is None
-        else f"its sandbox settings differ from write-guard's policy ({mismatch})"
+    if claude.on and claude.mismatch is not None:
+        return (
+            f"write-guard: {differs(claude.mismatch)}: shell writes are NOT enforced by the OS "
+            f"as the policy says, and {FALLBACK}. To use it, {RERUN_HINT}."
+        )
+    if route == "bwrap-rewrite":
+        return (
+            "write-guard: shell writes are enforced by the OS only in bypassPermissions mode "
+            "here (write-guard's bubblewrap); with Claude Code's permission checks on (default, "
+            f"acceptEdits, plan) they are NOT, and {FALLBACK}. {INSTALL_HINT}."
+        )
+    return (
+        f"write-guard: shell writes are NOT enforced by the OS here ({facts.bwrap_reason}); "
+        f"{FALLBACK}."
     )
+
+
+def checks_warning(mode: str) -> str:
+    """The once-per-session message when permission checks turn the rewrite route off."""
     return (
         f"write-guard: Claude Code checks its permission rules in this session ({mode} mode) "
-        f"and {settings}, so a command rewritten into write-guard's sandbox would be checked "
-        "instead of yours: shell writes are NOT enforced by the OS; "
+        "and its sandbox settings are not in place, so a command rewritten into write-guard's "
+        f"sandbox would be checked instead of yours: shell writes are NOT enforced by the OS; "
         f"{FALLBACK}. {INSTALL_HINT} (restart Claude Code after)."
     )

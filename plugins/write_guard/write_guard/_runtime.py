@@ -213,18 +213,22 @@ class Guard:
     def shell_route(self, engine: Engine, event: ToolCall, policy: Policy) -> tuple[Route, bool]:
         """How the OS confines this call's shell command, and whether permission checks are
         what keeps the rewrite from holding. `claude-sandbox` only where the workspace's Claude
-        Code settings are the policy's (a person's narrower `denyWrite` or wider `allowWrite`
-        would be neither enforced nor analysed): other settings count as none. `none` for a
-        harness that does not run a rewritten tool input (Gemini CLI drops `updatedInput`;
-        Codex's handling of it is unproven), where the wrapper would be dropped without a word,
-        and under Claude Code's permission checks without its sandbox, where the rewritten
-        command would be checked against the person's rules instead of theirs; the line
-        analysis then decides, failing closed."""
+        Code settings confine as the policy does (a person's narrower `denyWrite` or wider
+        `allowWrite` would be neither enforced nor analysed). `none` where they switch its
+        sandbox on but looser (the wrapper cannot run inside it); for a harness that does not
+        run a rewritten tool input (Gemini CLI drops `updatedInput`; Codex's handling of it is
+        unproven), where the wrapper would be dropped without a word; and under Claude Code's
+        permission checks without its sandbox, where the rewritten command would be checked
+        against the person's rules instead of theirs. The line analysis then decides, failing
+        closed."""
         if event.harness not in CLAUDE_TOOL_NAMES:
             return "none", False
-        if self.claude_settings(engine, policy.workspace_root).holds:
+        claude = self.claude_settings(engine, policy.workspace_root)
+        if claude.holds:
             return "claude-sandbox", False
-        if self.sandbox.bwrap is None:
+        # Switched on but looser than the policy: the wrapper cannot run inside it (see
+        # _routes.route_at_rest), and the session start said why.
+        if claude.on or self.sandbox.bwrap is None:
             return "none", False
         if permission_checks(event.permission_mode):
             return "none", True
@@ -435,7 +439,7 @@ class Guard:
             route, checked = self.shell_route(engine, event, policy)
             decision.route = route
             if checked:
-                await self.warn_checks(engine, event, policy.workspace_root)
+                await self.warn_checks(engine, event)
         denial = protected_denial(
             surface, context, policy, resolved, strict=route == "none", verdicts=decision.verdicts
         )
@@ -596,13 +600,12 @@ class Guard:
             )
         return result
 
-    async def warn_checks(self, engine: Engine, event: ToolCall, workspace: str) -> None:
+    async def warn_checks(self, engine: Engine, event: ToolCall) -> None:
         """Tell the person once per session that permission checks keep the rewrite route
         from holding, so shell writes fall back to the line analysis."""
         if await engine.state.get(CHECKS_WARNED) is None:
             await engine.state.set(CHECKS_WARNED, True)
-            mismatch = self.claude_settings(engine, workspace).mismatch
-            engine.ui.toast(checks_warning(event.permission_mode or "unknown", mismatch))
+            engine.ui.toast(checks_warning(event.permission_mode or "unknown"))
 
     async def started(self, engine: Engine, event: SessionStart, call_next: CallNext) -> Any:
         """Tell the person at the start of a session when shell writes are not, or not in
