@@ -41,6 +41,7 @@ async def _session(
     *,
     harness: str = "claude-code",
     reached: list[str] | None = None,
+    env: dict[str, str] | None = None,
     **options: object,
 ) -> tuple[list[ToolResult], list[Action]]:
     """One session in a real host: its session start, then each Bash call (`command`,
@@ -52,7 +53,7 @@ async def _session(
             reached.append(str(event.input["command"]))
         return ToolResult(output="ran")
 
-    env = {"HOME": str(tree.root / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws)}
+    env = {"HOME": str(tree.root / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws), **(env or {})}
     settings = {"extra_writable_roots": [str(tree.root / "tmp")], **options}
     results: list[ToolResult] = []
     actions: list[Action] = []
@@ -193,6 +194,27 @@ async def test_claude_settings_that_differ_from_the_policy_let_no_write_through(
     assert reached == []
     toasts = _toasts(actions)
     assert any(difference in text and "hookchain install" in text for text in toasts), toasts
+
+
+@needs_bwrap
+@pytest.mark.parametrize("config_dir", [None, "config"])
+async def test_a_users_wider_allow_write_is_merged_like_claude_code_does(
+    tree: Tree, config_dir: str | None
+) -> None:
+    # The project's settings are the policy's; the person's own (~/.claude, or
+    # CLAUDE_CONFIG_DIR) add the outside folder, which Claude Code merges in.
+    _claude_settings(tree)
+    folder = tree.root / "home" / ".claude" if config_dir is None else tree.root / config_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    out = str(tree.root / "out")
+    (folder / "settings.json").write_text(
+        json.dumps({"sandbox": {"filesystem": {"allowWrite": [out]}}}), encoding="utf-8"
+    )
+    env = {} if config_dir is None else {"CLAUDE_CONFIG_DIR": str(folder)}
+    calls = [{"command": python_write(f"{out}/escaped.txt"), "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls, env=env)
+    assert result.denial is not None and result.updated_input is None
+    assert any(f"allowWrite also allows {out}" in text for text in _toasts(actions))
 
 
 @needs_bwrap

@@ -22,7 +22,12 @@ from framework import (
     open_backend,
 )
 from wg_jail import BWRAP, Tree, guard_decides
-from write_guard._claude_sandbox import compare_settings, sandbox_settings, write_sandbox_settings
+from write_guard._claude_sandbox import (
+    compare_settings,
+    sandbox_settings,
+    settings_files,
+    write_sandbox_settings,
+)
 from write_guard._cli import approve_code_in
 from write_guard._options import Options
 from write_guard._sandbox import plan_sandbox, probe, wrap_command
@@ -267,14 +272,15 @@ def test_claude_codes_sandbox_settings_carry_the_policy(tmp_path: Path) -> None:
     assert {str(path) for path in protected} <= deny
     assert str(claude) not in deny  # Claude Code binds .claude/commands and agents inside it
     assert str(data) in deny and files["denyRead"] == [str(data)]
-    assert not compare_settings(str(ws), lambda: value).on
+    files = settings_files(str(ws), str(tmp_path / "home"))
+    assert not compare_settings(files, lambda: value).on
     write_sandbox_settings(str(ws), value)
-    assert compare_settings(str(ws), lambda: value).holds
+    assert compare_settings(files, lambda: value).holds
     # A local file that lets the model out switches the route back to write-guard's wrapper.
     (ws / ".claude" / "settings.local.json").write_text(
         '{"sandbox": {"allowUnsandboxedCommands": true}}'
     )
-    loose = compare_settings(str(ws), lambda: value)
+    loose = compare_settings(files, lambda: value)
     assert loose.on and not loose.holds
     assert loose.mismatch == "allowUnsandboxedCommands is true, not false"
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
 import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,12 @@ from write_guard._sandbox import SandboxPlan, plan_sandbox
 
 SETTINGS_FILES = ("settings.json", "settings.local.json")
 """The workspace's Claude Code settings files that may switch the sandbox on."""
+
+MANAGED_SETTINGS = {
+    "linux": "/etc/claude-code/managed-settings.json",
+    "darwin": "/Library/Application Support/ClaudeCode/managed-settings.json",
+}
+"""Where an administrator's settings, over every other file, live per platform."""
 
 CLAUDE_FILES = (
     "settings.json",
@@ -97,14 +104,28 @@ def expected_settings(policy: Policy, hidden: Sequence[str]) -> dict[str, Any]:
     return sandbox_settings(plan, policy.workspace_root)
 
 
-def workspace_sandbox(workspace: str) -> dict[str, Any]:
-    """The `sandbox` value Claude Code reads from the workspace's settings files: the local
-    file over the project's, key by key, with the `filesystem` lists of both."""
+def settings_files(
+    workspace: str, home: str | None, config_dir: str | None = None
+) -> tuple[str, ...]:
+    """Claude Code's settings files a session in `workspace` reads its `sandbox` from, the
+    lowest first: the user's (in `CLAUDE_CONFIG_DIR`, else `~/.claude`), the project's, the
+    local one, the managed one. Claude Code merges them: a user's `allowWrite` widens the
+    project's sandbox (shown with the real binary)."""
+    user = config_dir or os.path.join(home or os.path.expanduser("~"), ".claude")
+    files = [os.path.join(user, "settings.json")]
+    files += [os.path.join(workspace, ".claude", name) for name in SETTINGS_FILES]
+    managed = MANAGED_SETTINGS.get(sys.platform)
+    return (*files, managed) if managed else tuple(files)
+
+
+def workspace_sandbox(files: Sequence[str]) -> dict[str, Any]:
+    """The `sandbox` value Claude Code reads from `files` (see `settings_files`): a later file
+    over an earlier one, key by key, with the `filesystem` lists of all."""
     found: dict[str, Any] = {}
     paths: dict[str, list[str]] = {}
-    for name in SETTINGS_FILES:
+    for path in files:
         try:
-            with open(os.path.join(workspace, ".claude", name), encoding="utf-8") as handle:
+            with open(path, encoding="utf-8") as handle:
                 settings = json.load(handle)
         except (OSError, ValueError):
             continue
@@ -112,9 +133,9 @@ def workspace_sandbox(workspace: str) -> dict[str, Any]:
         if not isinstance(sandbox, dict):
             continue
         found.update(sandbox)
-        files = sandbox.get("filesystem")
-        if isinstance(files, dict):
-            for key, value in files.items():
+        listed = sandbox.get("filesystem")
+        if isinstance(listed, dict):
+            for key, value in listed.items():
                 if isinstance(value, list):
                     paths.setdefault(key, []).extend(str(item) for item in value)
     if paths:
@@ -175,9 +196,11 @@ class ClaudeSettings:
 OFF = ClaudeSettings(on=False)
 
 
-def compare_settings(workspace: str, expected: Callable[[], dict[str, Any]]) -> ClaudeSettings:
-    """The workspace's settings against `expected()` (called only when the sandbox is on)."""
-    found = workspace_sandbox(workspace)
+def compare_settings(
+    files: Sequence[str], expected: Callable[[], dict[str, Any]]
+) -> ClaudeSettings:
+    """The settings in `files` against `expected()` (called only when the sandbox is on)."""
+    found = workspace_sandbox(files)
     if found.get("enabled") is not True:
         return OFF
     looser, narrower = settings_differences(found, expected())
@@ -196,14 +219,13 @@ RECENT_NS = 2_000_000_000
 within the file system's clock tick, of the same size, leaves the same signature."""
 
 
-def settings_signature(workspace: str) -> tuple[Signature, bool]:
-    """The workspace's settings files as (path, inode, mtime_ns, size), -1s for a missing one;
-    and whether one changed within `RECENT_NS`."""
+def settings_signature(files: Sequence[str]) -> tuple[Signature, bool]:
+    """The settings files as (path, inode, mtime_ns, size), -1s for a missing one; and
+    whether one changed within `RECENT_NS`."""
     found: list[tuple[str, int, int, int]] = []
     recent = False
     now = time.time_ns()
-    for name in SETTINGS_FILES:
-        path = os.path.join(workspace, ".claude", name)
+    for path in files:
         try:
             info = os.stat(path)
         except OSError:
@@ -216,7 +238,7 @@ def settings_signature(workspace: str) -> tuple[Signature, bool]:
 
 class SettingsCache:
     """`compare_settings` per workspace, done again only when a settings file changed (or
-    `RECHECK_S` passed): two `stat` calls per shell command instead of two JSON reads and a
+    `RECHECK_S` passed): a `stat` per file and shell command instead of JSON reads and a
     sandbox plan."""
 
     def __init__(self, kept: int = 64) -> None:
@@ -224,14 +246,14 @@ class SettingsCache:
         self._known: dict[Hashable, tuple[Signature, float, ClaudeSettings]] = {}
 
     def get(
-        self, key: Hashable, workspace: str, expected: Callable[[], dict[str, Any]]
+        self, key: Hashable, files: Sequence[str], expected: Callable[[], dict[str, Any]]
     ) -> ClaudeSettings:
-        signature, recent = settings_signature(workspace)
+        signature, recent = settings_signature(files)
         now = time.monotonic()
         known = self._known.get(key)
         if known is not None and known[0] == signature and now - known[1] < RECHECK_S:
             return known[2]
-        state = compare_settings(workspace, expected)
+        state = compare_settings(files, expected)
         if len(self._known) >= self._kept:
             self._known.clear()
         # A recent change is not trusted to show in the signature: compared again next time.

@@ -37,7 +37,13 @@ from write_guard._approvals import (
     won,
 )
 from write_guard._bash import analyse_bash
-from write_guard._claude_sandbox import OFF, ClaudeSettings, SettingsCache, expected_settings
+from write_guard._claude_sandbox import (
+    OFF,
+    ClaudeSettings,
+    SettingsCache,
+    expected_settings,
+    settings_files,
+)
 from write_guard._control import ControlDenial, control_denial, control_reason
 from write_guard._decide import (
     GitHold,
@@ -240,9 +246,12 @@ class Guard:
         workspace's files are not read."""
         if engine.sandboxed or not workspace:
             return OFF
-        home = engine.env.get("HOME")
+        env = engine.env
+        home, config_dir = env.get("HOME"), env.get("CLAUDE_CONFIG_DIR")
         return self.claude.get(
-            (workspace, home), workspace, lambda: self.claude_expected(workspace, home)
+            (workspace, home, config_dir),
+            settings_files(workspace, home or self.default_home, config_dir),
+            lambda: self.claude_expected(workspace, home),
         )
 
     def claude_expected(self, workspace: str, home: str | None) -> dict[str, Any]:

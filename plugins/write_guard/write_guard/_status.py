@@ -15,7 +15,12 @@ from typing import Any
 
 from framework import hookimpl
 
-from write_guard._claude_sandbox import REQUIRED_TOOLS, compare_settings, shell_roots
+from write_guard._claude_sandbox import (
+    REQUIRED_TOOLS,
+    compare_settings,
+    settings_files,
+    shell_roots,
+)
 from write_guard._options import Options
 from write_guard._policy import Policy
 from write_guard._routes import Facts
@@ -149,7 +154,8 @@ def claude_sandbox_unavailable(options: Options) -> str | None:
 def project_facts(options: Options, project_root: str) -> Facts:
     """The facts that decide the route of shell commands in a project."""
     root = os.path.abspath(options.workspace_root or project_root)
-    claude = compare_settings(root, lambda: expected_settings(options, root))
+    files = settings_files(root, os.environ.get("HOME"), os.environ.get("CLAUDE_CONFIG_DIR"))
+    claude = compare_settings(files, lambda: expected_settings(options, root))
     available = probe(options.sandbox)
     return Facts(
         claude=claude,
