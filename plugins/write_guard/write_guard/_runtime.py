@@ -229,12 +229,16 @@ class Guard:
         closed."""
         if event.harness not in CLAUDE_TOOL_NAMES:
             return "none", False
-        claude = self.claude_settings(engine, policy.workspace_root)
-        if claude.holds:
-            return "claude-sandbox", False
-        # Switched on but looser than the policy: the wrapper cannot run inside it (see
-        # _routes.route_at_rest), and the session start said why.
-        if claude.on or self.sandbox.bwrap is None:
+        # A replay or a test host runs nothing: the recorded workspace's files are not read.
+        if not engine.sandboxed:
+            claude = self.claude_settings(engine, policy.workspace_root)
+            if claude.holds:
+                return "claude-sandbox", False
+            # Switched on but looser than the policy: the wrapper cannot run inside it (see
+            # _routes.route_at_rest), and the session start said why.
+            if claude.on:
+                return "none", False
+        if self.sandbox.bwrap is None:
             return "none", False
         if permission_checks(event.permission_mode):
             return "none", True
