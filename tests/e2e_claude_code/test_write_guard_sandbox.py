@@ -243,6 +243,70 @@ def test_under_claude_codes_sandbox_an_allow_rule_matches_and_the_sandbox_holds(
     assert not [m for m in run.system_messages() if "NOT enforced" in m]
 
 
+def told_differs(run: Run, project: Project, difference: str) -> None:
+    """`hookchain status` names the difference and what to run; so does the session start's
+    message, when the host answered it in time (a loaded machine can make the hook client
+    skip it, failing open; plugins/write_guard/tests check the message itself)."""
+    status = project.hookchain("status")
+    assert "differ from write-guard's policy" in status.stdout, status.stdout
+    assert difference in status.stdout and "hookchain install" in status.stdout
+    answered = [
+        r
+        for r in run.hook_responses("SessionStart")
+        if "host unreachable" not in r.get("output", "")
+    ]
+    if answered:
+        told = [m for m in run.system_messages() if "differ from write-guard's policy" in m]
+        assert told and difference in told[0], run.system_messages()
+        assert "hookchain install" in told[0] and "hookchain status" in told[0]
+
+
+@pytest.mark.parametrize("mode", ["default", BYPASS])
+def test_claude_codes_sandbox_settings_wider_than_the_policy_are_not_counted_on(
+    box: Sandbox, mode: str
+) -> None:
+    """The person widens `allowWrite` after install: Claude Code's sandbox would let the write
+    outside through, and write-guard's wrapper cannot run inside it (its mounts of what that
+    sandbox hides fail), so in every mode the line analysis decides, failing closed, and the
+    person is told what differs."""
+    project = permissioned(installed(box))
+    local = project.path / ".claude" / "settings.local.json"
+    settings = json.loads(local.read_text())
+    settings["sandbox"]["filesystem"]["allowWrite"].append(str(box.outside))
+    local.write_text(json.dumps(settings, indent=2), encoding="utf-8")
+    target = box.outside / "escaped.txt"
+    script = [bash("echo allowed"), bash(python_write(str(target))), say("ok")]
+    run = ok(project.run("go", script, permission_mode=mode))
+    echo, outside = run.tool_results()
+    assert not echo.is_error and echo.text.strip() == "allowed", echo.text
+    assert outside.is_error and not target.exists(), outside.text
+    assert "no-sandbox" in outside.text, outside.text
+    for answer in run.hook_responses("PreToolUse"):
+        assert WRAPPED not in answer.get("stdout", "")
+    told_differs(run, project, f"allowWrite also allows {box.outside}")
+
+
+def test_a_users_own_allow_write_merged_into_claude_codes_sandbox_is_not_counted_on(
+    box: Sandbox,
+) -> None:
+    """Claude Code merges the user's `~/.claude/settings.json` into the project's sandbox: an
+    `allowWrite` there lets a write outside through it (install's settings left as written)."""
+    project = permissioned(installed(box))
+    user = box.root / "home" / ".claude" / "settings.json"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    settings = json.loads(user.read_text()) if user.exists() else {}
+    settings["sandbox"] = {"filesystem": {"allowWrite": [str(box.outside)]}}
+    user.write_text(json.dumps(settings), encoding="utf-8")
+    target = box.outside / "escaped.txt"
+    run = ok(
+        project.run("go", [bash(python_write(str(target))), say("ok")], permission_mode=BYPASS)
+    )
+    [outside] = run.tool_results()
+    assert outside.is_error and "no-sandbox" in outside.text, outside.text
+    assert not target.exists()
+    told_differs(run, project, f"allowWrite also allows {box.outside}")
+
+
 def test_uninstall_takes_claude_codes_sandbox_settings_out_again(box: Sandbox) -> None:
     project = installed(box)
     local = project.path / ".claude" / "settings.local.json"

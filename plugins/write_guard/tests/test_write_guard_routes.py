@@ -6,8 +6,11 @@ permission checks turn the rewrite off, and in `hookchain status`."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +18,7 @@ from framework import Action, Host, SessionStart, ToolCall, ToolResult
 from wg_jail import BWRAP, Tree
 from write_guard._claude_sandbox import REQUIRED, write_sandbox_settings
 from write_guard._options import Options
+from write_guard._status import expected_settings
 
 import write_guard
 
@@ -36,15 +40,20 @@ async def _session(
     calls: list[dict[str, Any]],
     *,
     harness: str = "claude-code",
+    reached: list[str] | None = None,
+    env: dict[str, str] | None = None,
     **options: object,
 ) -> tuple[list[ToolResult], list[Action]]:
     """One session in a real host: its session start, then each Bash call (`command`,
-    `permission_mode`); the results and every action (toasts included)."""
+    `permission_mode`, and `before`: what to do first); the results and every action (toasts
+    included). `reached`: gets each command that reached the harness."""
 
     async def terminal(event: ToolCall) -> ToolResult:
+        if reached is not None:
+            reached.append(str(event.input["command"]))
         return ToolResult(output="ran")
 
-    env = {"HOME": str(tree.root / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws)}
+    env = {"HOME": str(tree.root / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws), **(env or {})}
     settings = {"extra_writable_roots": [str(tree.root / "tmp")], **options}
     results: list[ToolResult] = []
     actions: list[Action] = []
@@ -55,6 +64,8 @@ async def _session(
         start = SessionStart(session_id="s", cwd=str(tree.ws), harness=harness)
         actions += (await host.dispatch(start)).actions
         for index, call in enumerate(calls):
+            if "before" in call:
+                call["before"]()
             event = ToolCall(
                 session_id="s",
                 tool_use_id=f"t{index}",
@@ -73,8 +84,19 @@ def _toasts(actions: list[Action]) -> list[str]:
     return [a.text for a in actions if a.kind == "toast"]
 
 
+def _options(tree: Tree, **values: object) -> Options:
+    return Options(extra_writable_roots=[str(tree.root / "tmp")], **values)  # type: ignore[arg-type]
+
+
+def _expected(tree: Tree) -> dict[str, Any]:
+    """What `hookchain install` writes as `sandbox` for the sessions' policy (a copy)."""
+    value: dict[str, Any] = json.loads(json.dumps(expected_settings(_options(tree), str(tree.ws))))
+    return value
+
+
 def _claude_settings(tree: Tree) -> None:
-    write_sandbox_settings(str(tree.ws), dict(REQUIRED))
+    """Claude Code's sandbox settings as `hookchain install` writes them from the policy."""
+    write_sandbox_settings(str(tree.ws), _expected(tree))
 
 
 # -- permission_mode decides whether the rewrite holds ----------------------------------------
@@ -127,6 +149,192 @@ async def test_under_claude_codes_sandbox_settings_every_mode_leaves_the_command
     assert _toasts(actions) == []
 
 
+# -- Claude Code's sandbox settings that differ from the policy are not counted on --------------
+
+
+def python_write(path: str, mode: str = "w") -> str:
+    """A write the line analysis cannot see (a program writing by itself): only the OS stops it."""
+    return f"python3 -c \"open('{path}', '{mode}').write('x\\n')\""
+
+
+def _narrowed(tree: Tree) -> tuple[dict[str, Any], str, str]:
+    """The person's `denyWrite` without `.git/config`, and a command writing it."""
+    value = _expected(tree)
+    config = str(tree.ws / ".git" / "config")
+    value["filesystem"]["denyWrite"].remove(config)
+    return value, python_write(".git/config", "a"), f"denyWrite lacks {config}"
+
+
+def _widened(tree: Tree) -> tuple[dict[str, Any], str, str]:
+    """A wider `allowWrite` (the outside folder), and a command writing there."""
+    value = _expected(tree)
+    out = str(tree.root / "out")
+    value["filesystem"]["allowWrite"].append(out)
+    return value, python_write(f"{out}/escaped.txt"), f"allowWrite also allows {out}"
+
+
+DIFFERING = {"denyWrite-without-git-config": _narrowed, "allowWrite-wider": _widened}
+
+
+@needs_bwrap
+@pytest.mark.parametrize("differing", DIFFERING)
+@pytest.mark.parametrize("mode", ["bypassPermissions", "default"])
+async def test_claude_settings_that_differ_from_the_policy_let_no_write_through(
+    tree: Tree, differing: str, mode: str
+) -> None:
+    value, command, difference = DIFFERING[differing](tree)
+    write_sandbox_settings(str(tree.ws), value)
+    reached: list[str] = []
+    (result,), actions = await _session(
+        tree, [{"command": command, "permission_mode": mode}], reached=reached
+    )
+    # Not Claude Code's sandbox then, nor the wrapper (it cannot run inside that sandbox):
+    # the line analysis decides, failing closed, in every mode.
+    assert result.denial is not None
+    assert reached == []
+    toasts = _toasts(actions)
+    assert any(difference in text and "hookchain install" in text for text in toasts), toasts
+
+
+@needs_bwrap
+@pytest.mark.parametrize("config_dir", [None, "config"])
+async def test_a_users_wider_allow_write_is_merged_like_claude_code_does(
+    tree: Tree, config_dir: str | None
+) -> None:
+    # The project's settings are the policy's; the person's own (~/.claude, or
+    # CLAUDE_CONFIG_DIR) add the outside folder, which Claude Code merges in.
+    _claude_settings(tree)
+    folder = tree.root / "home" / ".claude" if config_dir is None else tree.root / config_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    out = str(tree.root / "out")
+    (folder / "settings.json").write_text(
+        json.dumps({"sandbox": {"filesystem": {"allowWrite": [out]}}}), encoding="utf-8"
+    )
+    env = {} if config_dir is None else {"CLAUDE_CONFIG_DIR": str(folder)}
+    calls = [{"command": python_write(f"{out}/escaped.txt"), "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls, env=env)
+    assert result.denial is not None and result.updated_input is None
+    assert any(f"allowWrite also allows {out}" in text for text in _toasts(actions))
+
+
+@needs_bwrap
+async def test_a_policy_root_missing_from_allow_write_keeps_claude_codes_sandbox_and_is_said(
+    tree: Tree,
+) -> None:
+    # Claude Code makes ~/.claude/plans on its first plan, after install: commands there
+    # fail under its sandbox, which still confines every other write.
+    value = _expected(tree)
+    tmp = str(tree.root / "tmp")
+    value["filesystem"]["allowWrite"].remove(tmp)
+    write_sandbox_settings(str(tree.ws), value)
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls)
+    assert result.denial is None and result.updated_input is None
+    [toast] = _toasts(actions)
+    assert f"allowWrite lacks {tmp}" in toast and "hookchain install" in toast
+    line = write_guard.status_line(str(tree.ws), _options(tree))
+    assert line.startswith("shell writes: Claude Code's sandbox, in every permission mode, but")
+    assert f"lack paths of write-guard's policy (allowWrite lacks {tmp})" in line
+
+
+def test_the_hosts_own_folder_made_after_install_leaves_the_settings_the_policys(
+    tree: Tree,
+) -> None:
+    before = _expected(tree)
+    # A host makes it at a session's first events (plugins' data), after install.
+    (tree.ws / ".hookchain" / "observer").mkdir(parents=True)
+    assert _expected(tree) == before
+    deny = before["filesystem"]["denyWrite"]
+    assert str(tree.ws / ".hookchain") in deny and str(tree.ws / "hookchain.toml") in deny
+
+
+@needs_bwrap
+async def test_an_edit_of_the_settings_between_two_calls_flips_the_route(tree: Tree) -> None:
+    _claude_settings(tree)
+    narrowed, _command, _difference = _narrowed(tree)
+    mode = "bypassPermissions"
+    calls = [
+        {"command": UNREADABLE, "permission_mode": mode},
+        {
+            "command": UNREADABLE,
+            "permission_mode": mode,
+            "before": lambda: write_sandbox_settings(str(tree.ws), narrowed),
+        },
+        {"command": UNREADABLE, "permission_mode": mode, "before": lambda: _claude_settings(tree)},
+    ]
+    (first, narrower, restored), _actions = await _session(tree, calls)
+    assert first.denial is None and first.updated_input is None  # no second sandbox
+    assert narrower.denial is not None  # the line analysis, failing closed
+    assert restored.denial is None and restored.updated_input is None
+
+
+@needs_bwrap
+async def test_an_edit_of_the_same_size_in_the_same_clock_tick_is_seen_too(tree: Tree) -> None:
+    _claude_settings(tree)
+    settings = tree.ws / ".claude" / "settings.json"
+    config = str(tree.ws / ".git" / "config")
+
+    def same_signature_edit() -> None:
+        # Same inode, size and mtime as before: only the file's recent change tells.
+        before = settings.stat()
+        text = settings.read_text(encoding="utf-8")
+        settings.write_text(text.replace(config, config[:-1] + "X"), encoding="utf-8")
+        os.utime(settings, ns=(before.st_atime_ns, before.st_mtime_ns))
+        after = settings.stat()
+        assert (after.st_ino, after.st_size) == (before.st_ino, before.st_size)
+
+    mode = "bypassPermissions"
+    calls = [
+        {"command": UNREADABLE, "permission_mode": mode},
+        {"command": UNREADABLE, "permission_mode": mode, "before": same_signature_edit},
+    ]
+    (first, edited), _actions = await _session(tree, calls)
+    assert first.denial is None
+    assert edited.denial is not None
+
+
+def _age(path: Path, seconds: float) -> None:
+    """Date a file's change back: an edit older than the cache's doubt window."""
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+@needs_bwrap
+async def test_the_comparison_is_redone_only_when_a_settings_file_changes(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import write_guard._runtime as runtime
+
+    compared: list[str] = []
+    compare = runtime.expected_settings
+
+    def counted(policy: Any, hidden: Any) -> dict[str, Any]:
+        compared.append(policy.workspace_root)
+        return compare(policy, hidden)
+
+    settings = tree.ws / ".claude" / "settings.json"
+    _claude_settings(tree)
+    _age(settings, 60)
+    narrowed, _command, _difference = _narrowed(tree)
+    monkeypatch.setattr(runtime, "expected_settings", counted)
+
+    def narrow() -> None:
+        write_sandbox_settings(str(tree.ws), narrowed)
+        _age(settings, 30)
+
+    mode = "bypassPermissions"
+    calls = [
+        {"command": UNREADABLE, "permission_mode": mode},
+        {"command": UNREADABLE + " ", "permission_mode": mode},
+        {"command": UNREADABLE, "permission_mode": mode, "before": narrow},
+        {"command": UNREADABLE + " ", "permission_mode": mode},
+    ]
+    results, _actions = await _session(tree, calls)
+    assert [result.denial is None for result in results] == [True, True, False, False]
+    # At the session start, then once more for the edit; not per call.
+    assert compared == [str(tree.ws)] * 2, compared
+
+
 # -- what the person is told at session start -------------------------------------------------
 
 
@@ -145,6 +353,19 @@ async def test_session_start_says_nothing_under_claude_codes_sandbox(tree: Tree)
     assert _toasts(actions) == []
 
 
+@needs_bwrap
+async def test_session_start_says_when_claude_codes_sandbox_settings_differ_from_the_policy(
+    tree: Tree,
+) -> None:
+    value, _command, difference = _narrowed(tree)
+    write_sandbox_settings(str(tree.ws), value)
+    _results, actions = await _session(tree, [])
+    [toast] = _toasts(actions)
+    assert "differ from write-guard's policy" in toast and difference in toast
+    assert "NOT enforced by the OS as the policy says" in toast
+    assert "hookchain install" in toast and "hookchain status" in toast
+
+
 async def test_session_start_says_a_harness_that_drops_rewrites_is_not_enforced(
     tree: Tree,
 ) -> None:
@@ -160,10 +381,6 @@ async def test_session_start_says_no_sandbox_plainly(tree: Tree) -> None:
 
 
 # -- install: the settings write-guard asks for -------------------------------------------------
-
-
-def _options(tree: Tree, **values: object) -> Options:
-    return Options(extra_writable_roots=[str(tree.root / "tmp")], **values)  # type: ignore[arg-type]
 
 
 @needs_claude_sandbox
@@ -250,9 +467,17 @@ def test_status_names_claude_codes_sandbox_and_says_when_its_settings_differ(tre
     looser["filesystem"]["denyWrite"].remove(str(tree.ws / ".git" / "config"))
     write_sandbox_settings(str(tree.ws), looser)
     differs = write_guard.status_line(str(tree.ws), options)
+    # Not the route then: write-guard does not count on settings looser than its policy.
+    assert differs.startswith("shell writes: NONE as write-guard's policy says")
     assert "differ from write-guard's policy" in differs
     assert f"allowWrite also allows {tree.root / 'out'}" in differs
     assert f"denyWrite lacks {tree.ws / '.git' / 'config'}" in differs
+    assert "hookchain install" in differs and "hookchain status" in differs
+    # Switched on without the rest: Claude Code's sandbox runs, with a way out.
+    write_sandbox_settings(str(tree.ws), {"enabled": True})
+    loose = write_guard.status_line(str(tree.ws), options)
+    assert loose.startswith("shell writes: NONE as write-guard's policy says")
+    assert "allowUnsandboxedCommands is null, not false" in loose
 
 
 @needs_bwrap

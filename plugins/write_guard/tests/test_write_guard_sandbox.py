@@ -22,8 +22,14 @@ from framework import (
     open_backend,
 )
 from wg_jail import BWRAP, Tree, guard_decides
-from write_guard._claude_sandbox import claude_sandboxed, sandbox_settings, write_sandbox_settings
+from write_guard._claude_sandbox import (
+    compare_settings,
+    sandbox_settings,
+    settings_files,
+    write_sandbox_settings,
+)
 from write_guard._cli import approve_code_in
+from write_guard._options import Options
 from write_guard._sandbox import plan_sandbox, probe, wrap_command
 
 import write_guard
@@ -266,14 +272,17 @@ def test_claude_codes_sandbox_settings_carry_the_policy(tmp_path: Path) -> None:
     assert {str(path) for path in protected} <= deny
     assert str(claude) not in deny  # Claude Code binds .claude/commands and agents inside it
     assert str(data) in deny and files["denyRead"] == [str(data)]
-    assert not claude_sandboxed(str(ws))
+    files = settings_files(str(ws), str(tmp_path / "home"))
+    assert not compare_settings(files, lambda: value).on
     write_sandbox_settings(str(ws), value)
-    assert claude_sandboxed(str(ws))
+    assert compare_settings(files, lambda: value).holds
     # A local file that lets the model out switches the route back to write-guard's wrapper.
     (ws / ".claude" / "settings.local.json").write_text(
         '{"sandbox": {"allowUnsandboxedCommands": true}}'
     )
-    assert not claude_sandboxed(str(ws))
+    loose = compare_settings(files, lambda: value)
+    assert loose.on and not loose.holds
+    assert loose.mismatch == "allowUnsandboxedCommands is true, not false"
 
 
 async def _bash_outcome(tree: Tree, tool_input: dict[str, Any]) -> Any:
@@ -289,9 +298,10 @@ async def _bash_outcome(tree: Tree, tool_input: dict[str, Any]) -> Any:
 
 @needs_bwrap
 async def test_under_claude_codes_own_sandbox_the_command_is_left_as_written(tree: Tree) -> None:
+    # The settings `hookchain install` writes from the policy of the host below.
+    guard = _runtime.Guard(Options())
     write_sandbox_settings(
-        str(tree.ws),
-        {"enabled": True, "allowUnsandboxedCommands": False, "failIfUnavailable": True},
+        str(tree.ws), guard.claude_expected(str(tree.ws), str(tree.root / "home"))
     )
     outcome = await _bash_outcome(tree, {"command": "npm run dev"})
     assert outcome.result.updated_input is None

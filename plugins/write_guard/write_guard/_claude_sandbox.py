@@ -15,13 +15,25 @@ e.g. without `socat`).
 from __future__ import annotations
 
 import json
+import math
 import os
+import sys
+import time
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from write_guard._sandbox import SandboxPlan
+from write_guard._policy import Policy
+from write_guard._sandbox import SandboxPlan, plan_sandbox
 
 SETTINGS_FILES = ("settings.json", "settings.local.json")
 """The workspace's Claude Code settings files that may switch the sandbox on."""
+
+MANAGED_SETTINGS = {
+    "linux": "/etc/claude-code/managed-settings.json",
+    "darwin": "/Library/Application Support/ClaudeCode/managed-settings.json",
+}
+"""Where an administrator's settings, over every other file, live per platform."""
 
 CLAUDE_FILES = (
     "settings.json",
@@ -33,6 +45,11 @@ CLAUDE_FILES = (
 """Of a `.claude` folder, what Claude Code's sandbox is told to keep read-only: it binds its own
 `.claude/commands` and `.claude/agents` read-only itself, and could not make their mount
 points inside a `.claude` made read-only whole."""
+
+WORKSPACE_FILES = ("hookchain.toml", ".hookchain")
+"""Of the workspace, what stays protected whether it exists yet or not: a host makes
+`.hookchain` (plugins' data) at a session's first events, after install wrote the settings,
+which would then no longer be the policy's."""
 
 REQUIRED_TOOLS = ("bwrap", "socat")
 """What Claude Code's sandbox runs on Linux; without them it refuses to start (see above)."""
@@ -54,6 +71,8 @@ def sandbox_settings(plan: SandboxPlan, workspace: str) -> dict[str, Any]:
             read_only += [os.path.join(path, name) for name in CLAUDE_FILES]
         else:
             read_only.append(path)
+    if real in plan.writable:
+        read_only += [os.path.join(real, name) for name in WORKSPACE_FILES]
     return {
         **REQUIRED,
         "autoAllowBashIfSandboxed": False,
@@ -67,14 +86,46 @@ def sandbox_settings(plan: SandboxPlan, workspace: str) -> dict[str, Any]:
     }
 
 
-def workspace_sandbox(workspace: str) -> dict[str, Any]:
-    """The `sandbox` value Claude Code reads from the workspace's settings files: the local
-    file over the project's, key by key, with the `filesystem` lists of both."""
+def shell_roots(policy: Policy) -> tuple[str, ...]:
+    """The roots a policy lets shell commands write, as a harness's own sandbox takes them."""
+    if policy.preset == "read-only":
+        return ()
+    # A harness's sandbox brings its own /dev; `/dev/stdout` would resolve to whatever this
+    # process's output is.
+    extra = (root for root in policy.extra_roots if not root.startswith("/dev/"))
+    return (policy.workspace_root, *extra)
+
+
+def expected_settings(policy: Policy, hidden: Sequence[str]) -> dict[str, Any]:
+    """The `sandbox` value of Claude Code's settings for a project's policy (`policy` as
+    `hookchain install` builds it, `hidden` hookchain's runtime and data dirs): what install
+    writes, status compares, and the route requires."""
+    plan = plan_sandbox("bwrap", shell_roots(policy), policy.protected_paths, hidden)
+    return sandbox_settings(plan, policy.workspace_root)
+
+
+def settings_files(
+    workspace: str, home: str | None, config_dir: str | None = None
+) -> tuple[str, ...]:
+    """Claude Code's settings files a session in `workspace` reads its `sandbox` from, the
+    lowest first: the user's (in `CLAUDE_CONFIG_DIR`, else `~/.claude`), the project's, the
+    local one, the managed one. Claude Code merges them: a user's `allowWrite` widens the
+    project's sandbox (shown with the real binary)."""
+    user = config_dir or os.path.join(home or os.path.expanduser("~"), ".claude")
+    files = [os.path.join(user, "settings.json")]
+    files += [os.path.join(workspace, ".claude", name) for name in SETTINGS_FILES]
+    managed = MANAGED_SETTINGS.get(sys.platform)
+    return (*files, managed) if managed else tuple(files)
+
+
+def workspace_sandbox(files: Sequence[str]) -> dict[str, Any]:
+    """The `sandbox` value Claude Code reads from `files` (see `settings_files`): a later file
+    over an earlier one, key by key, with the `filesystem` lists of all."""
     found: dict[str, Any] = {}
     paths: dict[str, list[str]] = {}
-    for name in SETTINGS_FILES:
+    for path in files:
         try:
-            with open(os.path.join(workspace, ".claude", name), encoding="utf-8") as handle:
+            with open(path, encoding="utf-8") as handle:
                 settings = json.load(handle)
         except (OSError, ValueError):
             continue
@@ -82,9 +133,9 @@ def workspace_sandbox(workspace: str) -> dict[str, Any]:
         if not isinstance(sandbox, dict):
             continue
         found.update(sandbox)
-        files = sandbox.get("filesystem")
-        if isinstance(files, dict):
-            for key, value in files.items():
+        listed = sandbox.get("filesystem")
+        if isinstance(listed, dict):
+            for key, value in listed.items():
                 if isinstance(value, list):
                     paths.setdefault(key, []).extend(str(item) for item in value)
     if paths:
@@ -92,19 +143,13 @@ def workspace_sandbox(workspace: str) -> dict[str, Any]:
     return found
 
 
-def claude_sandboxed(workspace: str) -> bool:
-    """Whether the workspace's Claude Code settings run Bash in Claude Code's sandbox so that
-    it holds (every value of `REQUIRED`). The files are protected: a command cannot change them
-    (read-only in the sandbox, a Write to them denied)."""
-    found = workspace_sandbox(workspace)
-    return all(found.get(key) is value for key, value in REQUIRED.items())
-
-
-def settings_mismatch(found: dict[str, Any], expected: dict[str, Any]) -> str | None:
-    """How the workspace's sandbox settings differ from the policy's (None: they match). More
-    writable paths than the policy's, or fewer protected ones, are differences; so is a policy
-    path missing from `allowWrite` (commands there fail)."""
-    problems = [
+def settings_differences(
+    found: dict[str, Any], expected: dict[str, Any]
+) -> tuple[list[str], list[str]]:
+    """How the workspace's sandbox settings differ from the policy's: what lets a command do
+    more (a flag not as required, more writable paths, fewer protected or hidden ones), and
+    what lets it do less (a policy root missing from `allowWrite`: commands there fail)."""
+    looser = [
         f"{key} is {json.dumps(found.get(key))}, not {json.dumps(value)}"
         for key, value in REQUIRED.items()
         if found.get(key) is not value
@@ -115,12 +160,105 @@ def settings_mismatch(found: dict[str, Any], expected: dict[str, Any]) -> str | 
     have = {key: set(files.get(key, [])) for key in wanted}
     extra = sorted(have["allowWrite"] - set(wanted["allowWrite"]))
     if extra:
-        problems.append(f"allowWrite also allows {', '.join(extra)}")
+        looser.append(f"allowWrite also allows {', '.join(extra)}")
+    narrower: list[str] = []
     for key in wanted:
         missing = [path for path in wanted[key] if path not in have[key]]
         if missing:
-            problems.append(f"{key} lacks {', '.join(missing)}")
-    return "; ".join(problems) or None
+            (narrower if key == "allowWrite" else looser).append(
+                f"{key} lacks {', '.join(missing)}"
+            )
+    return looser, narrower
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeSettings:
+    """What the workspace's Claude Code settings make of its sandbox, against the policy."""
+
+    on: bool
+    """`sandbox.enabled` is true there: Claude Code runs Bash in its sandbox."""
+    mismatch: str | None = None
+    """How they differ from the policy's settings (None: they match, or the sandbox is off)."""
+    looser: bool = False
+    """Among the differences, one that lets a command do what the policy does not."""
+
+    @property
+    def holds(self) -> bool:
+        """Claude Code's sandbox confines shell commands at least as the policy would: on, no
+        way out, no unsandboxed start, no path writable or readable that the policy keeps
+        from commands. A policy root it lacks only makes commands there fail (Claude Code
+        makes `~/.claude/plans` on its first plan, after install), so it is said, not
+        counted against it. The files are protected (read-only in either sandbox, a Write to
+        them denied), so only the person changes that."""
+        return self.on and not self.looser
+
+
+OFF = ClaudeSettings(on=False)
+
+
+def compare_settings(
+    files: Sequence[str], expected: Callable[[], dict[str, Any]]
+) -> ClaudeSettings:
+    """The settings in `files` against `expected()` (called only when the sandbox is on)."""
+    found = workspace_sandbox(files)
+    if found.get("enabled") is not True:
+        return OFF
+    looser, narrower = settings_differences(found, expected())
+    mismatch = "; ".join([*looser, *narrower]) or None
+    return ClaudeSettings(on=True, mismatch=mismatch, looser=bool(looser))
+
+
+Signature = tuple[tuple[str, int, int, int], ...]
+
+RECHECK_S = 30.0
+"""How long a comparison holds while the settings files stay the same: the policy's settings
+also follow the workspace (a nested repository or a `hookchain.toml` that appears is a path to
+protect), as the sandbox's walk for nested repositories does."""
+RECENT_NS = 2_000_000_000
+"""A settings file changed this recently is compared again at the next call: a second edit
+within the file system's clock tick, of the same size, leaves the same signature."""
+
+
+def settings_signature(files: Sequence[str]) -> tuple[Signature, bool]:
+    """The settings files as (path, inode, mtime_ns, size), -1s for a missing one; and
+    whether one changed within `RECENT_NS`."""
+    found: list[tuple[str, int, int, int]] = []
+    recent = False
+    now = time.time_ns()
+    for path in files:
+        try:
+            info = os.stat(path)
+        except OSError:
+            found.append((path, -1, -1, -1))
+            continue
+        found.append((path, info.st_ino, info.st_mtime_ns, info.st_size))
+        recent = recent or now - info.st_mtime_ns < RECENT_NS
+    return tuple(found), recent
+
+
+class SettingsCache:
+    """`compare_settings` per workspace, done again only when a settings file changed (or
+    `RECHECK_S` passed): a `stat` per file and shell command instead of JSON reads and a
+    sandbox plan."""
+
+    def __init__(self, kept: int = 64) -> None:
+        self._kept = kept
+        self._known: dict[Hashable, tuple[Signature, float, ClaudeSettings]] = {}
+
+    def get(
+        self, key: Hashable, files: Sequence[str], expected: Callable[[], dict[str, Any]]
+    ) -> ClaudeSettings:
+        signature, recent = settings_signature(files)
+        now = time.monotonic()
+        known = self._known.get(key)
+        if known is not None and known[0] == signature and now - known[1] < RECHECK_S:
+            return known[2]
+        state = compare_settings(files, expected)
+        if len(self._known) >= self._kept:
+            self._known.clear()
+        # A recent change is not trusted to show in the signature: compared again next time.
+        self._known[key] = (signature, -math.inf if recent else now, state)
+        return state
 
 
 def write_sandbox_settings(workspace: str, value: dict[str, Any]) -> str:

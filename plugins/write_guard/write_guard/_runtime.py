@@ -22,6 +22,7 @@ from framework import (
     SessionStart,
     ToolCall,
     ToolResult,
+    data_dir,
 )
 
 from write_guard._approvals import (
@@ -36,7 +37,13 @@ from write_guard._approvals import (
     won,
 )
 from write_guard._bash import analyse_bash
-from write_guard._claude_sandbox import claude_sandboxed
+from write_guard._claude_sandbox import (
+    OFF,
+    ClaudeSettings,
+    SettingsCache,
+    expected_settings,
+    settings_files,
+)
 from write_guard._control import ControlDenial, control_denial, control_reason
 from write_guard._decide import (
     GitHold,
@@ -189,6 +196,8 @@ class Guard:
         self.built: dict[
             tuple[str, str | None, str | None, str | None], tuple[PathContext, Policy, Verdicts]
         ] = {}
+        # Per (workspace, HOME): its Claude Code sandbox settings against the policy.
+        self.claude = SettingsCache(BUILT_KEPT)
         # Without protected globs in the options, every policy uses the built-in patterns.
         prepare_patterns(BUILTIN_PROTECTED_PATTERNS)
 
@@ -209,21 +218,58 @@ class Guard:
 
     def shell_route(self, engine: Engine, event: ToolCall, policy: Policy) -> tuple[Route, bool]:
         """How the OS confines this call's shell command, and whether permission checks are
-        what keeps the rewrite from holding. `none` for a harness that does not run a rewritten
-        tool input (Gemini CLI drops `updatedInput`; Codex's handling of it is unproven), where
-        the wrapper would be dropped without a word, and under Claude Code's permission checks
-        without its sandbox settings, where the rewritten command would be checked against the
-        person's rules instead of theirs; the line analysis then decides, failing closed."""
+        what keeps the rewrite from holding. `claude-sandbox` only where the workspace's Claude
+        Code settings confine as the policy does (a person's narrower `denyWrite` or wider
+        `allowWrite` would be neither enforced nor analysed). `none` where they switch its
+        sandbox on but looser (the wrapper cannot run inside it); for a harness that does not
+        run a rewritten tool input (Gemini CLI drops `updatedInput`; Codex's handling of it is
+        unproven), where the wrapper would be dropped without a word; and under Claude Code's
+        permission checks without its sandbox, where the rewritten command would be checked
+        against the person's rules instead of theirs. The line analysis then decides, failing
+        closed."""
         if event.harness not in CLAUDE_TOOL_NAMES:
             return "none", False
         # A replay or a test host runs nothing: the recorded workspace's files are not read.
-        if not engine.sandboxed and claude_sandboxed(policy.workspace_root):
-            return "claude-sandbox", False
+        if not engine.sandboxed:
+            claude = self.claude_settings(engine, policy.workspace_root)
+            if claude.holds:
+                return "claude-sandbox", False
+            # Switched on but looser than the policy: the wrapper cannot run inside it (see
+            # _routes.route_at_rest), and the session start said why.
+            if claude.on:
+                return "none", False
         if self.sandbox.bwrap is None:
             return "none", False
         if permission_checks(event.permission_mode):
             return "none", True
         return "bwrap-rewrite", False
+
+    def claude_settings(self, engine: Engine, workspace: str) -> ClaudeSettings:
+        """The workspace's Claude Code sandbox settings against the policy, compared again
+        when a settings file changes. A replay or a test host runs nothing: the recorded
+        workspace's files are not read."""
+        if engine.sandboxed or not workspace:
+            return OFF
+        env = engine.env
+        home, config_dir = env.get("HOME"), env.get("CLAUDE_CONFIG_DIR")
+        return self.claude.get(
+            (workspace, home, config_dir),
+            settings_files(workspace, home or self.default_home, config_dir),
+            lambda: self.claude_expected(workspace, home),
+        )
+
+    def claude_expected(self, workspace: str, home: str | None) -> dict[str, Any]:
+        """The `sandbox` value `hookchain install` writes into the workspace's Claude Code
+        settings: from the main agent's policy there, hiding hookchain's runtime and data
+        dirs (which hold the host's own files)."""
+        hidden = (self.runtime_dir, str(data_dir()))
+        return expected_settings(self.project_policy(workspace, home), hidden)
+
+    def project_policy(self, workspace: str, home: str | None) -> Policy:
+        """The main agent's policy in a workspace as `hookchain install` and `hookchain status`
+        see it (no host's files yet: install hides their folders whole)."""
+        _context, policy = self._build(workspace, workspace, home, None, ())
+        return policy
 
     def decision(self, event: ToolCall) -> _Decision:
         # Newest first: the other handler of the same call asks right after the first one.
@@ -289,13 +335,6 @@ class Guard:
             engine.ui.log("the session has no cwd; using the setup directory", level="warning")
         return self.setup_dir
 
-    def build(
-        self, cwd: str, project: str | None, home: str | None, agent_type: str | None
-    ) -> tuple[PathContext, Policy]:
-        """The path context and policy for one event (pure apart from the options)."""
-        context, policy, _verdicts = self.built_for(cwd, project, home, agent_type)
-        return context, policy
-
     def built_for(
         self, cwd: str, project: str | None, home: str | None, agent_type: str | None
     ) -> tuple[PathContext, Policy, Verdicts]:
@@ -305,13 +344,19 @@ class Guard:
         if built is None:
             if len(self.built) >= BUILT_KEPT:
                 self.built.clear()
-            context, policy = self._build(cwd, project, home, agent_type)
+            context, policy = self._build(cwd, project, home, agent_type, self.host_paths or ())
             built = self.built[key] = (context, policy, verdicts_for(policy))
         return built
 
     def _build(
-        self, cwd: str, project: str | None, home: str | None, agent_type: str | None
+        self,
+        cwd: str,
+        project: str | None,
+        home: str | None,
+        agent_type: str | None,
+        host_paths: tuple[str, ...],
     ) -> tuple[PathContext, Policy]:
+        """The path context and policy for one event (pure apart from the options)."""
         options = self.options
         root = options.workspace_root or project or cwd
         context = PathContext(
@@ -321,7 +366,7 @@ class Guard:
             case_insensitive=options.case_insensitive,
         )
         patterns = list(BUILTIN_PROTECTED_PATTERNS)
-        protected = list(self.host_paths or ())
+        protected = list(host_paths)
         for entry in options.protected_paths:
             anchored = os.path.join(root, os.path.expanduser(entry))
             if "*" in entry:
@@ -583,12 +628,9 @@ class Guard:
         claude_like = event.harness in CLAUDE_TOOL_NAMES
         workspace = self.options.workspace_root or engine.env.get("CLAUDE_PROJECT_DIR") or event.cwd
         available = self.sandbox
+        claude = self.claude_settings(engine, workspace) if claude_like else OFF
         facts = Facts(
-            claude_settings=bool(workspace)
-            and not engine.sandboxed
-            and claude_sandboxed(workspace),
-            bwrap_reason=available.reason,
-            bwrap_works=available.bwrap is not None,
+            claude=claude, bwrap_reason=available.reason, bwrap_works=available.bwrap is not None
         )
         warning = session_warning(facts, event.harness, claude_like)
         # A replay cannot tell which mode the session ran in: only a missing sandbox is news.

@@ -13,21 +13,20 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any
 
-from framework import data_dir, hookimpl
+from framework import hookimpl
 
 from write_guard._claude_sandbox import (
-    REQUIRED,
     REQUIRED_TOOLS,
-    sandbox_settings,
-    settings_mismatch,
-    workspace_sandbox,
+    compare_settings,
+    settings_files,
+    shell_roots,
 )
 from write_guard._options import Options
 from write_guard._policy import Policy
 from write_guard._routes import Facts
 from write_guard._routes import status_line as route_line
 from write_guard._runtime import Guard
-from write_guard._sandbox import plan_sandbox, probe
+from write_guard._sandbox import probe
 
 CLAUDE_CODE = "claude-code"
 CODEX = "codex"
@@ -37,22 +36,15 @@ def _policy_roots(options: Options, project_root: str) -> tuple[Guard, Policy, t
     """The guard, the policy of a project and the roots it lets shell commands write."""
     root = os.path.abspath(project_root)
     guard = Guard(options)
-    _context, policy = guard.build(root, root, os.environ.get("HOME"), None)
-    roots: tuple[str, ...] = ()
-    if policy.preset != "read-only":
-        # A harness's sandbox brings its own /dev; `/dev/stdout` would resolve to whatever
-        # this process's output is.
-        extra = (root for root in policy.extra_roots if not root.startswith("/dev/"))
-        roots = (policy.workspace_root, *extra)
-    return guard, policy, roots
+    policy = guard.project_policy(root, os.environ.get("HOME"))
+    return guard, policy, shell_roots(policy)
 
 
 def expected_settings(options: Options, project_root: str) -> dict[str, Any]:
-    """The `sandbox` value of Claude Code's settings for the policy of a project."""
-    guard, policy, roots = _policy_roots(options, project_root)
-    hidden = (guard.runtime_dir, str(data_dir()))
-    plan = plan_sandbox("bwrap", roots, policy.protected_paths, hidden)
-    return sandbox_settings(plan, policy.workspace_root)
+    """The `sandbox` value of Claude Code's settings for the policy of a project (the rule
+    is `Guard.claude_expected`, which the route of each command compares with too)."""
+    root = os.path.abspath(project_root)
+    return Guard(options).claude_expected(root, os.environ.get("HOME"))
 
 
 def codex_settings(options: Options, project_root: str) -> dict[str, Any]:
@@ -162,15 +154,14 @@ def claude_sandbox_unavailable(options: Options) -> str | None:
 def project_facts(options: Options, project_root: str) -> Facts:
     """The facts that decide the route of shell commands in a project."""
     root = os.path.abspath(options.workspace_root or project_root)
-    found = workspace_sandbox(root)
+    files = settings_files(root, os.environ.get("HOME"), os.environ.get("CLAUDE_CONFIG_DIR"))
+    claude = compare_settings(files, lambda: expected_settings(options, root))
     available = probe(options.sandbox)
-    claude = all(found.get(key) is value for key, value in REQUIRED.items())
     return Facts(
-        claude_settings=claude,
+        claude=claude,
         bwrap_reason=available.reason,
         bwrap_works=available.bwrap is not None,
-        mismatch=settings_mismatch(found, expected_settings(options, root)) if claude else None,
-        missing_tools=missing_tools() if claude else (),
+        missing_tools=missing_tools() if claude.on else (),
     )
 
 
