@@ -458,9 +458,12 @@ def _read_file(corpus: Corpus, path: str, records: Iterable[dict[str, Any]]) -> 
             continue
         session_id = str(record.get("sessionId") or "unknown")
         parent_session = session_of_uuid.get(parent) if isinstance(parent, str) else None
-        if parent_session is not None:
+        # Most records continue their own session, and most files resume none: then there is
+        # neither a merge nor an alias to follow.
+        if parent_session is not None and (alias or parent_session != session_id):
             session_id = _merge(alias, by_session, session_id, _resolve(alias, parent_session))
-        session_id = _resolve(alias, session_id)
+        if alias:
+            session_id = _resolve(alias, session_id)
         if isinstance(uuid, str):
             session_of_uuid[uuid] = session_id
         conversation = by_session.get(session_id)
