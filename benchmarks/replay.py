@@ -201,7 +201,7 @@ def phases(folder: Path) -> int:
     dispatch_s /= 3
     print(f"folder = {folder}, events = {events // 3}")
     print(f"group_ms = {group_s * 1000:.1f}")
-    print(f"decode_ms = {decode_s * 1000:.1f} (lines, type peek, orjson)")
+    print(f"decode_ms = {decode_s * 1000:.1f} (lines, type peek, records into their read keys)")
     print(f"filter_streams_ms = {(streams_s - decode_s) * 1000:.1f}")
     print(f"rebuild_ms = {(read_s - streams_s - group_s) * 1000:.1f}")
     print(f"read_ms = {read_s * 1000:.1f}")

@@ -9,7 +9,7 @@ import stat
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypedDict
 
 import msgspec
 import orjson
@@ -206,8 +206,72 @@ class _Peek(msgspec.Struct):
 
 
 _PEEK = msgspec.json.Decoder(_Peek)
+
+
+class _PeekType(msgspec.Struct):
+    """A record's top-level type alone: the peek of a line that may be skipped builds nothing
+    else."""
+
+    type: Any = None
+
+
+_PEEK_TYPE = msgspec.json.Decoder(_PeekType)
+
+
+# The keys of a record the reader and the rebuild read, and nothing else: decoded into these,
+# a record is a plain dict without what no event is made of (usage counts, signatures, images'
+# data, slugs, branches: a third of a record's objects), which is then neither built nor freed.
+# A value of a type other than these, or a line msgspec refuses, is decoded in full as before
+# (`orjson`, then `json`): the events are the same either way (a test compares both over the
+# shared transcripts). A key read from a record must be named here, or it reads as absent.
+
+
+class _Block(TypedDict, total=False):
+    type: Any
+    text: Any
+    thinking: Any
+    id: Any
+    name: Any
+    input: Any
+    tool_use_id: Any
+    content: str | list[_Block] | None
+    is_error: Any
+
+
+class _Message(TypedDict, total=False):
+    id: Any
+    content: str | list[_Block] | None
+    stop_reason: Any
+    model: Any
+
+
+class _Record(TypedDict, total=False):
+    type: Any
+    sessionId: Any
+    uuid: Any
+    parentUuid: Any
+    logicalParentUuid: Any
+    isSidechain: Any
+    agentId: Any
+    timestamp: Any
+    cwd: Any
+    version: Any
+    entrypoint: Any
+    requestId: Any
+    message: _Message | None
+    toolUseResult: Any
+    isMeta: Any
+    isCompactSummary: Any
+    isApiErrorMessage: Any
+    error: Any
+    subtype: Any
+    compactMetadata: Any
+
+
+_RECORD = msgspec.json.Decoder(_Record)
 _REPLAYED_KINDS = frozenset({"user", "assistant", "system"})
 _TYPE_KEY = b'"type":"'
+_TYPE_KEY_LEN = len(_TYPE_KEY)
 _SKIPPED_KINDS = (b"progress", b"file-history-snapshot", b"queue-operation", b"summary")
 """Record types the rebuild never reads, often a third of a transcript's bytes. Claude Code
 writes a record's own `type` before its content, so the first `"type":"` of a line names it:
@@ -227,21 +291,41 @@ def _records(corpus: Corpus, handle: BinaryIO) -> Iterator[dict[str, Any]]:
 
     The file is read in blocks and its lines decoded where they lie (a memoryview slice is no
     copy): a line of a record never decoded (a third of a transcript's bytes) is never copied
-    either. orjson decodes what the standard module does except what it refuses (invalid UTF-8,
-    lone surrogates, NaN, integers past 64 bits): those lines go through `json` as before.
+    either. A record is decoded into `_Record` (its keys the rebuild reads); a line that does not
+    fit it is decoded whole by orjson, which decodes what the standard module does except what it
+    refuses (invalid UTF-8, lone surrogates, NaN, numbers out of a double's range): those lines
+    go through `json` as before. Integers past 64 bits come as ints, as `json` reads them (orjson
+    alone would make them floats). The line loop is written out in one function: a call per
+    line cost more than a tenth of the decoding.
     """
+    loads = _RECORD.decode
+    peek = _PEEK_TYPE.decode
     for data, start, stop in _blocks(handle):
         view = memoryview(data)
+        find = data.find
         while start < stop:
-            end = data.find(b"\n", start, stop)
+            end = find(b"\n", start, stop)
             if end < 0:
                 end = stop
             line_start, start = start, end + 1
             if line_start == end or (data[line_start] <= _SPACE and data[line_start:end].isspace()):
                 continue
-            record = _decode(corpus, data, view, line_start, end)
-            if record is not None:
+            line = view[line_start:end]
+            at = find(_TYPE_KEY, line_start, end)
+            if at >= 0 and data.startswith(_SKIPPED_KINDS, at + _TYPE_KEY_LEN, end):
+                try:
+                    if peek(line).type not in _REPLAYED_KINDS:
+                        continue
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    pass  # not a JSON object, or not UTF-8: the full decode below decides
+            try:
+                record: Any = loads(line)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                record = _decode_in_full(line)
+            if type(record) is dict:
                 yield record
+            else:
+                corpus.skipped += 1
 
 
 def _blocks(handle: BinaryIO) -> Iterator[tuple[bytes, int, int]]:
@@ -271,31 +355,16 @@ def _blocks(handle: BinaryIO) -> Iterator[tuple[bytes, int, int]]:
         yield rest, 0, len(rest)
 
 
-def _decode(
-    corpus: Corpus, data: bytes, view: memoryview, start: int, end: int
-) -> dict[str, Any] | None:
-    """The record of the line `data[start:end]`, or None: not replayed, or not readable (then
-    counted as skipped)."""
-    line = view[start:end]
-    at = data.find(_TYPE_KEY, start, end)
-    if at >= 0 and data.startswith(_SKIPPED_KINDS, at + len(_TYPE_KEY), end):
-        try:
-            if _PEEK.decode(line).type not in _REPLAYED_KINDS:
-                return None
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            pass  # not a JSON object, or not UTF-8: the full decode below decides
+def _decode_in_full(line: memoryview) -> Any:
+    """A line the record decoder refused, decoded whole: by orjson, else by the standard module
+    (invalid UTF-8 replaced), else None."""
     try:
-        record = orjson.loads(line)
+        return orjson.loads(line)
     except orjson.JSONDecodeError:
         try:
-            record = json.loads(bytes(line).decode("utf-8", errors="replace"))
+            return json.loads(bytes(line).decode("utf-8", errors="replace"))
         except ValueError:
-            corpus.skipped += 1
             return None
-    if not isinstance(record, dict):
-        corpus.skipped += 1
-        return None
-    return record
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,9 +458,12 @@ def _read_file(corpus: Corpus, path: str, records: Iterable[dict[str, Any]]) -> 
             continue
         session_id = str(record.get("sessionId") or "unknown")
         parent_session = session_of_uuid.get(parent) if isinstance(parent, str) else None
-        if parent_session is not None:
+        # Most records continue their own session, and most files resume none: then there is
+        # neither a merge nor an alias to follow.
+        if parent_session is not None and (alias or parent_session != session_id):
             session_id = _merge(alias, by_session, session_id, _resolve(alias, parent_session))
-        session_id = _resolve(alias, session_id)
+        if alias:
+            session_id = _resolve(alias, session_id)
         if isinstance(uuid, str):
             session_of_uuid[uuid] = session_id
         conversation = by_session.get(session_id)
