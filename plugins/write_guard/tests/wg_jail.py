@@ -228,6 +228,7 @@ class Tree:
             "--clearenv", "--setenv", "PATH", os.environ.get("PATH", "/usr/bin:/bin"),
             "--setenv", "HOME", f"{r}/home", "--setenv", "TMPDIR", f"{r}/tmp",
             "--setenv", "LANG", "C.UTF-8", "--setenv", "GUARD_TEST_VAR", "v a l",
+            "--setenv", "HOOKCHAIN_DATA_DIR", f"{r}/data",
             "--chdir", f"{r}/ws",
         ]  # fmt: skip
         for key, value in {**GIT_ENV, **(env or {})}.items():
