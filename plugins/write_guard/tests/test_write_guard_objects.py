@@ -186,3 +186,28 @@ async def test_git_commit_and_gc_still_work_and_nothing_is_lost(git_env: Tree) -
     restored = tree.run(f"{HOOKCHAIN} restore {names[0]}")
     assert restored.rc == 0 and "objects the repository had lost" not in restored.stdout
     assert (tree.ws / "a.txt").read_text() == DIRTY
+
+
+def test_a_copy_under_way_is_not_waited_for_and_one_that_died_is_taken_over(
+    git_env: Tree,
+) -> None:
+    tree = git_env
+    store = Path(_snapshot.store_of(str(tree.ws / ".git")))
+    store.mkdir(parents=True)
+    _sh(tree.ws, "git", "init", "-q", "--bare", str(store))
+    lock = store / "write-guard.lock"
+    lock.write_text("")
+    under_way = _snapshot.record(str(tree.ws), "x")
+    assert under_way is not None
+    listed = "--format=%(refname)"
+    assert _sh(tree.ws, "git", f"--git-dir={store}", "for-each-ref", listed) == ""
+    os.utime(lock, (0, 0))  # its copy died long ago
+    (tree.ws / "c.txt").write_text("changed\n")
+    taken_over = _snapshot.record(str(tree.ws), "y")
+    assert taken_over is not None and not lock.exists()
+    refs = _sh(tree.ws, "git", f"--git-dir={store}", "for-each-ref", listed).split()
+    # The first copy that finished: every branch and tag, HEAD, this snapshot.
+    assert refs == sorted(
+        ["refs/heads/feature", "refs/heads/main", "refs/tags/v1", _snapshot.HEAD_REF,
+         taken_over.ref]
+    )  # fmt: skip

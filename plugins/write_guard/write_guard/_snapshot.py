@@ -285,20 +285,17 @@ def _keep(top: str, store: str, updates: dict[str, str], branch: str) -> None:
         return
     if not os.path.isdir(os.path.join(store, "objects")):
         _init_store(store)
-        # The first copy: every branch and tag, so that their history is kept too.
+    if not _read_ref(store, HEAD_REF):
+        # The first copy (or one that never finished): every branch and tag, so that their
+        # history is kept too.
         listed = _git(top, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads",
                       "refs/tags")  # fmt: skip
         updates = {**dict(line.split(" ", 1) for line in listed.splitlines()), **updates}
     lock = os.path.join(store, "write-guard.lock")
-    try:
-        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    except FileExistsError:
-        try:
-            if time.time() - os.stat(lock).st_mtime < STORE_TIMEOUT_S:
-                return  # another copy is under way: the next snapshot's brings this one's
-        except FileNotFoundError:
-            pass
-        os.utime(lock)  # a copy that died: taken over
+    if not _locked(lock):
+        # Another copy is under way (a first copy of a large repository): this snapshot
+        # stays in the repository only; HEAD, not yet recorded, is copied by the next one.
+        return
     try:
         _copy(top, store, updates)
         if branch:
@@ -306,6 +303,22 @@ def _keep(top: str, store: str, updates: dict[str, str], branch: str) -> None:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.remove(lock)
+
+
+def _locked(lock: str) -> bool:
+    """Whether this copy may go on: the lock made, or taken over from a copy that died."""
+    try:
+        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        return True
+    except FileExistsError:
+        pass
+    try:
+        if time.time() - os.stat(lock).st_mtime < STORE_TIMEOUT_S:
+            return False
+        os.utime(lock)
+    except FileNotFoundError:
+        return False  # released this instant: the next snapshot is copied
+    return True
 
 
 def _copy(top: str, store: str, updates: dict[str, str]) -> None:
