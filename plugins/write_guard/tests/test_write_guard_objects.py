@@ -211,3 +211,30 @@ def test_a_copy_under_way_is_not_waited_for_and_one_that_died_is_taken_over(
         ["refs/heads/feature", "refs/heads/main", "refs/tags/v1", _snapshot.HEAD_REF,
          taken_over.ref]
     )  # fmt: skip
+
+
+def test_a_branch_deleted_in_a_sound_repository_stays_deleted(git_env: Tree) -> None:
+    tree = git_env
+    assert _snapshot.record(str(tree.ws), "x") is not None  # the store holds `feature`
+    _sh(tree.ws, "git", "branch", "-qD", "feature")
+    _sh(tree.ws, "git", "reflog", "expire", "--expire=now", "--all")
+    _sh(tree.ws, "git", "gc", "-q", "--prune=now")
+    recovered = _snapshot.recover(str(tree.ws))
+    assert recovered.objects > 0  # its commit, pruned, is back among the objects
+    assert recovered.refs == () and not recovered.head
+    assert "refs/heads/feature" not in _refs(tree)
+
+
+def test_a_branch_name_the_store_cannot_hold_still_keeps_head(git_env: Tree) -> None:
+    tree = git_env
+    assert _snapshot.record(str(tree.ws), "x") is not None  # the store holds `feature`
+    _sh(tree.ws, "git", "branch", "-qD", "feature")
+    _sh(tree.ws, "git", "checkout", "-q", "-b", "feature/x")
+    _sh(tree.ws, "git", "commit", "-qm", "on feature/x", "--allow-empty")
+    (tree.ws / "c.txt").write_text("changed\n")
+    snap = _snapshot.record(str(tree.ws), "y")
+    assert snap is not None
+    store = Path(_snapshot.store_of(str(tree.ws / ".git")))
+    head = _sh(tree.ws, "git", "rev-parse", "HEAD").strip()
+    shown = _sh(tree.ws, "git", f"--git-dir={store}", "rev-parse", _snapshot.HEAD_REF, snap.ref)
+    assert shown.split() == [head, snap.commit]

@@ -38,7 +38,8 @@ from framework import data_dir
 
 from write_guard._sandbox import git_dirs
 
-REF_PREFIX = "refs/write-guard/snapshots/"
+PREFIX = "refs/write-guard/"
+REF_PREFIX = PREFIX + "snapshots/"
 GIT_TIMEOUT_S = 10.0
 UNTRACKED_FILE_MAX = 4 * 1024 * 1024
 UNTRACKED_TOTAL_MAX = 32 * 1024 * 1024
@@ -53,7 +54,7 @@ STORE_TIMEOUT_S = 120.0
 # More packs than this in a store (one per snapshot): the small ones are rolled into one
 # (`repack --geometric`, whose work grows with the small packs, not with the store).
 STORE_PACKS_MAX = 24
-HEAD_REF = "refs/write-guard/head"
+HEAD_REF = PREFIX + "head"
 _HEX = frozenset("0123456789abcdef")
 # The host runs git on the agent's work tree: no program of the repository's configuration.
 _SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat")
@@ -305,6 +306,13 @@ def _keep(top: str, store: str, updates: dict[str, str], branch: str) -> None:
             os.remove(lock)
 
 
+def _set_refs(store: str, updates: dict[str, str]) -> None:
+    lines = "".join(f"update {ref} {sha}\n" for ref, sha in updates.items())
+    # With a reflog: every HEAD the store saw stays listed (`git reflog` in the store).
+    _git(store, f"--git-dir={store}", "-c", "core.logAllRefUpdates=always", "update-ref",
+         "--stdin", stdin=lines)  # fmt: skip
+
+
 def _locked(lock: str) -> bool:
     """Whether this copy may go on: the lock made, or taken over from a copy that died."""
     try:
@@ -336,10 +344,12 @@ def _copy(top: str, store: str, updates: dict[str, str]) -> None:
             except RuntimeError:
                 if not leave_out:
                     raise  # a tip the store lost (it never should): copy everything instead
-    lines = "".join(f"update {ref} {sha}\n" for ref, sha in updates.items())
-    # With a reflog: every HEAD the store saw stays listed (`git reflog` in the store).
-    _git(store, f"--git-dir={store}", "-c", "core.logAllRefUpdates=always", "update-ref",
-         "--stdin", stdin=lines)  # fmt: skip
+    try:
+        _set_refs(store, updates)
+    except RuntimeError:
+        # A branch whose name clashes with one the store kept (`a` then `a/b`): the objects
+        # are copied; write-guard's own refs are set without the branches.
+        _set_refs(store, {ref: sha for ref, sha in updates.items() if ref.startswith(PREFIX)})
     packs = [name for name in os.listdir(os.path.join(objects, "pack")) if name.endswith(".pack")]
     if len(packs) > STORE_PACKS_MAX:
         _git(store, f"--git-dir={store}", "repack", "-q", "-d", "--geometric=2",
@@ -371,7 +381,8 @@ def snapshots(cwd: str) -> list[Snapshot]:
     store = store_of(common)
     found: dict[str, Snapshot] = {}
     if os.path.isdir(os.path.join(store, "objects")):
-        found = {snap.ref: snap for snap in _listed(store, f"--git-dir={store}")}
+        with contextlib.suppress(RuntimeError):  # then the repository's own list alone
+            found = {snap.ref: snap for snap in _listed(store, f"--git-dir={store}")}
     try:
         for snap in _listed(top):
             found.setdefault(snap.ref, snap)
@@ -414,9 +425,10 @@ class Recovered:
 
 def recover(cwd: str) -> Recovered:
     """Bring back what write-guard's store holds and the repository at `cwd` lost: its
-    objects (all that the store has and the repository lacks) and, when it lost some, the
-    refs it no longer has (none that exists is moved), HEAD and the index. Nothing when the
-    repository lacks nothing."""
+    objects (all that the store has and the repository lacks); when HEAD was missing or does
+    not resolve (its branch deleted), the refs it no longer has (none that exists is moved:
+    a branch the person deleted in a sound repository stays deleted); HEAD and the index when
+    they are missing. Nothing when the repository lacks nothing."""
     top, git_dir, common = locate(cwd)
     store = store_of(common)
     if not os.path.isdir(os.path.join(store, "objects")):
@@ -442,7 +454,7 @@ def recover(cwd: str) -> Recovered:
              stdin="\n".join(missing) + "\n", timeout=STORE_TIMEOUT_S)  # fmt: skip
     made: list[str] = []
     broken = not _git(top, "rev-parse", "--verify", "-q", "HEAD", check=False)
-    if missing or head or broken:
+    if head or broken:
         form = "--format=%(refname) %(objectname)"
         theirs = _git(store, f"--git-dir={store}", "for-each-ref", form).splitlines()
         ours = {line.split(" ", 1)[0] for line in _git(top, "for-each-ref", form).splitlines()}
