@@ -36,6 +36,12 @@ ATTACKS = {
         "shutil.rmtree('.git/objects'); shutil.rmtree('.git/refs/heads'); "
         "os.path.exists('.git/packed-refs') and os.remove('.git/packed-refs')\""
     ),
+    # All of `.git` that can go (the config, the hooks and write-guard's refs are mounts).
+    "everything": (
+        f'{_DISCARD} && python3 -c "import os, shutil; '
+        "[shutil.rmtree(e.path, ignore_errors=True) if e.is_dir() else os.remove(e.path) "
+        "for e in os.scandir('.git') if e.name not in ('config', 'hooks')]\""
+    ),
     "gc": (
         "printf 'git reset -q --hard; git clean -qfd; rm -rf .git/refs/heads .git/refs/tags "
         '.git/logs; git gc -q --prune=now; rm -rf .git/objects/pack\\n\' > "$TMPDIR/s.sh" '
