@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from wg_corpus import TRANSCRIPTS, bash_commands
-from wg_jail import Tree, build_template
+from wg_jail import GIT_ENV, Tree, build_template
 
 
 @pytest.fixture
@@ -82,3 +82,12 @@ def tree(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Tre
     monkeypatch.setenv("HOOKCHAIN_RUNTIME_DIR", str(made.root / "run"))
     monkeypatch.setenv("HOOKCHAIN_DATA_DIR", str(made.root / "data"))
     return made
+
+
+@pytest.fixture
+def git_env(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> Tree:
+    """`tree`, with the host's git reading the tree's HOME, never the real one."""
+    monkeypatch.setenv("HOME", str(tree.root / "home"))
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    return tree

@@ -4,25 +4,12 @@ throwaway tree (see `wg_jail`)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-from wg_jail import BWRAP, GIT_ENV, UNTRACKED, Tree, guard_decides
+from wg_jail import BWRAP, UNTRACKED, Tree, guard_decides, restore_the_snapshot
 from write_guard._snapshot import UNTRACKED_FILE_MAX, record, restore, snapshots
 
 pytestmark = pytest.mark.anyio
 needs_bwrap = pytest.mark.skipif(BWRAP is None, reason="needs bubblewrap")
-HOOKCHAIN = Path(sys.executable).parent / "hookchain"
-
-
-@pytest.fixture
-def git_env(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> Tree:
-    """The host's git reads the tree's HOME, never the real one."""
-    monkeypatch.setenv("HOME", str(tree.root / "home"))
-    for key, value in GIT_ENV.items():
-        monkeypatch.setenv(key, value)
-    return tree
 
 
 def _untouched(tree: Tree) -> tuple[bytes, str, str]:
@@ -50,10 +37,7 @@ async def test_a_script_running_git_clean_is_undone_by_restore(git_env: Tree) ->
     assert verdict.denied is None and verdict.command is not None
     assert tree.run(verdict.command).rc == 0
     assert not (tree.ws / "notes.txt").exists() and not (tree.ws / "new-dir").exists()
-    listed = tree.run(f"{HOOKCHAIN} restore")
-    names = [line.split()[0] for line in listed.stdout.splitlines()]
-    assert listed.rc == 0 and len(names) == 1, listed
-    restored = tree.run(f"{HOOKCHAIN} restore {names[0]}")
+    restored = restore_the_snapshot(tree)
     assert restored.rc == 0, restored
     assert "untracked files put back" in restored.stdout
     assert (tree.ws / "notes.txt").read_text() == UNTRACKED

@@ -13,6 +13,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ from wg_attack_table import Attack
 import write_guard
 
 BWRAP = shutil.which("bwrap")
+HOOKCHAIN = Path(sys.executable).parent / "hookchain"
 RUN_TIMEOUT_S = 20.0
 DIRTY = "dirty\n"
 UNTRACKED = "untracked work\n"
@@ -249,6 +251,15 @@ class Ran:
     rc: int
     stdout: str
     stderr: str
+
+
+def restore_the_snapshot(tree: Tree) -> Ran:
+    """The person's `hookchain restore` (run in the jail): the list holds one snapshot, which
+    is then brought back."""
+    listed = tree.run(f"{HOOKCHAIN} restore")
+    names = [line.split()[0] for line in listed.stdout.splitlines()]
+    assert listed.rc == 0 and len(names) == 1, listed
+    return tree.run(f"{HOOKCHAIN} restore {names[0]}")
 
 
 @dataclass(frozen=True)
