@@ -4,6 +4,8 @@ throwaway tree (see `wg_jail`)."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from wg_jail import BWRAP, UNTRACKED, Tree, guard_decides, restore_the_snapshot
 from write_guard._snapshot import UNTRACKED_FILE_MAX, record, restore, snapshots
@@ -105,3 +107,13 @@ def test_huge_untracked_files_are_left_out_and_the_snapshot_says_so(git_env: Tre
     held = tree.run(f"git ls-tree -r --name-only {snap.commit}^3").stdout.split()
     assert "notes.txt" in held and "dump.bin" not in held
     assert [s.subject for s in snapshots(str(tree.ws))] == [snap.subject]
+
+
+def test_a_change_made_in_the_second_the_index_was_written_is_recorded(git_env: Tree) -> None:
+    tree = git_env
+    # Written, staged and written again in one second, at the same size.
+    tree.run("echo dirtY > a.txt && git add a.txt && echo dIrTy > a.txt")
+    time.sleep(1.2)  # the snapshot's copy of the index is made in a later second
+    snap = record(str(tree.ws), "x")
+    assert snap is not None
+    assert tree.run(f"git show {snap.commit}:a.txt").stdout == "dIrTy\n"

@@ -165,10 +165,13 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
     kept, branch = _head_updates(store, git_dir, head)
     with tempfile.TemporaryDirectory(prefix="write-guard-index-") as scratch:
         # A copy of the index: the real one is neither locked nor rewritten (and an
-        # `index.lock` a command left behind cannot make the snapshot fail).
+        # `index.lock` a command left behind cannot make the snapshot fail). With its time:
+        # git trusts an entry's stat data only when the entry is older than the index file,
+        # and a file changed in the same second as the index was written (same size) would
+        # look unchanged to a copy made a second later.
         copy = os.path.join(scratch, "index")
         try:
-            shutil.copyfile(index, copy)
+            shutil.copy2(index, copy)
         except FileNotFoundError:
             _git(top, "read-tree", head, index=copy)
         commit = _git(cwd, "stash", "create", subject, check=False, index=copy)
@@ -270,12 +273,16 @@ def _write_head(store: str, branch: str) -> None:
     os.replace(head + ".write-guard", head)
 
 
-def _init_store(store: str) -> None:
+def _init_store(store: str, head: str) -> None:
     parent = os.path.dirname(store)
     os.makedirs(parent, mode=0o700, exist_ok=True)
     # Private: it holds the person's uncommitted work.
     os.chmod(os.path.dirname(parent), 0o700)
-    _git(parent, "init", "-q", "--bare", "--template=", store)
+    # The repository's object format, and refs as files (`_read_ref` reads them), whatever
+    # the person's defaults for new repositories say (an older git ignores these settings).
+    sha256 = ["--object-format=sha256"] if len(head) == 64 else []
+    _git(parent, "-c", "init.defaultObjectFormat=sha1", "-c", "init.defaultRefFormat=files",
+         "init", "-q", "--bare", "--template=", *sha256, store)  # fmt: skip
 
 
 def _keep(top: str, store: str, updates: dict[str, str], branch: str) -> None:
@@ -285,7 +292,7 @@ def _keep(top: str, store: str, updates: dict[str, str], branch: str) -> None:
     if not updates:
         return
     if not os.path.isdir(os.path.join(store, "objects")):
-        _init_store(store)
+        _init_store(store, next(iter(updates.values())))
     if not _read_ref(store, HEAD_REF):
         # The first copy (or one that never finished): every branch and tag, so that their
         # history is kept too.
