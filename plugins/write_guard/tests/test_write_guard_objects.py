@@ -231,3 +231,22 @@ def test_a_branch_name_the_store_cannot_hold_still_keeps_head(git_env: Tree) -> 
     head = _sh(tree.ws, "git", "rev-parse", "HEAD").strip()
     shown = _sh(tree.ws, "git", f"--git-dir={store}", "rev-parse", _snapshot.HEAD_REF, snap.ref)
     assert shown.split() == [head, snap.commit]
+
+
+def test_small_packs_are_rolled_up_and_every_snapshot_stays_whole(
+    git_env: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = git_env
+    monkeypatch.setattr(_snapshot, "STORE_PACKS_MAX", 3)
+    made = []
+    for round_ in range(8):
+        (tree.ws / "c.txt").write_text(f"round {round_}\n")
+        snap = _snapshot.record(str(tree.ws), "x")
+        assert snap is not None
+        made.append(snap)
+    store = Path(_snapshot.store_of(str(tree.ws / ".git")))
+    assert len(list((store / "objects" / "pack").glob("*.pack"))) <= 4
+    for snap in made:
+        shown = _sh(tree.ws, "git", f"--git-dir={store}", "show", f"{snap.commit}:c.txt")
+        assert shown == f"round {made.index(snap)}\n"
+    assert _sh(tree.ws, "git", f"--git-dir={store}", "fsck", "--connectivity-only") == ""

@@ -359,8 +359,14 @@ def _copy(top: str, store: str, updates: dict[str, str]) -> None:
         _set_refs(store, {ref: sha for ref, sha in updates.items() if ref.startswith(PREFIX)})
     packs = [name for name in os.listdir(os.path.join(objects, "pack")) if name.endswith(".pack")]
     if len(packs) > STORE_PACKS_MAX:
-        _git(store, f"--git-dir={store}", "repack", "-q", "-d", "--geometric=2",
-             timeout=STORE_TIMEOUT_S)  # fmt: skip
+        try:
+            _git(store, f"--git-dir={store}", "repack", "-q", "-d", "--geometric=2",
+                 timeout=STORE_TIMEOUT_S)  # fmt: skip
+        except RuntimeError:
+            # A git before 2.32: all in one pack (what the refs and their reflogs reach,
+            # which is everything the store was given).
+            _git(store, f"--git-dir={store}", "repack", "-q", "-a", "-d",
+                 timeout=STORE_TIMEOUT_S)  # fmt: skip
 
 
 def _listed(cwd: str, *git_dir: str) -> list[Snapshot]:
