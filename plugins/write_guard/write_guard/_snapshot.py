@@ -55,6 +55,8 @@ STORE_TIMEOUT_S = 120.0
 # (`repack --geometric`, whose work grows with the small packs, not with the store).
 STORE_PACKS_MAX = 24
 HEAD_REF = PREFIX + "head"
+# The trees of the last snapshot copied (work tree, index, untracked files).
+TREES_FILE = "write-guard.trees"
 _HEX = frozenset("0123456789abcdef")
 # The host runs git on the agent's work tree: no program of the repository's configuration.
 _SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat")
@@ -206,7 +208,7 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
     ref = f"{REF_PREFIX}{stamp}-{commit[:12]}"
     _git(cwd, "update-ref", "-m", "write-guard snapshot", ref, commit)
     # In the repository first: a store that cannot be written loses no snapshot.
-    _keep(top, store, {**kept, ref: commit}, branch)
+    _keep(top, store, {**kept, ref: commit}, branch, (work, index_tree, untracked_tree))
     return Snapshot(ref=ref, commit=commit, created=stamp, subject=subject)
 
 
@@ -217,14 +219,31 @@ def store_of(common: str) -> str:
     return os.path.join(data_dir(), *STORE_FOLDER, f"{key}.git")
 
 
+def _read_shas(path: str) -> list[str]:
+    """The object names in a small file of the store's (a loose ref, the last trees); none
+    when it is missing or not one."""
+    try:
+        with open(path, encoding="ascii") as handle:
+            words = handle.read(400).split()
+    except (OSError, UnicodeDecodeError):
+        return []
+    return [w for w in words if len(w) in (40, 64) and set(w) <= _HEX] if words else []
+
+
 def _read_ref(store: str, ref: str) -> str:
     """A loose ref of the store (all of its refs are: only `update-ref` writes them), or ""."""
-    try:
-        with open(os.path.join(store, ref), encoding="ascii") as handle:
-            value = handle.read(80).strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
-    return value if len(value) in (40, 64) and set(value) <= _HEX else ""
+    found = _read_shas(os.path.join(store, ref))
+    return found[0] if len(found) == 1 else ""
+
+
+def _write_file(path: str, text: str) -> None:
+    """`text` into one of the store's own small files, whole or not at all."""
+    with contextlib.suppress(OSError), open(path, encoding="utf-8") as handle:
+        if handle.read(1024) == text:
+            return
+    with open(path + ".write-guard", "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(path + ".write-guard", path)
 
 
 def _head_updates(store: str, git_dir: str, head: str) -> tuple[dict[str, str], str]:
@@ -262,17 +281,6 @@ def _tips(store: str) -> list[str]:
     return list(dict.fromkeys(filter(None, (_read_ref(store, ref) for ref in refs))))
 
 
-def _write_head(store: str, branch: str) -> None:
-    head = os.path.join(store, "HEAD")
-    wanted = f"ref: {branch}\n"
-    with contextlib.suppress(OSError), open(head, encoding="utf-8") as handle:
-        if handle.read(1024) == wanted:
-            return
-    with open(head + ".write-guard", "w", encoding="utf-8") as handle:
-        handle.write(wanted)
-    os.replace(head + ".write-guard", head)
-
-
 def _init_store(store: str, head: str) -> None:
     parent = os.path.dirname(store)
     os.makedirs(parent, mode=0o700, exist_ok=True)
@@ -285,10 +293,13 @@ def _init_store(store: str, head: str) -> None:
          "init", "-q", "--bare", "--template=", *sha256, store)  # fmt: skip
 
 
-def _keep(top: str, store: str, updates: dict[str, str], branch: str) -> None:
+def _keep(
+    top: str, store: str, updates: dict[str, str], branch: str, trees: tuple[str, ...] = ()
+) -> None:
     """Copy into the store the objects reachable from `updates`' commits that it lacks (read
     from the repository at `top`, the store as its alternate), then set its refs to them;
-    the store's HEAD names `branch`, the branch HEAD is on (for `recover`)."""
+    the store's HEAD names `branch`, the branch HEAD is on (for `recover`); `trees`: the
+    snapshot's (work tree, index, untracked), left out of the next copy."""
     if not updates:
         return
     if not os.path.isdir(os.path.join(store, "objects")):
@@ -305,9 +316,9 @@ def _keep(top: str, store: str, updates: dict[str, str], branch: str) -> None:
         # stays in the repository only; HEAD, not yet recorded, is copied by the next one.
         return
     try:
-        _copy(top, store, updates)
+        _copy(top, store, updates, trees)
         if branch:
-            _write_head(store, branch)
+            _write_file(os.path.join(store, "HEAD"), f"ref: {branch}\n")
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.remove(lock)
@@ -336,27 +347,33 @@ def _locked(lock: str) -> bool:
     return True
 
 
-def _copy(top: str, store: str, updates: dict[str, str]) -> None:
+def _copy(top: str, store: str, updates: dict[str, str], trees: tuple[str, ...]) -> None:
     tips = _tips(store)
     wanted = [sha for sha in dict.fromkeys(updates.values()) if sha not in tips]
     objects = os.path.join(store, "objects")
     if wanted:
         pack = os.path.join(objects, "pack", "pack")
-        for leave_out in [tips, []] if tips else [[]]:
+        # The last snapshot's trees too: it is no parent of the next one, so without them
+        # every file changed since HEAD would be copied again at every snapshot.
+        known = [*tips, *_read_shas(os.path.join(store, TREES_FILE))]
+        for leave_out in [known, []] if known else [[]]:
             try:
                 _git(top, "pack-objects", "--revs", "-q", pack,
                      stdin="\n".join([*wanted, "--not", *leave_out]) + "\n",
                      alternate=objects, timeout=STORE_TIMEOUT_S)  # fmt: skip
                 break
             except RuntimeError:
+                # One of them not in the store (it never should be): all is copied instead.
                 if not leave_out:
-                    raise  # a tip the store lost (it never should): copy everything instead
+                    raise
     try:
         _set_refs(store, updates)
     except RuntimeError:
         # A branch whose name clashes with one the store kept (`a` then `a/b`): the objects
         # are copied; write-guard's own refs are set without the branches.
         _set_refs(store, {ref: sha for ref, sha in updates.items() if ref.startswith(PREFIX)})
+    if any(trees):
+        _write_file(os.path.join(store, TREES_FILE), " ".join(filter(None, trees)) + "\n")
     packs = [name for name in os.listdir(os.path.join(objects, "pack")) if name.endswith(".pack")]
     if len(packs) > STORE_PACKS_MAX:
         try:
