@@ -45,10 +45,10 @@ UNTRACKED_FILE_MAX = 4 * 1024 * 1024
 UNTRACKED_TOTAL_MAX = 32 * 1024 * 1024
 UNTRACKED_FILES_MAX = 2_000
 # The store: one bare repository per repository (by its git dir's real path) below
-# `<data dir>/write-guard/git/`. Its first copy holds every object of the repository's branches
-# and tags (about 0.1 s on 10,000 files); it may take this long in the background (the
-# snapshot's own budget abandons it, not git), and a second copy into the same store waits
-# for none: it is left to the next snapshot (a lock younger than this).
+# `<data dir>/write-guard/git/`. Its first copy holds every object of the repository's
+# branches and tags (a few tenths of a second on 10,000 files); it may take this long in the
+# background (the snapshot's own budget abandons it, not git), and a second copy into the
+# same store waits for none: it is left to the next snapshot (a lock younger than this).
 STORE_FOLDER = ("write-guard", "git")
 STORE_TIMEOUT_S = 120.0
 # More packs than this in a store (one per snapshot): the small ones are rolled into one
