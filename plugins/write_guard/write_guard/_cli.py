@@ -81,11 +81,10 @@ def restore(
 ) -> None:
     """List the work tree states write-guard recorded before shell commands, or bring one back
     (`git stash apply` of it: merged into the current tree, refused over newer changes; the
-    untracked files it holds that are missing are put back, those made again are kept).
-
-    write-guard keeps a copy of every snapshot and of the history of HEAD outside the
-    repository: a state comes back even after `.git/objects` or `.git/refs` were deleted
-    (the objects, branches and tags the repository lost are put back first)."""
+    untracked files it holds that are missing are put back, those made again are kept). A
+    copy of every snapshot and of HEAD's history is kept outside the repository: a state
+    comes back even after `.git/objects` or `.git/refs` were deleted (what the repository
+    lost of it is put back first)."""
     where = os.path.abspath(repo)
     try:
         if history:
