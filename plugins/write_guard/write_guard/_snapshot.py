@@ -157,12 +157,13 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
     if not is_work_tree(cwd):
         return None
     subject = f"write-guard: before {why[:60]}"
-    located = _git(cwd, "rev-parse", "--show-toplevel", "--git-path", "index", "--git-dir",
-                   "--git-common-dir", check=False).splitlines()  # fmt: skip
-    head = _git(cwd, "rev-parse", "--verify", "-q", "HEAD", check=False)
-    if len(located) != 4 or not head:
+    # One git for all five (each process counts: this runs before every shell command).
+    asked = ("--show-toplevel", "--git-path", "index", "--git-dir", "--git-common-dir")
+    located = _git(cwd, "rev-parse", *asked, "--verify", "-q", "HEAD", check=False).splitlines()
+    if len(located) != 5:
         return None  # no commit yet: nothing a stash could be applied onto
-    top, index, git_dir, common = located[0], *(os.path.join(cwd, p) for p in located[1:])
+    top, head = located[0], located[4]
+    index, git_dir, common = (os.path.join(cwd, path) for path in located[1:4])
     store = store_of(common)
     kept, branch = _head_updates(store, git_dir, head)
     with tempfile.TemporaryDirectory(prefix="write-guard-index-") as scratch:
