@@ -251,3 +251,15 @@ def test_small_packs_are_rolled_up_and_every_snapshot_stays_whole(
         shown = _sh(tree.ws, "git", f"--git-dir={store}", "show", f"{snap.commit}:c.txt")
         assert shown == f"round {made.index(snap)}\n"
     assert _sh(tree.ws, "git", f"--git-dir={store}", "fsck", "--connectivity-only") == ""
+
+
+def test_a_ref_naming_a_lost_object_stays_and_the_others_come_back(git_env: Tree) -> None:
+    tree = git_env
+    assert _snapshot.record(str(tree.ws), "x") is not None  # the store holds main, feature
+    refs = tree.ws / ".git" / "refs" / "heads"
+    (refs / "feature").write_text("1" * 40 + "\n")  # an object neither has
+    (refs / "main").unlink()  # HEAD's branch gone: HEAD does not resolve
+    recovered = _snapshot.recover(str(tree.ws))
+    assert "refs/heads/main" in recovered.refs and "refs/heads/feature" not in recovered.refs
+    assert (refs / "feature").read_text() == "1" * 40 + "\n"
+    assert tree.run("git log -1 --format=%s main").stdout == "first\n"

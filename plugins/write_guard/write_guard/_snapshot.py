@@ -491,10 +491,17 @@ def recover(cwd: str) -> Recovered:
         ours = {line.split(" ", 1)[0] for line in _git(top, "for-each-ref", form).splitlines()}
         wanted = [line.split(" ", 1) for line in theirs if line.split(" ", 1)[0] not in ours]
         wanted = [pair for pair in wanted if pair[0] != HEAD_REF]
-        if wanted:
-            _git(top, "update-ref", "--stdin",
-                 stdin="".join(f"create {ref} {sha}\n" for ref, sha in wanted))  # fmt: skip
+        lines = "".join(f"create {ref} {sha}\n" for ref, sha in wanted)
+        try:
+            if wanted:
+                _git(top, "update-ref", "--stdin", stdin=lines)
             made = [ref for ref, _sha in wanted]
+        except RuntimeError:
+            # One by one: a ref git did not list (it names an object neither has) stays.
+            for ref, sha in wanted:
+                with contextlib.suppress(RuntimeError):
+                    _git(top, "update-ref", ref, sha, "")
+                    made.append(ref)
     index = os.path.join(top, _git(top, "rev-parse", "--git-path", "index"))
     rebuilt = not os.path.exists(index) and bool(
         _git(top, "rev-parse", "--verify", "-q", "HEAD", check=False)
