@@ -171,6 +171,30 @@ def test_a_held_reset_shows_its_code_to_the_person_only_and_a_script_reset_is_re
     assert readme.read_text() == "work in progress\n"
 
 
+def test_work_and_history_come_back_after_a_script_deletes_the_objects(box: Sandbox) -> None:
+    project = guarded(box)
+    readme = project.path / "README.md"
+    readme.write_text("work in progress\n")
+    (project.path / "wipe.py").write_text(
+        "import shutil, subprocess\n"
+        "subprocess.run(['git', 'reset', '-q', '--hard'], check=True)\n"
+        "shutil.rmtree('.git/objects')\n"
+    )
+    run = ok(project.run("clean up", [bash("python3 wipe.py"), say("ok")]))
+    (wiped,) = run.tool_results()
+    assert not wiped.is_error, wiped.text
+    assert readme.read_text() == "# proj\n" and not (project.path / ".git" / "objects").exists()
+    listed = project.hookchain("restore")
+    assert listed.returncode == 0, listed.stderr
+    restored = project.hookchain("restore", listed.stdout.split()[0])
+    assert restored.returncode == 0, restored.stderr
+    assert "objects the repository had lost" in restored.stdout
+    assert readme.read_text() == "work in progress\n"
+    log = subprocess.run(["git", "log", "--format=%s"], cwd=project.path, capture_output=True,
+                         text=True, timeout=30, check=False, env=project.sandbox.env)  # fmt: skip
+    assert log.returncode == 0 and log.stdout.strip(), log.stderr
+
+
 def test_the_agent_cannot_stop_the_host_and_the_next_call_is_still_guarded(box: Sandbox) -> None:
     project = guarded(box)
     target = box.outside / "after-stop.txt"

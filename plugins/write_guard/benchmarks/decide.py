@@ -1,7 +1,8 @@
 """Time write-guard in one run: the pure decision (Write; simple, compound and git Bash lines)
 for this tree's analyser and for a baseline's (default `main`, loaded from git under another
 package name), the sandbox's added cost per shell command, and the snapshot of a work tree of
-10,000 files (clean, dirty, dirty with untracked files). Prints medians, ratios against the
+10,000 files (clean, dirty, dirty with untracked files; this tree's and the baseline's, and
+the first copy into write-guard's store). Prints medians, ratios against the
 baseline, and peak RSS.
 
     python plugins/write_guard/benchmarks/decide.py [--baseline REF] [--files N]
@@ -42,7 +43,7 @@ from write_guard._sandbox import (
     redirect_surface,
     wrap_command,
 )
-from write_guard._snapshot import UNTRACKED_FILE_MAX, record
+from write_guard._snapshot import UNTRACKED_FILE_MAX, record, store_of
 from write_guard._surface import extract_surface
 
 ROUNDS = 20_000
@@ -187,10 +188,18 @@ def sandbox_cost(workspace: str, baseline: ModuleType) -> None:
     )
 
 
-def snapshot_cost(files: int) -> None:
+def snapshot_cost(files: int, baseline: ModuleType) -> None:
+    """The snapshot of a work tree of `files` files, with this tree's `record` (which also
+    copies the snapshot and HEAD's history into write-guard's store) and the baseline's, in
+    turns: clean, dirty, dirty with untracked files; and the store's own costs: its first copy
+    (every object of the repository) and a clean tree whose HEAD moved (one new commit)."""
+    old_record = importlib.import_module(baseline.__name__ + "._snapshot").record
     repo = tempfile.mkdtemp(prefix="wg-bench-repo-")
+    data = tempfile.mkdtemp(prefix="wg-bench-data-")
     env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.invalid",
            "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.invalid"}  # fmt: skip
+    saved = os.environ.get("HOOKCHAIN_DATA_DIR")
+    os.environ["HOOKCHAIN_DATA_DIR"] = data  # the store: never the person's data dir
     try:
 
         def git(*args: str) -> None:
@@ -205,13 +214,33 @@ def snapshot_cost(files: int) -> None:
         git("add", "-A")
         git("commit", "-qm", "files")
 
-        def timed(rounds: int) -> float:
-            samples = []
+        def seconds(fn: Callable[[], object]) -> float:
+            started = time.perf_counter()
+            fn()
+            return time.perf_counter() - started
+
+        def cpu() -> float:
+            """CPU seconds of this process and its finished children (git): what a shared
+            machine's load changes far less than the wall time."""
+            own, children = (resource.getrusage(who) for who in
+                             (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))  # fmt: skip
+            return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+        def timed(rounds: int) -> tuple[float, float, float, float]:
+            """Medians (ms) of this tree's and the baseline's snapshot, taken in turns: wall
+            time, then CPU time."""
+            runs: list[Callable[[str, str], object]] = [record, old_record]
+            walls: list[list[float]] = [[], []]
+            cpus: list[list[float]] = [[], []]
             for _ in range(rounds):
-                started = time.perf_counter()
-                record(repo, "bench")
-                samples.append(time.perf_counter() - started)
-            return statistics.median(samples) * 1000
+                for which, run in enumerate(runs):
+                    started = cpu()
+                    walls[which].append(seconds(partial(run, repo, "bench")))
+                    cpus[which].append(cpu() - started)
+            new, old, new_cpu, old_cpu = (
+                statistics.median(samples) * 1000 for samples in (*walls, *cpus)
+            )
+            return new, old, new_cpu, old_cpu
 
         # The nested repositories of a root, walked (bounded) when a sandbox is planned, then
         # cached per root: the walk, and the cached lookup.
@@ -229,25 +258,48 @@ def snapshot_cost(files: int) -> None:
             f"gitlinks_index_read_{files}_files_median_ms = {parse_ms:.2f}  "
             f"unchanged_index_start_and_finish_us = {watch_us:.1f}"
         )
-        clean_ms = timed(10)
+        store = store_of(os.path.join(repo, ".git"))
+        first = []
+        for _ in range(5):
+            shutil.rmtree(store, ignore_errors=True)
+            first.append(seconds(lambda: record(repo, "bench")))
+        first_ms = statistics.median(first) * 1000
+        moved = []
+        for _ in range(10):
+            git("commit", "-q", "--allow-empty", "-m", "more")
+            moved.append(seconds(lambda: record(repo, "bench")))
+        moved_ms = statistics.median(moved) * 1000
+        clean = timed(10)
         for index in range(0, files, files // 10):
             Path(repo, f"d{index // 100:03d}", f"f{index:05d}.txt").write_text("changed\n")
-        dirty_ms = timed(10)
+        dirty = timed(10)
         # New work never added: 100 small files, and one over the cap (left out, not hashed).
         for index in range(100):
             Path(repo, "new", f"n{index:03d}.txt").parent.mkdir(exist_ok=True)
             Path(repo, "new", f"n{index:03d}.txt").write_text(f"new {index}\n" * 50)
         with open(Path(repo, "new", "dump.bin"), "wb") as handle:
             handle.truncate(UNTRACKED_FILE_MAX + 1)
-        untracked_ms = timed(10)
-        print(f"snapshot_{files}_files_clean_median_ms = {clean_ms:.1f}")
-        print(f"snapshot_{files}_files_dirty_median_ms = {dirty_ms:.1f}")
-        print(
-            f"snapshot_{files}_files_dirty_and_100_untracked_median_ms = {untracked_ms:.1f}  "
-            f"ratio_to_dirty = {untracked_ms / dirty_ms:.2f}"
-        )
+        untracked = timed(10)
+        packs = len(list(Path(store, "objects", "pack").glob("*.pack")))
+        for name, (new_ms, old_ms, new_cpu, old_cpu) in (
+            ("clean", clean), ("dirty", dirty), ("dirty_and_100_untracked", untracked)
+        ):  # fmt: skip
+            print(
+                f"snapshot_{files}_files_{name}_median_ms = {new_ms:.1f}  "
+                f"baseline = {old_ms:.1f}  ratio = {new_ms / old_ms:.2f}  "
+                f"cpu_ms = {new_cpu:.1f}  baseline_cpu_ms = {old_cpu:.1f}  "
+                f"cpu_ratio = {new_cpu / old_cpu:.2f}"
+            )
+        print(f"snapshot_{files}_files_store_first_copy_median_ms = {first_ms:.1f}")
+        print(f"snapshot_{files}_files_clean_head_moved_median_ms = {moved_ms:.1f}  "
+              f"store_packs = {packs}")  # fmt: skip
     finally:
+        if saved is None:
+            os.environ.pop("HOOKCHAIN_DATA_DIR", None)
+        else:
+            os.environ["HOOKCHAIN_DATA_DIR"] = saved
         shutil.rmtree(repo, ignore_errors=True)
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -262,7 +314,7 @@ def main(argv: list[str] | None = None) -> None:
         baseline: Any = load_baseline(args.baseline, Path(loaded))
         decisions(workspace, baseline)
         sandbox_cost(workspace, baseline)
-        snapshot_cost(args.files)
+        snapshot_cost(args.files, baseline)
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
         shutil.rmtree(loaded, ignore_errors=True)

@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 from wg_corpus import TRANSCRIPTS, bash_commands
-from wg_jail import Tree, build_template
+from wg_jail import GIT_ENV, Tree, build_template
 
 
 @pytest.fixture
@@ -67,10 +67,27 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture(autouse=True)
+def private_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """hookchain's data dir in the test's folder: a snapshot writes write-guard's copy there,
+    never into the person's."""
+    monkeypatch.setenv("HOOKCHAIN_DATA_DIR", str(tmp_path / "hookchain-data"))
+
+
 @pytest.fixture
 def tree(template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Tree:
-    """A fresh copy of the template; hookchain's runtime dir is inside it."""
+    """A fresh copy of the template; hookchain's runtime and data dirs are inside it."""
     made = Tree(root=tmp_path / "t", template=template)
     made.reset()
     monkeypatch.setenv("HOOKCHAIN_RUNTIME_DIR", str(made.root / "run"))
+    monkeypatch.setenv("HOOKCHAIN_DATA_DIR", str(made.root / "data"))
     return made
+
+
+@pytest.fixture
+def git_env(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> Tree:
+    """`tree`, with the host's git reading the tree's HOME, never the real one."""
+    monkeypatch.setenv("HOME", str(tree.root / "home"))
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    return tree

@@ -4,25 +4,14 @@ throwaway tree (see `wg_jail`)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import time
 
 import pytest
-from wg_jail import BWRAP, GIT_ENV, UNTRACKED, Tree, guard_decides
+from wg_jail import BWRAP, UNTRACKED, Tree, guard_decides, restore_the_snapshot
 from write_guard._snapshot import UNTRACKED_FILE_MAX, record, restore, snapshots
 
 pytestmark = pytest.mark.anyio
 needs_bwrap = pytest.mark.skipif(BWRAP is None, reason="needs bubblewrap")
-HOOKCHAIN = Path(sys.executable).parent / "hookchain"
-
-
-@pytest.fixture
-def git_env(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> Tree:
-    """The host's git reads the tree's HOME, never the real one."""
-    monkeypatch.setenv("HOME", str(tree.root / "home"))
-    for key, value in GIT_ENV.items():
-        monkeypatch.setenv(key, value)
-    return tree
 
 
 def _untouched(tree: Tree) -> tuple[bytes, str, str]:
@@ -50,10 +39,7 @@ async def test_a_script_running_git_clean_is_undone_by_restore(git_env: Tree) ->
     assert verdict.denied is None and verdict.command is not None
     assert tree.run(verdict.command).rc == 0
     assert not (tree.ws / "notes.txt").exists() and not (tree.ws / "new-dir").exists()
-    listed = tree.run(f"{HOOKCHAIN} restore")
-    names = [line.split()[0] for line in listed.stdout.splitlines()]
-    assert listed.rc == 0 and len(names) == 1, listed
-    restored = tree.run(f"{HOOKCHAIN} restore {names[0]}")
+    restored = restore_the_snapshot(tree)
     assert restored.rc == 0, restored
     assert "untracked files put back" in restored.stdout
     assert (tree.ws / "notes.txt").read_text() == UNTRACKED
@@ -121,3 +107,13 @@ def test_huge_untracked_files_are_left_out_and_the_snapshot_says_so(git_env: Tre
     held = tree.run(f"git ls-tree -r --name-only {snap.commit}^3").stdout.split()
     assert "notes.txt" in held and "dump.bin" not in held
     assert [s.subject for s in snapshots(str(tree.ws))] == [snap.subject]
+
+
+def test_a_change_made_in_the_second_the_index_was_written_is_recorded(git_env: Tree) -> None:
+    tree = git_env
+    # Written, staged and written again in one second, at the same size.
+    tree.run("echo dirtY > a.txt && git add a.txt && echo dIrTy > a.txt")
+    time.sleep(1.2)  # the snapshot's copy of the index is made in a later second
+    snap = record(str(tree.ws), "x")
+    assert snap is not None
+    assert tree.run(f"git show {snap.commit}:a.txt").stdout == "dIrTy\n"

@@ -70,12 +70,26 @@ def restore(
         str | None, typer.Argument(help="the snapshot to bring back (default: list them)")
     ] = None,
     repo: Annotated[str, typer.Option(help="the work tree")] = ".",
+    history: Annotated[
+        bool,
+        typer.Option(
+            "--history",
+            help="only bring back what the repository lost of write-guard's copy (objects, "
+            "branches, tags, HEAD, the index)",
+        ),
+    ] = False,
 ) -> None:
     """List the work tree states write-guard recorded before shell commands, or bring one back
     (`git stash apply` of it: merged into the current tree, refused over newer changes; the
-    untracked files it holds that are missing are put back, those made again are kept)."""
+    untracked files it holds that are missing are put back, those made again are kept). A
+    copy of every snapshot and of HEAD's history is kept outside the repository: a state
+    comes back even after `.git/objects` or `.git/refs` were deleted (what the repository
+    lost of it is put back first)."""
     where = os.path.abspath(repo)
     try:
+        if history:
+            _report(_snapshot.recover(where))
+            return
         if snapshot is None:
             found = _snapshot.snapshots(where)
             if not found:
@@ -87,12 +101,25 @@ def restore(
     except (LookupError, RuntimeError, OSError) as error:
         typer.echo(f"write-guard: {error}", err=True)
         raise typer.Exit(2) from None
+    _report(done.recovered)
     typer.echo(
         f"restored {done.snapshot.ref} into {where}"
         + (f" ({len(done.untracked)} untracked files put back)" if done.untracked else "")
     )
     for name in done.kept:
         typer.echo(f"write-guard: kept {name} as it is now (made again since)", err=True)
+
+
+def _report(done: _snapshot.Recovered) -> None:
+    """What `recover` brought back, if anything."""
+    if done.objects:
+        typer.echo(f"put back {done.objects} objects the repository had lost")
+    if done.head:
+        typer.echo("made HEAD again (it was missing)")
+    for ref in done.refs:
+        typer.echo(f"made {ref} again (it was missing)")
+    if done.index:
+        typer.echo("read the index again from HEAD (it was missing)")
 
 
 def sandbox_settings(

@@ -11,10 +11,22 @@ script that runs `git reset --hard` or `git clean -fdx`) can then be undone with
 Untracked files are bounded: a file over `UNTRACKED_FILE_MAX` bytes, those past
 `UNTRACKED_TOTAL_MAX` bytes in all or past `UNTRACKED_FILES_MAX` files are left out (a build
 output or a data dump the agent made; hashing it before every command would cost more than it
-saves), and the snapshot's subject says how many were."""
+saves), and the snapshot's subject says how many were.
+
+The objects of a snapshot live in the repository's `.git/objects`, which a command may delete
+(everything in `.git` but its config, hooks and write-guard's refs stays writable so that
+`git commit` works). So each snapshot is also copied into a store of write-guard's own: a bare
+repository per repository in hookchain's data dir (hidden from the sandbox, never writable by
+a command), written incrementally with `git pack-objects` — only what the store lacks, the
+objects reachable from the snapshot and not from the store's last tips. HEAD is kept there too
+(its branch under the same name, the first time every branch and tag): a commit seen at HEAD
+is recoverable, with its history, even from a clean work tree. `recover` brings the store's
+objects and refs back into a repository that lost them; `restore` runs it first."""
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import os
 import shutil
 import subprocess
@@ -22,11 +34,30 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-REF_PREFIX = "refs/write-guard/snapshots/"
+from framework import data_dir
+
+from write_guard._sandbox import git_dirs
+
+PREFIX = "refs/write-guard/"
+REF_PREFIX = PREFIX + "snapshots/"
 GIT_TIMEOUT_S = 10.0
 UNTRACKED_FILE_MAX = 4 * 1024 * 1024
 UNTRACKED_TOTAL_MAX = 32 * 1024 * 1024
 UNTRACKED_FILES_MAX = 2_000
+# The store: one bare repository per repository (by its git dir's real path) below
+# `<data dir>/write-guard/git/`. Its first copy holds every object of the repository's
+# branches and tags (a few tenths of a second on 10,000 files); it may take this long in the
+# background (the snapshot's own budget abandons it, not git), and a second copy into the
+# same store waits for none: it is left to the next snapshot (a lock younger than this).
+STORE_FOLDER = ("write-guard", "git")
+STORE_TIMEOUT_S = 120.0
+# More packs than this in a store (one per snapshot): the small ones are rolled into one
+# (`repack --geometric`, whose work grows with the small packs, not with the store).
+STORE_PACKS_MAX = 24
+HEAD_REF = PREFIX + "head"
+# The trees of the last snapshot copied (work tree, index, untracked files).
+TREES_FILE = "write-guard.trees"
+_HEX = frozenset("0123456789abcdef")
 # The host runs git on the agent's work tree: no program of the repository's configuration.
 _SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat")
 
@@ -40,23 +71,32 @@ class Snapshot:
 
 
 def _git(
-    cwd: str, *args: str, check: bool = True, index: str | None = None, stdin: str | None = None
+    cwd: str,
+    *args: str,
+    check: bool = True,
+    index: str | None = None,
+    stdin: str | None = None,
+    alternate: str | None = None,
+    timeout: float = GIT_TIMEOUT_S,
 ) -> str:
     env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
     if index is not None:
         env["GIT_INDEX_FILE"] = index
+    if alternate is not None:
+        env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = alternate
     done = subprocess.run(
         ["git", *_SAFE, *args],
         cwd=cwd,
         capture_output=True,
         text=True,
-        timeout=GIT_TIMEOUT_S,
+        timeout=timeout,
         env=env,
         check=False,
         input=stdin,
     )
     if check and done.returncode != 0:
-        raise RuntimeError(f"git {args[0]} failed: {done.stderr.strip()[:200]}")
+        name = next((arg for arg in args if not arg.startswith("-")), "")
+        raise RuntimeError(f"git {name} failed: {done.stderr.strip()[:200]}")
     return done.stdout.strip()
 
 
@@ -117,22 +157,30 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
     if not is_work_tree(cwd):
         return None
     subject = f"write-guard: before {why[:60]}"
-    located = _git(cwd, "rev-parse", "--show-toplevel", "--git-path", "index", check=False)
-    head = _git(cwd, "rev-parse", "--verify", "-q", "HEAD", check=False)
-    if len(located.splitlines()) != 2 or not head:
+    # One git for all five (each process counts: this runs before every shell command).
+    asked = ("--show-toplevel", "--git-path", "index", "--git-dir", "--git-common-dir")
+    located = _git(cwd, "rev-parse", *asked, "--verify", "-q", "HEAD", check=False).splitlines()
+    if len(located) != 5:
         return None  # no commit yet: nothing a stash could be applied onto
-    top, index = located.splitlines()[0], os.path.join(cwd, located.splitlines()[1])
+    top, head = located[0], located[4]
+    index, git_dir, common = (os.path.join(cwd, path) for path in located[1:4])
+    store = store_of(common)
+    kept, branch = _head_updates(store, git_dir, head)
     with tempfile.TemporaryDirectory(prefix="write-guard-index-") as scratch:
         # A copy of the index: the real one is neither locked nor rewritten (and an
-        # `index.lock` a command left behind cannot make the snapshot fail).
+        # `index.lock` a command left behind cannot make the snapshot fail). With its time:
+        # git trusts an entry's stat data only when the entry is older than the index file,
+        # and a file changed in the same second as the index was written (same size) would
+        # look unchanged to a copy made a second later.
         copy = os.path.join(scratch, "index")
         try:
-            shutil.copyfile(index, copy)
+            shutil.copy2(index, copy)
         except FileNotFoundError:
             _git(top, "read-tree", head, index=copy)
         commit = _git(cwd, "stash", "create", subject, check=False, index=copy)
         names, left_out = untracked(top, copy)
     if not commit and not names:
+        _keep(top, store, kept, branch)
         return None
     if left_out:
         subject += f" ({left_out} untracked files over the size cap not kept)"
@@ -154,18 +202,195 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
     if last is not None:
         trees = f"{work} {index_tree} {untracked_tree}"
         if last.get(cwd) == trees:
+            _keep(top, store, kept, branch)
             return None
         last[cwd] = trees
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     ref = f"{REF_PREFIX}{stamp}-{commit[:12]}"
     _git(cwd, "update-ref", "-m", "write-guard snapshot", ref, commit)
+    # In the repository first: a store that cannot be written loses no snapshot.
+    _keep(top, store, {**kept, ref: commit}, branch, (work, index_tree, untracked_tree))
     return Snapshot(ref=ref, commit=commit, created=stamp, subject=subject)
 
 
-def snapshots(cwd: str) -> list[Snapshot]:
-    """Every recorded snapshot of the repository at `cwd`, newest first."""
+def store_of(common: str) -> str:
+    """The path of write-guard's store for the repository whose (common) git dir is
+    `common`: the same for all of its work trees."""
+    key = hashlib.sha256(os.path.realpath(common).encode()).hexdigest()[:24]
+    return os.path.join(data_dir(), *STORE_FOLDER, f"{key}.git")
+
+
+def _read_shas(path: str) -> list[str]:
+    """The object names in a small file of the store's (a loose ref, the last trees); none
+    when it is missing or not one."""
+    try:
+        with open(path, encoding="ascii") as handle:
+            words = handle.read(400).split()
+    except (OSError, UnicodeDecodeError):
+        return []
+    return [w for w in words if len(w) in (40, 64) and set(w) <= _HEX] if words else []
+
+
+def _read_ref(store: str, ref: str) -> str:
+    """A loose ref of the store (all of its refs are: only `update-ref` writes them), or ""."""
+    found = _read_shas(os.path.join(store, ref))
+    return found[0] if len(found) == 1 else ""
+
+
+def _write_file(path: str, text: str) -> None:
+    """`text` into one of the store's own small files, whole or not at all."""
+    with contextlib.suppress(OSError), open(path, encoding="utf-8") as handle:
+        if handle.read(1024) == text:
+            return
+    with open(path + ".write-guard", "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.replace(path + ".write-guard", path)
+
+
+def _head_updates(store: str, git_dir: str, head: str) -> tuple[dict[str, str], str]:
+    """The store's refs that HEAD has moved past (its own record of HEAD and the branch HEAD
+    is on), and that branch. Three small reads when nothing moved (every command of a clean
+    tree)."""
+    updates: dict[str, str] = {}
+    if _read_ref(store, HEAD_REF) != head:
+        updates[HEAD_REF] = head
+    try:
+        with open(os.path.join(git_dir, "HEAD"), encoding="utf-8") as handle:
+            symbolic = handle.read(1024).strip()
+    except (OSError, UnicodeDecodeError):
+        symbolic = ""
+    branch = symbolic[len("ref: ") :] if symbolic.startswith("ref: refs/heads/") else ""
+    if ".." in branch:
+        branch = ""
+    if branch and _read_ref(store, branch) != head:
+        updates[branch] = head
+    return updates, branch
+
+
+def _tips(store: str) -> list[str]:
+    """Commits whose history the store holds whole: its HEAD record, its branches and its
+    newest snapshot. What a copy leaves out (a subset of them would do: more is copied)."""
+    refs = [HEAD_REF]
+    for folder, _dirs, files in os.walk(os.path.join(store, "refs", "heads")):
+        refs += [os.path.relpath(os.path.join(folder, name), store) for name in files]
+    try:
+        newest = max(os.listdir(os.path.join(store, REF_PREFIX)), default="")
+    except OSError:
+        newest = ""
+    if newest:
+        refs.append(REF_PREFIX + newest)
+    return list(dict.fromkeys(filter(None, (_read_ref(store, ref) for ref in refs))))
+
+
+def _init_store(store: str, head: str) -> None:
+    parent = os.path.dirname(store)
+    os.makedirs(parent, mode=0o700, exist_ok=True)
+    # Private: it holds the person's uncommitted work.
+    os.chmod(os.path.dirname(parent), 0o700)
+    # The repository's object format, and refs as files (`_read_ref` reads them), whatever
+    # the person's defaults for new repositories say (an older git ignores these settings).
+    sha256 = ["--object-format=sha256"] if len(head) == 64 else []
+    _git(parent, "-c", "init.defaultObjectFormat=sha1", "-c", "init.defaultRefFormat=files",
+         "init", "-q", "--bare", "--template=", *sha256, store)  # fmt: skip
+
+
+def _keep(
+    top: str, store: str, updates: dict[str, str], branch: str, trees: tuple[str, ...] = ()
+) -> None:
+    """Copy into the store the objects reachable from `updates`' commits that it lacks (read
+    from the repository at `top`, the store as its alternate), then set its refs to them;
+    the store's HEAD names `branch`, the branch HEAD is on (for `recover`); `trees`: the
+    snapshot's (work tree, index, untracked), left out of the next copy."""
+    if not updates:
+        return
+    if not os.path.isdir(os.path.join(store, "objects")):
+        _init_store(store, next(iter(updates.values())))
+    if not _read_ref(store, HEAD_REF):
+        # The first copy (or one that never finished): every branch and tag, so that their
+        # history is kept too.
+        listed = _git(top, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads",
+                      "refs/tags")  # fmt: skip
+        updates = {**dict(line.split(" ", 1) for line in listed.splitlines()), **updates}
+    lock = os.path.join(store, "write-guard.lock")
+    if not _locked(lock):
+        # Another copy is under way (a first copy of a large repository): this snapshot
+        # stays in the repository only; HEAD, not yet recorded, is copied by the next one.
+        return
+    try:
+        _copy(top, store, updates, trees)
+        if branch:
+            _write_file(os.path.join(store, "HEAD"), f"ref: {branch}\n")
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(lock)
+
+
+def _set_refs(store: str, updates: dict[str, str]) -> None:
+    lines = "".join(f"update {ref} {sha}\n" for ref, sha in updates.items())
+    # With a reflog: every HEAD the store saw stays listed (`git reflog` in the store).
+    _git(store, f"--git-dir={store}", "-c", "core.logAllRefUpdates=always", "update-ref",
+         "--stdin", stdin=lines)  # fmt: skip
+
+
+def _locked(lock: str) -> bool:
+    """Whether this copy may go on: the lock made, or taken over from a copy that died."""
+    try:
+        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        return True
+    except FileExistsError:
+        pass
+    try:
+        if time.time() - os.stat(lock).st_mtime < STORE_TIMEOUT_S:
+            return False
+        os.utime(lock)
+    except FileNotFoundError:
+        return False  # released this instant: the next snapshot is copied
+    return True
+
+
+def _copy(top: str, store: str, updates: dict[str, str], trees: tuple[str, ...]) -> None:
+    tips = _tips(store)
+    wanted = [sha for sha in dict.fromkeys(updates.values()) if sha not in tips]
+    objects = os.path.join(store, "objects")
+    if wanted:
+        pack = os.path.join(objects, "pack", "pack")
+        # The last snapshot's trees too: it is no parent of the next one, so without them
+        # every file changed since HEAD would be copied again at every snapshot.
+        known = [*tips, *_read_shas(os.path.join(store, TREES_FILE))]
+        for leave_out in [known, []] if known else [[]]:
+            try:
+                _git(top, "pack-objects", "--revs", "-q", pack,
+                     stdin="\n".join([*wanted, "--not", *leave_out]) + "\n",
+                     alternate=objects, timeout=STORE_TIMEOUT_S)  # fmt: skip
+                break
+            except RuntimeError:
+                # One of them not in the store (it never should be): all is copied instead.
+                if not leave_out:
+                    raise
+    try:
+        _set_refs(store, updates)
+    except RuntimeError:
+        # A branch whose name clashes with one the store kept (`a` then `a/b`): the objects
+        # are copied; write-guard's own refs are set without the branches.
+        _set_refs(store, {ref: sha for ref, sha in updates.items() if ref.startswith(PREFIX)})
+    if any(trees):
+        _write_file(os.path.join(store, TREES_FILE), " ".join(filter(None, trees)) + "\n")
+    packs = [name for name in os.listdir(os.path.join(objects, "pack")) if name.endswith(".pack")]
+    if len(packs) > STORE_PACKS_MAX:
+        try:
+            _git(store, f"--git-dir={store}", "repack", "-q", "-d", "--geometric=2",
+                 timeout=STORE_TIMEOUT_S)  # fmt: skip
+        except RuntimeError:
+            # A git before 2.32: all in one pack (what the refs and their reflogs reach,
+            # which is everything the store was given).
+            _git(store, f"--git-dir={store}", "repack", "-q", "-a", "-d",
+                 timeout=STORE_TIMEOUT_S)  # fmt: skip
+
+
+def _listed(cwd: str, *git_dir: str) -> list[Snapshot]:
     out = _git(
         cwd,
+        *git_dir,
         "for-each-ref",
         "--sort=-refname",
         "--format=%(refname)%00%(objectname)%00%(contents:subject)",
@@ -179,6 +404,113 @@ def snapshots(cwd: str) -> list[Snapshot]:
     return found
 
 
+def snapshots(cwd: str) -> list[Snapshot]:
+    """Every recorded snapshot of the repository at `cwd`, newest first: those in its own
+    refs and those in write-guard's store (all of them, even when the repository's objects
+    or refs were deleted)."""
+    top, _git_dir, common = locate(cwd)
+    store = store_of(common)
+    found: dict[str, Snapshot] = {}
+    if os.path.isdir(os.path.join(store, "objects")):
+        with contextlib.suppress(RuntimeError):  # then the repository's own list alone
+            found = {snap.ref: snap for snap in _listed(store, f"--git-dir={store}")}
+    try:
+        for snap in _listed(top):
+            found.setdefault(snap.ref, snap)
+    except RuntimeError:
+        if not found:
+            raise
+    return sorted(found.values(), key=lambda snap: snap.ref, reverse=True)
+
+
+def locate(cwd: str) -> tuple[str, str, str]:
+    """The work tree's top folder, its git dir and common git dir; found without git when git
+    no longer sees a repository there (its objects, refs or HEAD deleted): the `.git` above."""
+    located = _git(cwd, "rev-parse", "--show-toplevel", "--git-dir", "--git-common-dir",
+                   check=False).splitlines()  # fmt: skip
+    if len(located) == 3:
+        return located[0], os.path.join(cwd, located[1]), os.path.join(cwd, located[2])
+    path = os.path.abspath(cwd)
+    while not os.path.lexists(os.path.join(path, ".git")):
+        parent = os.path.dirname(path)
+        if parent == path:
+            raise LookupError(f"no git repository at or above {cwd}")
+        path = parent
+    found = git_dirs(path)
+    if not found:
+        raise LookupError(f"{path}/.git names no git dir")
+    return path, found[0], found[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class Recovered:
+    objects: int
+    """Objects copied back from write-guard's store."""
+    refs: tuple[str, ...]
+    """Refs made again (branches, tags, snapshots): each was missing."""
+    head: bool
+    """HEAD was missing: made again, on the branch the store saw last."""
+    index: bool
+    """The index was missing: read again from HEAD (the work tree is not touched)."""
+
+
+def recover(cwd: str) -> Recovered:
+    """Bring back what write-guard's store holds and the repository at `cwd` lost: its
+    objects (all that the store has and the repository lacks); when HEAD was missing or does
+    not resolve (its branch deleted), the refs it no longer has (none that exists is moved:
+    a branch the person deleted in a sound repository stays deleted); HEAD and the index when
+    they are missing. Nothing when the repository lacks nothing."""
+    top, git_dir, common = locate(cwd)
+    store = store_of(common)
+    if not os.path.isdir(os.path.join(store, "objects")):
+        return Recovered(0, (), False, False)
+    for folder in ("objects/pack", "objects/info", "refs/heads", "refs/tags"):
+        os.makedirs(os.path.join(common, folder), exist_ok=True)
+    head_file = os.path.join(git_dir, "HEAD")
+    head = not os.path.exists(head_file)
+    if head:
+        with open(os.path.join(store, "HEAD"), encoding="utf-8") as handle:
+            symbolic = handle.read(1024).strip()
+        if not symbolic.startswith("ref: refs/heads/"):
+            symbolic = "ref: refs/heads/main"
+        with open(head_file, "w", encoding="utf-8") as handle:
+            handle.write(symbolic + "\n")
+    stored = _git(store, f"--git-dir={store}", "cat-file", "--batch-all-objects",
+                  "--batch-check=%(objectname)")  # fmt: skip
+    checked = _git(top, "cat-file", "--batch-check=%(objectname)", stdin=stored + "\n")
+    missing = [line.split()[0] for line in checked.splitlines() if line.endswith(" missing")]
+    if missing:
+        pack = os.path.join(common, "objects", "pack", "pack")
+        _git(store, f"--git-dir={store}", "pack-objects", "-q", pack,
+             stdin="\n".join(missing) + "\n", timeout=STORE_TIMEOUT_S)  # fmt: skip
+    made: list[str] = []
+    broken = not _git(top, "rev-parse", "--verify", "-q", "HEAD", check=False)
+    if head or broken:
+        form = "--format=%(refname) %(objectname)"
+        theirs = _git(store, f"--git-dir={store}", "for-each-ref", form).splitlines()
+        ours = {line.split(" ", 1)[0] for line in _git(top, "for-each-ref", form).splitlines()}
+        wanted = [line.split(" ", 1) for line in theirs if line.split(" ", 1)[0] not in ours]
+        wanted = [pair for pair in wanted if pair[0] != HEAD_REF]
+        lines = "".join(f"create {ref} {sha}\n" for ref, sha in wanted)
+        try:
+            if wanted:
+                _git(top, "update-ref", "--stdin", stdin=lines)
+            made = [ref for ref, _sha in wanted]
+        except RuntimeError:
+            # One by one: a ref git did not list (it names an object neither has) stays.
+            for ref, sha in wanted:
+                with contextlib.suppress(RuntimeError):
+                    _git(top, "update-ref", ref, sha, "")
+                    made.append(ref)
+    index = os.path.join(top, _git(top, "rev-parse", "--git-path", "index"))
+    rebuilt = not os.path.exists(index) and bool(
+        _git(top, "rev-parse", "--verify", "-q", "HEAD", check=False)
+    )
+    if rebuilt:
+        _git(top, "read-tree", "HEAD")
+    return Recovered(len(missing), tuple(made), head, rebuilt)
+
+
 @dataclass(frozen=True, slots=True)
 class Restored:
     snapshot: Snapshot
@@ -186,6 +518,8 @@ class Restored:
     """Untracked files put back."""
     kept: tuple[str, ...]
     """Untracked files of the snapshot that exist again (made since): left as they are."""
+    recovered: Recovered
+    """What the repository had lost and came back from write-guard's store first."""
 
 
 def restore(cwd: str, which: str) -> Restored:
@@ -194,14 +528,16 @@ def restore(cwd: str, which: str) -> Restored:
     The tracked changes: `git stash apply` merges them into the current tree; it refuses when
     that would overwrite changes made since, which then stay as they are. The untracked files
     that are missing come back (through a temporary index: the index is not touched); one that
-    exists again is left as it is and named."""
+    exists again is left as it is and named. What the repository lost of write-guard's store
+    is brought back first (see `recover`)."""
+    recovered = recover(cwd)
     for snap in snapshots(cwd):
         if which in {snap.ref, snap.ref[len(REF_PREFIX) :]} or snap.commit.startswith(which):
-            return _apply(cwd, snap)
+            return _apply(cwd, snap, recovered)
     raise LookupError(f"no write-guard snapshot matches {which!r}")
 
 
-def _apply(cwd: str, snap: Snapshot) -> Restored:
+def _apply(cwd: str, snap: Snapshot, recovered: Recovered) -> Restored:
     commit = snap.commit
     top = _git(cwd, "rev-parse", "--show-toplevel")
     trees = _git(cwd, "rev-parse", f"{commit}^{{tree}}", f"{commit}^1^{{tree}}",
@@ -226,4 +562,4 @@ def _apply(cwd: str, snap: Snapshot) -> Restored:
                 index = os.path.join(scratch, "index")
                 _git(top, "read-tree", untracked_commit, index=index)
                 _git(top, "checkout-index", "-z", "--stdin", index=index, stdin="\0".join(back))
-    return Restored(snapshot=snap, untracked=tuple(back), kept=tuple(kept))
+    return Restored(snapshot=snap, untracked=tuple(back), kept=tuple(kept), recovered=recovered)

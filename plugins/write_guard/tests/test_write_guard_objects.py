@@ -1,0 +1,265 @@
+"""A command that deletes the repository's objects or refs (everything in `.git` but its
+config, hooks and write-guard's refs is writable under the sandbox, so that `git commit`
+works) loses neither the uncommitted work write-guard recorded nor the history: write-guard's
+own copy, in hookchain's data dir out of the sandbox's reach, brings them back with
+`hookchain restore`. Real bash and git, only in the throwaway tree (see `wg_jail`)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from wg_jail import (
+    BWRAP,
+    DIRTY,
+    HOOKCHAIN,
+    UNTRACKED,
+    Ran,
+    Tree,
+    _sh,
+    guard_decides,
+    restore_the_snapshot,
+)
+
+from write_guard import _snapshot
+
+pytestmark = [pytest.mark.anyio, pytest.mark.skipif(BWRAP is None, reason="needs bwrap")]
+# A script the git gate cannot read: it throws the work away, then the history and the
+# snapshots with it (their refs are read-only under the sandbox, their objects are not).
+_DISCARD = (
+    "python3 -c \"import subprocess; subprocess.run(['git', 'reset', '-q', '--hard']); "
+    "subprocess.run(['git', 'clean', '-qfd'])\""
+)
+ATTACKS = {
+    "rm": f"{_DISCARD} && rm -rf .git/objects/*",
+    "python": (
+        'python3 -c "import os, shutil, subprocess; '
+        "subprocess.run(['git', 'reset', '-q', '--hard']); "
+        "subprocess.run(['git', 'clean', '-qfd']); "
+        "shutil.rmtree('.git/objects'); shutil.rmtree('.git/refs/heads'); "
+        "os.path.exists('.git/packed-refs') and os.remove('.git/packed-refs')\""
+    ),
+    # All of `.git` that can go (the config, the hooks and write-guard's refs are mounts).
+    "everything": (
+        f'{_DISCARD} && python3 -c "import os, shutil; '
+        "[shutil.rmtree(e.path, ignore_errors=True) if e.is_dir() else os.remove(e.path) "
+        "for e in os.scandir('.git') if e.name not in ('config', 'hooks')]\""
+    ),
+    "gc": (
+        "printf 'git reset -q --hard; git clean -qfd; rm -rf .git/refs/heads .git/refs/tags "
+        '.git/logs; git gc -q --prune=now; rm -rf .git/objects/pack\\n\' > "$TMPDIR/s.sh" '
+        '&& sh "$TMPDIR/s.sh" 2>/dev/null'
+    ),
+}
+
+
+def _refs(tree: Tree) -> str:
+    return tree.run(
+        "git for-each-ref --format='%(refname) %(objectname)' refs/heads refs/tags"
+    ).stdout
+
+
+async def _run_guarded(tree: Tree, command: str) -> Ran:
+    verdict = await guard_decides(tree, command)
+    assert verdict.denied is None and verdict.command is not None, verdict
+    assert verdict.updated is not None  # the sandbox's route: the command runs confined
+    return tree.run(verdict.command)
+
+
+def _objects(idx: Path) -> int:
+    with open(idx, "rb") as handle:
+        shown = subprocess.run(["git", "show-index"], stdin=handle, capture_output=True,
+                               check=True, timeout=30)  # fmt: skip
+    return len(shown.stdout.splitlines())
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+async def test_work_and_history_come_back_after_the_objects_are_deleted(
+    git_env: Tree, attack: str
+) -> None:
+    tree = git_env
+    refs = _refs(tree)
+    await _run_guarded(tree, ATTACKS[attack])
+    # The attack did its harm: the work is gone and git no longer reads the history.
+    assert (tree.ws / "a.txt").read_text() != DIRTY and not (tree.ws / "notes.txt").exists()
+    assert tree.run("git log -1 --format=%s main").rc != 0
+    restored = restore_the_snapshot(tree)
+    assert restored.rc == 0, restored
+    assert "objects the repository had lost" in restored.stdout
+    assert (tree.ws / "a.txt").read_text() == DIRTY
+    assert (tree.ws / "b.txt").read_text() == "b\n"
+    assert (tree.ws / "notes.txt").read_text() == UNTRACKED
+    # The history, every branch and tag as they were (main, feature, v1).
+    assert _refs(tree) == refs
+    assert tree.run("git log --format=%s feature").stdout == "feature\nfirst\n"
+    assert tree.run("git fsck --connectivity-only --no-dangling").rc == 0
+
+
+async def test_a_clean_tree_keeps_its_history_too(git_env: Tree) -> None:
+    tree = git_env
+    _sh(tree.ws, "git", "add", "-A")
+    _sh(tree.ws, "git", "commit", "-qm", "all of it")
+    refs = _refs(tree)
+    # Nothing to record: still, HEAD's history is copied (the first time, every branch's).
+    await _run_guarded(tree, "echo x > new.txt")
+    assert tree.run("git for-each-ref refs/write-guard/snapshots").stdout == ""
+    (tree.ws / "new.txt").unlink()
+    _sh(tree.ws, "git", "commit", "-qm", "second", "--allow-empty")
+    refs_now = _refs(tree)
+    assert refs_now != refs
+    # The next command: HEAD moved, the new commit is copied.
+    await _run_guarded(tree, "rm -rf .git/objects .git/refs/heads .git/HEAD .git/index")
+    assert tree.run("git status").rc != 0
+    recovered = tree.run(f"{HOOKCHAIN} restore --history")
+    assert recovered.rc == 0, recovered
+    assert "made HEAD again" in recovered.stdout and "read the index again" in recovered.stdout
+    assert _refs(tree) == refs_now
+    assert tree.run("git log --format=%s").stdout == "second\nall of it\nfirst\n"
+    assert tree.run("git status --porcelain").stdout == ""
+
+
+async def test_the_copy_is_out_of_the_commands_reach(git_env: Tree) -> None:
+    tree = git_env
+    data = tree.root / "data"
+    # Python: the line analysis would refuse an `rm` it can read before the sandbox is tried.
+    command = (
+        f"python3 -c \"import os, shutil; open('seen.txt', 'w').write(' '.join(os.listdir("
+        f"'{data}'))); shutil.rmtree('{data}/write-guard', ignore_errors=True)\""
+    )
+    await _run_guarded(tree, "touch new.txt")
+    store = Path(_snapshot.store_of(str(tree.ws / ".git")))
+    assert store.is_relative_to(data) and (store / "objects").is_dir()
+    tree.run(command)  # unguarded (the jail alone): the copy is gone
+    assert not (store / "objects").is_dir()
+    tree.reset()
+    await _run_guarded(tree, "touch new.txt")
+    packs = sorted(os.listdir(store / "objects" / "pack"))
+    assert packs
+    await _run_guarded(tree, command)
+    assert (tree.ws / "seen.txt").read_text() == ""  # hidden: an empty read-only folder
+    # Still there (the command's own snapshot added a pack before it ran).
+    assert set(packs) < set(os.listdir(store / "objects" / "pack"))
+
+
+def test_a_second_snapshot_copies_only_its_new_objects(git_env: Tree) -> None:
+    tree = git_env
+    first = _snapshot.record(str(tree.ws), "x")
+    assert first is not None
+    store = Path(_snapshot.store_of(str(tree.ws / ".git")))
+
+    def packed() -> dict[str, int]:
+        return {idx.name: _objects(idx) for idx in (store / "objects" / "pack").glob("*.idx")}
+
+    seeded = packed()
+    (tree.ws / "c.txt").write_text("changed\n")
+    second = _snapshot.record(str(tree.ws), "y")
+    assert second is not None and second.commit != first.commit
+    added = {name: count for name, count in packed().items() if name not in seeded}
+    # The snapshot commit, the new root tree and c.txt's blob (its index and untracked
+    # commits are the first's: the jail's git dates are fixed); not a.txt's changed blob,
+    # which only the first snapshot's tree holds.
+    assert list(added.values()) == [3], added
+    assert sum(seeded.values()) > 10  # the first copy: every branch's and tag's history
+    # Both snapshots in the store, each whole (its history included).
+    listed = _sh(tree.ws, "git", f"--git-dir={store}", "for-each-ref", "--format=%(refname)")
+    assert first.ref in listed and second.ref in listed
+    assert _sh(tree.ws, "git", f"--git-dir={store}", "fsck", "--connectivity-only") == ""
+
+
+async def test_git_commit_and_gc_still_work_and_nothing_is_lost(git_env: Tree) -> None:
+    tree = git_env
+    ran = await _run_guarded(tree, "git add -A && git commit -qm work && git gc -q")
+    assert ran.rc == 0, ran
+    assert tree.run("git log -1 --format=%s").stdout == "work\n"
+    assert tree.run("git status --porcelain").stdout == ""
+    # A repository that lost nothing gets nothing back; a normal snapshot restores as before.
+    assert _snapshot.recover(str(tree.ws)) == _snapshot.Recovered(0, (), False, False)
+    tree.run("git reset -q --hard HEAD~1")
+    restored = restore_the_snapshot(tree)
+    assert restored.rc == 0 and "objects the repository had lost" not in restored.stdout
+    assert (tree.ws / "a.txt").read_text() == DIRTY
+
+
+def test_a_copy_under_way_is_not_waited_for_and_one_that_died_is_taken_over(
+    git_env: Tree,
+) -> None:
+    tree = git_env
+    store = Path(_snapshot.store_of(str(tree.ws / ".git")))
+    store.mkdir(parents=True)
+    _sh(tree.ws, "git", "init", "-q", "--bare", str(store))
+    lock = store / "write-guard.lock"
+    lock.write_text("")
+    under_way = _snapshot.record(str(tree.ws), "x")
+    assert under_way is not None
+    listed = "--format=%(refname)"
+    assert _sh(tree.ws, "git", f"--git-dir={store}", "for-each-ref", listed) == ""
+    os.utime(lock, (0, 0))  # its copy died long ago
+    (tree.ws / "c.txt").write_text("changed\n")
+    taken_over = _snapshot.record(str(tree.ws), "y")
+    assert taken_over is not None and not lock.exists()
+    refs = _sh(tree.ws, "git", f"--git-dir={store}", "for-each-ref", listed).split()
+    # The first copy that finished: every branch and tag, HEAD, this snapshot.
+    assert refs == sorted(
+        ["refs/heads/feature", "refs/heads/main", "refs/tags/v1", _snapshot.HEAD_REF,
+         taken_over.ref]
+    )  # fmt: skip
+
+
+def test_a_branch_deleted_in_a_sound_repository_stays_deleted(git_env: Tree) -> None:
+    tree = git_env
+    assert _snapshot.record(str(tree.ws), "x") is not None  # the store holds `feature`
+    _sh(tree.ws, "git", "branch", "-qD", "feature")
+    _sh(tree.ws, "git", "reflog", "expire", "--expire=now", "--all")
+    _sh(tree.ws, "git", "gc", "-q", "--prune=now")
+    recovered = _snapshot.recover(str(tree.ws))
+    assert recovered.objects > 0  # its commit, pruned, is back among the objects
+    assert recovered.refs == () and not recovered.head
+    assert "refs/heads/feature" not in _refs(tree)
+
+
+def test_a_branch_name_the_store_cannot_hold_still_keeps_head(git_env: Tree) -> None:
+    tree = git_env
+    assert _snapshot.record(str(tree.ws), "x") is not None  # the store holds `feature`
+    _sh(tree.ws, "git", "branch", "-qD", "feature")
+    _sh(tree.ws, "git", "checkout", "-q", "-b", "feature/x")
+    _sh(tree.ws, "git", "commit", "-qm", "on feature/x", "--allow-empty")
+    (tree.ws / "c.txt").write_text("changed\n")
+    snap = _snapshot.record(str(tree.ws), "y")
+    assert snap is not None
+    store = Path(_snapshot.store_of(str(tree.ws / ".git")))
+    head = _sh(tree.ws, "git", "rev-parse", "HEAD").strip()
+    shown = _sh(tree.ws, "git", f"--git-dir={store}", "rev-parse", _snapshot.HEAD_REF, snap.ref)
+    assert shown.split() == [head, snap.commit]
+
+
+def test_small_packs_are_rolled_up_and_every_snapshot_stays_whole(
+    git_env: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = git_env
+    monkeypatch.setattr(_snapshot, "STORE_PACKS_MAX", 3)
+    made = []
+    for round_ in range(8):
+        (tree.ws / "c.txt").write_text(f"round {round_}\n")
+        snap = _snapshot.record(str(tree.ws), "x")
+        assert snap is not None
+        made.append(snap)
+    store = Path(_snapshot.store_of(str(tree.ws / ".git")))
+    assert len(list((store / "objects" / "pack").glob("*.pack"))) <= 4
+    for snap in made:
+        shown = _sh(tree.ws, "git", f"--git-dir={store}", "show", f"{snap.commit}:c.txt")
+        assert shown == f"round {made.index(snap)}\n"
+    assert _sh(tree.ws, "git", f"--git-dir={store}", "fsck", "--connectivity-only") == ""
+
+
+def test_a_ref_naming_a_lost_object_stays_and_the_others_come_back(git_env: Tree) -> None:
+    tree = git_env
+    assert _snapshot.record(str(tree.ws), "x") is not None  # the store holds main, feature
+    refs = tree.ws / ".git" / "refs" / "heads"
+    (refs / "feature").write_text("1" * 40 + "\n")  # an object neither has
+    (refs / "main").unlink()  # HEAD's branch gone: HEAD does not resolve
+    recovered = _snapshot.recover(str(tree.ws))
+    assert "refs/heads/main" in recovered.refs and "refs/heads/feature" not in recovered.refs
+    assert (refs / "feature").read_text() == "1" * 40 + "\n"
+    assert tree.run("git log -1 --format=%s main").stdout == "first\n"
