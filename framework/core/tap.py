@@ -2,18 +2,58 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
 import structlog
 
-from framework.core.chain import Runner, position
+from framework.core.chain import RUNNING, Runner, position
 from framework.core.contract import StreamChunk
-from framework.core.dispatch import running_dispatch
+from framework.core.dispatch import current_dispatch
 from framework.core.registration import Registration
 
 _log = structlog.get_logger("hookchain.tap")
+
+
+class ChunkStream:
+    """A step's stream of chunks already in hand (a replayed step's recorded chunks).
+
+    Not an async generator: the event loop registers each new one in a weak set for shutdown,
+    which costs a replayed step more than reading its chunks. It can also be read with no await
+    at all, and so can taps over it: see `drain`.
+    """
+
+    __slots__ = ("_chunks", "_next")
+
+    def __init__(self, chunks: Sequence[StreamChunk]) -> None:
+        self._chunks = chunks
+        self._next = 0
+
+    def __aiter__(self) -> ChunkStream:
+        return self
+
+    async def __anext__(self) -> StreamChunk:
+        index = self._next
+        if index >= len(self._chunks):
+            raise StopAsyncIteration
+        self._next = index + 1
+        return self._chunks[index]
+
+    async def aclose(self) -> None:
+        self._next = len(self._chunks)
+
+    def pull(self) -> StreamChunk | None:
+        """`__anext__` with no await: the next chunk, or None at the end."""
+        index = self._next
+        if index >= len(self._chunks):
+            return None
+        self._next = index + 1
+        return self._chunks[index]
+
+    def close(self) -> None:
+        """`aclose` with no await."""
+        self._next = len(self._chunks)
 
 
 class Tap:
@@ -24,7 +64,9 @@ class Tap:
     (counted in `Host.failures`, logged once per site), found when `tap` is called in a handler.
     """
 
-    __slots__ = ("_below", "_ended", "_on_chunk", "_on_end", "_on_error", "_owner")
+    # `_ready`: the stream below is a ChunkStream or a ready Tap, so this one can be read with no
+    # await (`pull`, `close`; see `drain`).
+    __slots__ = ("_below", "_ended", "_on_chunk", "_on_end", "_on_error", "_owner", "_ready")
 
     def __init__(
         self,
@@ -40,6 +82,8 @@ class Tap:
         self._on_error = on_error
         self._ended = False
         self._owner = owner
+        kind = type(below)
+        self._ready = kind is ChunkStream or (kind is Tap and below._ready)  # type: ignore[attr-defined]
 
     def __aiter__(self) -> Tap:
         return self
@@ -77,6 +121,24 @@ class Tap:
         aclose = getattr(self._below, "aclose", None)
         if aclose is not None:
             await aclose()
+
+    def pull(self) -> StreamChunk | None:
+        """`__anext__` with no await, for a ready tap: the next chunk, or None at the end.
+
+        The stream below never raises here (a ChunkStream does not, a tap switches off a
+        callback that raises an Exception), so `on_error` has nothing to see, as on `__anext__`.
+        """
+        below: Any = self._below
+        chunk: StreamChunk | None = below.pull()
+        if chunk is None:
+            self._finish()
+            return None
+        return self._passed(chunk)
+
+    def close(self) -> None:
+        """`aclose` with no await, for a ready tap."""
+        below: Any = self._below
+        below.close()
 
     async def _step(self, pull: Awaitable[StreamChunk]) -> StreamChunk:
         try:
@@ -145,10 +207,30 @@ def tap(
     so no chunk ever waits on a plugin's own async work (start that with `engine.spawn`).
     """
     owner = None
-    dispatch = running_dispatch()
-    if dispatch is not None:
+    dispatch = current_dispatch.get()
+    # `running_dispatch()`, inline: a finished dispatch left in the context is none.
+    if dispatch is not None and dispatch._state == RUNNING:
         # The handler running now is the one tapping: its failures are counted as its own.
         frame = position(dispatch)
         if frame is not None and frame.reg is not None:
             owner = (dispatch.runner, frame.reg)
     return Tap(stream, on_chunk, on_end, on_error, owner)
+
+
+def drain(stream: object) -> bool:
+    """Read a ready stream (a ChunkStream, or taps over one) to its end and close it, with no await.
+
+    Every tap's callbacks run as `async for` then `aclose` would run them, in the same order:
+    the stream never waits, so nothing else could run between its chunks either way. False
+    (nothing read): the stream is not ready; read it with `async for`.
+    """
+    kind = type(stream)
+    if kind is not ChunkStream and (kind is not Tap or not stream._ready):  # type: ignore[attr-defined]
+        return False
+    ready: Any = stream
+    try:
+        while ready.pull() is not None:
+            pass
+    finally:
+        ready.close()
+    return True
