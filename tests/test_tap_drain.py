@@ -116,7 +116,8 @@ async def read_once(
         escaped = "Halt"
     failed = {key: n - before.get(key, 0) for key, n in host.failures.items()}
     pending = [(a.by, a.kind, a.text) for a in host.take_pending("s")]
-    return (list(log), failed, pending, escaped, below.pull())
+    left = [chunk async for chunk in below]  # nothing: read to the end, or closed
+    return (list(log), failed, pending, escaped, left)
 
 
 async def assert_same_reads(

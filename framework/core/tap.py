@@ -20,8 +20,8 @@ class ChunkStream:
     """A step's stream of chunks already in hand (a replayed step's recorded chunks).
 
     Not an async generator: the event loop registers each new one in a weak set for shutdown,
-    which costs a replayed step more than reading its chunks. It can also be read with no await
-    at all, and so can taps over it: see `drain`.
+    which costs a replayed step more than reading its chunks. It, and taps over it, can also be
+    read with no await at all: see `drain`.
     """
 
     __slots__ = ("_chunks", "_next")
@@ -43,18 +43,6 @@ class ChunkStream:
     async def aclose(self) -> None:
         self._next = len(self._chunks)
 
-    def pull(self) -> StreamChunk | None:
-        """`__anext__` with no await: the next chunk, or None at the end."""
-        index = self._next
-        if index >= len(self._chunks):
-            return None
-        self._next = index + 1
-        return self._chunks[index]
-
-    def close(self) -> None:
-        """`aclose` with no await."""
-        self._next = len(self._chunks)
-
 
 class Tap:
     """An async generator look-alike over a stream: chunks pass through at once, in order.
@@ -64,9 +52,7 @@ class Tap:
     (counted in `Host.failures`, logged once per site), found when `tap` is called in a handler.
     """
 
-    # `_ready`: the stream below is a ChunkStream or a ready Tap, so this one can be read with no
-    # await (`pull`, `close`; see `drain`).
-    __slots__ = ("_below", "_ended", "_on_chunk", "_on_end", "_on_error", "_owner", "_ready")
+    __slots__ = ("_below", "_ended", "_on_chunk", "_on_end", "_on_error", "_owner")
 
     def __init__(
         self,
@@ -82,8 +68,6 @@ class Tap:
         self._on_error = on_error
         self._ended = False
         self._owner = owner
-        kind = type(below)
-        self._ready = kind is ChunkStream or (kind is Tap and below._ready)  # type: ignore[attr-defined]
 
     def __aiter__(self) -> Tap:
         return self
@@ -121,24 +105,6 @@ class Tap:
         aclose = getattr(self._below, "aclose", None)
         if aclose is not None:
             await aclose()
-
-    def pull(self) -> StreamChunk | None:
-        """`__anext__` with no await, for a ready tap: the next chunk, or None at the end.
-
-        The stream below never raises here (a ChunkStream does not, a tap switches off a
-        callback that raises an Exception), so `on_error` has nothing to see, as on `__anext__`.
-        """
-        below: Any = self._below
-        chunk: StreamChunk | None = below.pull()
-        if chunk is None:
-            self._finish()
-            return None
-        return self._passed(chunk)
-
-    def close(self) -> None:
-        """`aclose` with no await, for a ready tap."""
-        below: Any = self._below
-        below.close()
 
     async def _step(self, pull: Awaitable[StreamChunk]) -> StreamChunk:
         try:
@@ -218,19 +184,35 @@ def tap(
 
 
 def drain(stream: object) -> bool:
-    """Read a ready stream (a ChunkStream, or taps over one) to its end and close it, with no await.
+    """Read taps over a ChunkStream (or a bare one) to the end and close it, with no await.
 
-    Every tap's callbacks run as `async for` then `aclose` would run them, in the same order:
-    the stream never waits, so nothing else could run between its chunks either way. False
-    (nothing read): the stream is not ready; read it with `async for`.
+    What `async for` then `aclose` do, in the same order, without a coroutine per chunk and
+    level: each chunk passes every tap from the innermost out, then each tap ends from the
+    innermost out, and the ChunkStream is closed even when a callback's BaseException ends the
+    read (as `aclose` in a `finally` would). The stream never waits, so nothing else could run
+    between its chunks either way. False (nothing read): the stream is something else; read it
+    with `async for`.
     """
-    kind = type(stream)
-    if kind is not ChunkStream and (kind is not Tap or not stream._ready):  # type: ignore[attr-defined]
+    taps: list[Tap] = []
+    below = stream
+    while type(below) is Tap:
+        taps.append(below)
+        below = below._below
+    if type(below) is not ChunkStream:
         return False
-    ready: Any = stream
-    try:
-        while ready.pull() is not None:
-            pass
-    finally:
-        ready.close()
+    chunks = below._chunks
+    if taps:
+        taps.reverse()
+        try:
+            while (index := below._next) < len(chunks):
+                below._next = index + 1  # moved on before the callbacks see it, as __anext__
+                chunk = chunks[index]
+                for level in taps:
+                    level._passed(chunk)
+            for level in taps:
+                level._finish()
+        finally:
+            below._next = len(chunks)
+    else:
+        below._next = len(chunks)
     return True
