@@ -155,7 +155,15 @@ class CallNext:
                     if dispatch.cancelling is frame:
                         result = await _recover(dispatch, frame, event, _overrun(reg), engine)
                     elif frame._state != _DONE or result is not frame._outcome:
-                        result = await _checked(dispatch, frame, event, result, engine)
+                        # `_checked`'s common case, inline: no coroutine for a result that passes.
+                        if (
+                            frame._state != _FAILED
+                            and not _caller_cancelled()
+                            and dispatch.runner.valid(event, result)
+                        ):
+                            audit_change(dispatch, reg.plugin, frame, result)
+                        else:
+                            result = await _checked(dispatch, frame, event, result, engine)
         except BaseException as error:
             self._outcome = error
             self._state = _FAILED

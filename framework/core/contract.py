@@ -347,6 +347,26 @@ def is_valid_result(event: Event, result: object) -> bool:
 
 def neutral_result(event: Event, output: Any = "") -> Any:
     """What the harness does when nothing intervenes: the dry-run terminal of `hookchain try`."""
+    kind = type(event)
+    shared = _SHARED_NEUTRAL.get(kind, _NOT_SHARED)
+    if shared is not _NOT_SHARED:
+        return shared
+    result = _neutral_of(event, output)
+    shareable = result is None or result is _NEUTRAL_TURN or result is _NEUTRAL_REPLY
+    if shareable or result is _NEUTRAL_CLASSIC:
+        # Which branch answers depends on the event's class alone, so a class answered with a
+        # shared result (or none) is always answered so, without the failing isinstance checks
+        # of pydantic classes before its branch (a tenth of a dispatch without handlers).
+        _SHARED_NEUTRAL[kind] = result
+    return result
+
+
+_NOT_SHARED = object()
+_SHARED_NEUTRAL: dict[type[Event], Any] = {}
+"""Event classes whose neutral result is a shared one (or None), learnt at their first call."""
+
+
+def _neutral_of(event: Event, output: Any) -> Any:
     # Results are frozen, so the ones that carry nothing of the event are made once and shared.
     if isinstance(event, ToolCall):
         return ToolResult(output=output)

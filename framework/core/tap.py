@@ -2,18 +2,46 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any
 
 import structlog
 
-from framework.core.chain import Runner, position
+from framework.core.chain import RUNNING, Runner, position
 from framework.core.contract import StreamChunk
-from framework.core.dispatch import running_dispatch
+from framework.core.dispatch import current_dispatch
 from framework.core.registration import Registration
 
 _log = structlog.get_logger("hookchain.tap")
+
+
+class ChunkStream:
+    """A step's stream of chunks already in hand (a replayed step's recorded chunks).
+
+    Not an async generator: the event loop registers each new one in a weak set for shutdown,
+    which costs a replayed step more than reading its chunks. It, and taps over it, can also be
+    read with no await at all: see `drain`.
+    """
+
+    __slots__ = ("_chunks", "_next")
+
+    def __init__(self, chunks: Sequence[StreamChunk]) -> None:
+        self._chunks = chunks
+        self._next = 0
+
+    def __aiter__(self) -> ChunkStream:
+        return self
+
+    async def __anext__(self) -> StreamChunk:
+        index = self._next
+        if index >= len(self._chunks):
+            raise StopAsyncIteration
+        self._next = index + 1
+        return self._chunks[index]
+
+    async def aclose(self) -> None:
+        self._next = len(self._chunks)
 
 
 class Tap:
@@ -145,10 +173,46 @@ def tap(
     so no chunk ever waits on a plugin's own async work (start that with `engine.spawn`).
     """
     owner = None
-    dispatch = running_dispatch()
-    if dispatch is not None:
+    dispatch = current_dispatch.get()
+    # `running_dispatch()`, inline: a finished dispatch left in the context is none.
+    if dispatch is not None and dispatch._state == RUNNING:
         # The handler running now is the one tapping: its failures are counted as its own.
         frame = position(dispatch)
         if frame is not None and frame.reg is not None:
             owner = (dispatch.runner, frame.reg)
     return Tap(stream, on_chunk, on_end, on_error, owner)
+
+
+def drain(stream: object) -> bool:
+    """Read taps over a ChunkStream (or a bare one) to the end and close it, with no await.
+
+    What `async for` then `aclose` do, in the same order, without a coroutine per chunk and
+    level: each chunk passes every tap from the innermost out, then each tap ends from the
+    innermost out, and the ChunkStream is closed even when a callback's BaseException ends the
+    read (as `aclose` in a `finally` would). The stream never waits, so nothing else could run
+    between its chunks either way. False (nothing read): the stream is something else; read it
+    with `async for`.
+    """
+    taps: list[Tap] = []
+    below = stream
+    while type(below) is Tap:
+        taps.append(below)
+        below = below._below
+    if type(below) is not ChunkStream:
+        return False
+    chunks = below._chunks
+    if taps:
+        taps.reverse()
+        try:
+            while (index := below._next) < len(chunks):
+                below._next = index + 1  # moved on before the callbacks see it, as __anext__
+                chunk = chunks[index]
+                for level in taps:
+                    level._passed(chunk)
+            for level in taps:
+                level._finish()
+        finally:
+            below._next = len(chunks)
+    else:
+        below._next = len(chunks)
+    return True

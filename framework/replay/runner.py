@@ -15,7 +15,6 @@ from framework.core.contract import (
     Continue,
     Event,
     SessionStart,
-    StreamChunk,
     ToolCall,
     TurnComplete,
     TurnResult,
@@ -26,6 +25,7 @@ from framework.core.dispatch import Action, current_dispatch
 from framework.core.engine import AgentInfo, FakeClock
 from framework.core.host import Host
 from framework.core.settings import HostSettings
+from framework.core.tap import ChunkStream, drain
 from framework.replay.reader import (
     RECORDED_BY_PREFIX,
     Session,
@@ -554,7 +554,10 @@ class _SessionRun:
         if outcome._actions:  # most dispatches record nothing: `actions` would make a list
             self.collect(outcome._actions, event, index)
         if type(event) is TurnStep:
-            await _drain(outcome.result)
+            # The recorded chunks and taps over them are read with no await: the same callbacks
+            # in the same order, without a coroutine per chunk.
+            if not drain(outcome.result):
+                await _drain(outcome.result)
             self.collect(self.host.take_pending(event.session_id), event, index)
 
     def count(self, event: Event) -> None:
@@ -582,7 +585,7 @@ class _SessionRun:
         if kind is TurnStep:
 
             async def run_step(_: Event) -> Any:
-                return _RecordedStream(step.chunks)
+                return ChunkStream(step.chunks)
 
             return run_step
         if kind is TurnComplete and step.continuation is not None:
@@ -669,33 +672,6 @@ def _agent_of(event: Event) -> str | None:
 
 async def _neutral(seen: Event) -> Any:
     return neutral_result(seen)
-
-
-class _RecordedStream:
-    """A step's recorded chunks as a stream.
-
-    Not an async generator: the event loop registers each new one in a weak set for shutdown,
-    which costs a replayed step more than reading its chunks.
-    """
-
-    __slots__ = ("_chunks", "_next")
-
-    def __init__(self, chunks: tuple[StreamChunk, ...]) -> None:
-        self._chunks = chunks
-        self._next = 0
-
-    def __aiter__(self) -> _RecordedStream:
-        return self
-
-    async def __anext__(self) -> StreamChunk:
-        index = self._next
-        if index >= len(self._chunks):
-            raise StopAsyncIteration
-        self._next = index + 1
-        return self._chunks[index]
-
-    async def aclose(self) -> None:
-        self._next = len(self._chunks)
 
 
 async def _drain(stream: Any) -> None:

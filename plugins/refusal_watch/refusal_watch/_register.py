@@ -37,7 +37,9 @@ def register(on: Any, options: Options | None) -> None:
     async def on_complete(engine: Engine, event: TurnComplete, call_next: CallNext) -> TurnResult:
         book = watch.book(event.session_id)  # taken before downstream: a session may end there
         result: TurnResult = await call_next(event)
-        await watch.turn_completed(engine, event, book)
+        report = watch.turn_completed(engine, event, book)
+        if report is not None:
+            await report
         return result
 
     async def on_task_stop(engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:

@@ -5,7 +5,7 @@ The handlers in `_register` only call down the chain and hand what they got to `
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -185,18 +185,22 @@ class Watch:
             engine, sighting.label, moment, self.fields(session_id, book, sighting)
         )
 
-    async def turn_completed(self, engine: Engine, event: TurnComplete, book: SessionBook) -> None:
-        """A refused turn's end is reported; any readable end clears its turn's step record."""
+    def turn_completed(
+        self, engine: Engine, event: TurnComplete, book: SessionBook
+    ) -> Awaitable[None] | None:
+        """Any readable end clears its turn's step record; a refused turn's end gives its report
+        to await (None: nothing to wait for, as at most ends, which then cost no coroutine)."""
         session_id = event.session_id
         reason: object = event.reason
         if not isinstance(reason, str):
-            return
-        key = turn_key(event.agent_id, event.turn_id)
+            return None
         if reason != REFUSAL:
-            if self.is_current(session_id, book):
-                book.dedup.disarm(key)
-            return
-        await self.report_complete(engine, event, session_id, book, key)
+            # An empty dedup has nothing to disarm: the key is not even built.
+            if book.dedup and self.is_current(session_id, book):
+                book.dedup.disarm(turn_key(event.agent_id, event.turn_id))
+            return None
+        key = turn_key(event.agent_id, event.turn_id)
+        return self.report_complete(engine, event, session_id, book, key)
 
     async def report_complete(
         self,
