@@ -59,6 +59,19 @@ def _expected(layout: Any, case: str) -> str:
     return os.path.realpath(str(layout.fill(case)))
 
 
+def _lstat_log(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths `os.lstat` is called with from now on, in order."""
+    looked_up: list[str] = []
+    real_lstat = os.lstat
+
+    def counting_lstat(path: str) -> os.stat_result:
+        looked_up.append(path)
+        return real_lstat(path)
+
+    monkeypatch.setattr(os, "lstat", counting_lstat)
+    return looked_up
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_each_path_resolves_as_realpath_does(layout: Any, case: str) -> None:
     os.symlink(layout.ws / "loop", layout.ws / "loop")
@@ -75,14 +88,7 @@ def test_paths_sharing_one_decision_resolve_as_realpath_does(layout: Any) -> Non
 def test_shared_ancestors_are_looked_up_once(layout: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     names = [f"{layout.ws}/sub/file{index}.txt" for index in range(5)]
     expected = [os.path.realpath(name) for name in names]
-    looked_up: list[str] = []
-    real_lstat = os.lstat
-
-    def counting_lstat(path: str) -> os.stat_result:
-        looked_up.append(path)
-        return real_lstat(path)
-
-    monkeypatch.setattr(os, "lstat", counting_lstat)
+    looked_up = _lstat_log(monkeypatch)
     known: Resolutions = {}
     assert [realpath(name, known)[0] for name in names] == expected
     assert looked_up.count(f"{layout.ws}/sub") == 1
@@ -92,14 +98,7 @@ def test_shared_ancestors_are_looked_up_once(layout: Any, monkeypatch: pytest.Mo
 def test_nothing_below_a_missing_folder_is_looked_up(
     layout: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    looked_up: list[str] = []
-    real_lstat = os.lstat
-
-    def counting_lstat(path: str) -> os.stat_result:
-        looked_up.append(path)
-        return real_lstat(path)
-
-    monkeypatch.setattr(os, "lstat", counting_lstat)
+    looked_up = _lstat_log(monkeypatch)
     missing = Path(os.path.realpath(layout.ws)) / "gone"
     resolved, exists = realpath(f"{missing}/a/b/c.txt", {})
     assert (resolved, exists) == (f"{missing}/a/b/c.txt", False)
@@ -182,14 +181,7 @@ def test_a_clean_walk_looks_each_shared_ancestor_up_once(
     names = [f"{ws}/sub/a{index}/f.txt" for index in range(3)] + [f"{ws}/sub/b.txt"]
     names += [f"{ws}/gone/a/b/c.txt", f"{ws}/gone/a/d.txt", f"{ws}/gone/e/f.txt"]
     expected = [os.path.realpath(name) for name in names]
-    looked_up: list[str] = []
-    real_lstat = os.lstat
-
-    def counting_lstat(path: str) -> os.stat_result:
-        looked_up.append(path)
-        return real_lstat(path)
-
-    monkeypatch.setattr(os, "lstat", counting_lstat)
+    looked_up = _lstat_log(monkeypatch)
     known: Resolutions = {}
     assert [clean_realpath(name, known)[0] for name in names] == expected
     assert sorted(set(looked_up)) == sorted(looked_up)
