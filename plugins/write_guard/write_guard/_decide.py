@@ -9,11 +9,15 @@ from dataclasses import dataclass
 from write_guard._bash import WriteTarget
 from write_guard._git import PathTest, dangerous_git
 from write_guard._paths import (
+    PREPARED_KEPT,
     PathContext,
     PathRejection,
     Resolutions,
     ResolvedPath,
+    prepare,
+    prepared_for,
     resolve_path,
+    resolve_prepared,
     root_forms,
 )
 from write_guard._policy import (
@@ -139,16 +143,29 @@ Resolved = list[tuple[WriteTarget, ResolvedPath | PathRejection]]
 
 def resolve_all(surface: Surface, context: PathContext) -> Resolved:
     """Every target of the surface with its resolution (done once per decision, the targets
-    sharing the resolutions of their common ancestors)."""
+    sharing the resolutions of their common ancestors). What a path as written gives before
+    the walk is kept per context (`prepared_for`); the walk itself is never kept."""
     known: Resolutions = {}
     resolved: Resolved = []
-    for target in surface.targets:
+    targets = surface.targets
+    if not targets:
+        return resolved
+    kept = prepared_for(context)
+    for target in targets:
         # `resolve_target` spelled out: this loop runs for every path of every decision.
         raw = target.path
         prefix = target.cwd_prefix
         if prefix is not None and not raw.startswith(("/", "~", "$")):
             raw = _logical(prefix) + "/" + raw
-        resolved.append((target, resolve_path(raw, context, known)))
+        path = kept.get(raw)
+        if path is None:
+            if len(kept) >= PREPARED_KEPT:
+                kept.clear()
+            path = kept[raw] = prepare(raw, context)
+        if isinstance(path, PathRejection):
+            resolved.append((target, path))
+        else:
+            resolved.append((target, resolve_prepared(path, known)))
     return resolved
 
 

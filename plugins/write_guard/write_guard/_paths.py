@@ -54,13 +54,50 @@ Resolutions = dict[str, tuple[str, bool]]
 the file system may change between decisions."""
 
 
-def resolve_path(
-    raw: str, context: PathContext, known: Resolutions | None = None
-) -> ResolvedPath | PathRejection:
-    """Expand `~` and the known variables, anchor at the cwd, clean, and resolve symlinks.
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What resolving a path reads of the path as written and of its context alone (a pure
+    function of both, so kept per context): the anchored path, the requested (cleaned) one,
+    whether they are the same clean path, its parent and last name (`parent + tail`), and
+    the answer when the file system turns out to add no symlink to it."""
 
-    `known` carries the resolutions of one decision, so that its targets share their ancestors.
-    """
+    anchored: str
+    requested: str
+    clean: bool
+    parent: str
+    tail: str
+    unchanged: ResolvedPath
+
+
+PREPARED_KEPT = 4096
+"""Paths as written whose preparation a context keeps (then it starts over)."""
+CONTEXTS_KEPT = 64
+
+_PREPARED: dict[PathContext, dict[str, Prepared | PathRejection]] = {}
+# The last context asked for and its preparations: a host asks with one context object per
+# session, and an identity test spares hashing its fields per decision (the reference held
+# here keeps the object, so its id cannot be reused by another).
+_last: tuple[PathContext | None, dict[str, Prepared | PathRejection]] = (None, {})
+
+
+def prepared_for(context: PathContext) -> dict[str, Prepared | PathRejection]:
+    """The preparations kept for `context` (an equal context shares them), each a pure
+    function of the path as written and the context: no file system state is kept."""
+    global _last
+    last, found = _last
+    if last is context:
+        return found
+    kept = _PREPARED.get(context)
+    if kept is None:
+        if len(_PREPARED) >= CONTEXTS_KEPT:
+            _PREPARED.clear()
+        kept = _PREPARED[context] = {}
+    _last = (context, kept)
+    return kept
+
+
+def prepare(raw: str, context: PathContext) -> Prepared | PathRejection:
+    """Expand `~` and the known variables, anchor at the cwd and clean: all but the walk."""
     if "\x00" in raw:
         return PathRejection(raw, "the path contains a NUL byte")
     if not raw.isascii():
@@ -75,7 +112,7 @@ def resolve_path(
         if isinstance(expanded, PathRejection):
             return expanded
     else:
-        expanded = raw  # nothing to expand: the common case spares a call
+        expanded = raw
     # os.path.isabs and os.path.join spelled as the string operations they are on POSIX.
     cwd = context.cwd
     if expanded.startswith("/") or not cwd:
@@ -85,15 +122,62 @@ def resolve_path(
     # An absolute path with no empty, `.` or `..` name and no trailing slash is already what
     # normpath returns. normpath keeps a leading "//" (POSIX allows it a special meaning);
     # treat it as "/".
-    if "//" in anchored or "/." in anchored or anchored.endswith("/") or anchored[:1] != "/":
+    clean = not ("//" in anchored or anchored.endswith("/") or anchored[:1] != "/")
+    if clean and "/." in anchored:
+        # A name that only starts with a dot (`.git`) is a plain name; `.` and `..` are not.
+        clean = not ("/./" in anchored or "/../" in anchored or anchored.endswith(("/.", "/..")))
+    if clean:
+        requested = anchored
+    else:
         requested = os.path.normpath(anchored)
         if requested.startswith("//"):
             requested = "/" + requested.lstrip("/")
+    cut = anchored.rfind("/")
+    return Prepared(
+        anchored,
+        requested,
+        clean,
+        anchored[:cut],
+        anchored[cut:],
+        ResolvedPath(raw, requested, requested),
+    )
+
+
+def resolve_prepared(path: Prepared, known: Resolutions) -> ResolvedPath:
+    """The resolution of a prepared path within one decision (`known`, see `realpath`)."""
+    anchored = path.anchored
+    if path.clean:
+        # A name in a folder this decision found missing is missing too: `rm` lists of one
+        # folder take it path after path (`clean_realpath` would find the same in more steps).
+        above = known.get(path.parent)
+        if above is not None and not above[1]:
+            resolved = above[0] + path.tail
+            known[anchored] = (resolved, False)
+        else:
+            resolved = clean_realpath(anchored, known)[0]
     else:
-        requested = anchored
-    # realpath works on the unnormalised form so that "link/.." follows the link like the kernel.
-    resolved = os.path.realpath(anchored) if known is None else realpath(anchored, known)[0]
-    return ResolvedPath(raw, requested, resolved)
+        # realpath works on the unnormalised form so that "link/.." follows the link like
+        # the kernel.
+        resolved = realpath(anchored, known)[0]
+    unchanged = path.unchanged
+    if resolved == unchanged.resolved:
+        return unchanged
+    return ResolvedPath(unchanged.raw, path.requested, resolved)
+
+
+def resolve_path(
+    raw: str, context: PathContext, known: Resolutions | None = None
+) -> ResolvedPath | PathRejection:
+    """Expand `~` and the known variables, anchor at the cwd, clean, and resolve symlinks.
+
+    `known` carries the resolutions of one decision, so that its targets share their ancestors.
+    """
+    path = prepare(raw, context)
+    if isinstance(path, PathRejection):
+        return path
+    if known is None:
+        return ResolvedPath(raw, path.requested, os.path.realpath(path.anchored))
+    return resolve_prepared(path, known)
 
 
 def realpath(path: str, known: Resolutions) -> tuple[str, bool]:
@@ -152,6 +236,66 @@ def realpath(path: str, known: Resolutions) -> tuple[str, bool]:
             base = candidate
         known[child] = (base, exists)
     return base, exists
+
+
+def clean_realpath(path: str, known: Resolutions) -> tuple[str, bool]:
+    """`realpath(path, known)` for a clean absolute path (no empty, `.` or `..` name, no
+    trailing slash), walked over slices of `path` itself rather than names split off it.
+
+    Up to the deepest ancestor already known (by cutting names off the end; with nothing
+    known yet, `/` at once), then down name by name: each name `lstat`-ed once per decision,
+    its resolution kept in `known` for the targets that share it. Below a name found missing
+    everything is missing too, and resolves as written below that name's resolution, with no
+    further syscall.
+    """
+    found = known.get(path)
+    if found is not None:
+        return found
+    end = len(path)
+    base, exists = "/", True
+    if known:
+        while True:
+            end = path.rfind("/", 0, end)
+            if end <= 0:
+                end = 0
+                break
+            found = known.get(path[:end])
+            if found is not None:
+                base, exists = found
+                break
+    else:
+        end = 0
+    size = len(path)
+    while exists:
+        start = end
+        end = path.find("/", start + 1)
+        if end < 0:
+            end = size
+        # `base` is the resolution of path[:start]: "/" only when that is the root (or a
+        # symlink to it), where the name's own slash is all the join needs.
+        candidate = path[start:end] if base == "/" else base + path[start:end]
+        try:
+            mode = os.lstat(candidate).st_mode
+        except OSError as error:
+            # realpath keeps the name as written; only a name known to be absent spares its
+            # descendants their lstat (any other failure leaves them to be tried).
+            exists = error.errno not in (errno.ENOENT, errno.ENOTDIR)
+        else:
+            # A symlink, and only a symlink, needs the full walk.
+            if stat.S_ISLNK(mode):
+                candidate = os.path.realpath(path[:end])
+        base = candidate
+        if end == size:
+            found = known[path] = (base, exists)
+            return found
+        known[path[:end]] = (base, exists)
+    # Missing from `end` on: the rest as written (its first character is a slash). The parent
+    # is kept too: the targets of one command are often names in one folder.
+    parent = path.rfind("/")
+    if parent > end:
+        known[path[:parent]] = (base + path[end:parent], False)
+    found = known[path] = (base + path[end:], False)
+    return found
 
 
 def _expand(raw: str, context: PathContext) -> str | PathRejection:
