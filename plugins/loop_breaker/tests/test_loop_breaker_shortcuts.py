@@ -1,0 +1,168 @@
+"""Shortcuts of the per-call path against the slow paths they replace: each slow path is kept
+here as it was, and every answer must be the same on the shared corpus and on random inputs."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from loop_breaker.core.normalize import RUN_FIELDS
+from loop_breaker.core.result_text import _plain_chars
+from loop_breaker.judge import content_blocks
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+CORPUS = REPO_ROOT.parent / "shared" / "corpus"
+
+
+def _corpus_files() -> list[Path]:
+    files = sorted(CORPUS.glob("*/*.jsonl"))
+    if not files:
+        pytest.fail(f"the shared corpus is missing: expected it at {CORPUS}")
+    return files
+
+
+def _corpus_results() -> Iterator[Any]:
+    """Every structured result and result block content of the shared corpus."""
+    for path in _corpus_files():
+        for record, block in content_blocks(path):
+            if block.get("type") == "tool_result":
+                yield block.get("content")
+                if record.get("toolUseResult") is not None:
+                    yield record["toolUseResult"]
+
+
+# --- `_plain_chars`: one loop over a dict's items, and a top-level dict's RUN_FIELDS passed over.
+
+_SCALARS = frozenset({int, float, bool, type(None)})
+_INT_LIMIT = 10**4000
+_ONLY_STR = frozenset({str})
+
+
+def _plain_chars_slow(value: Any, depth: int) -> int:
+    """`_plain_chars` as it was, over the whole value."""
+    kind = type(value)
+    if kind is str:
+        return len(value)
+    if kind in _SCALARS:
+        return -1 if kind is int and not -_INT_LIMIT < value < _INT_LIMIT else 0
+    if depth >= 32 or (kind is not dict and kind is not list and kind is not tuple):
+        return -1
+    total = 0
+    items: Any = value
+    if kind is dict:
+        if not set(map(type, value)) <= _ONLY_STR:
+            return -1
+        total = sum(map(len, value))
+        items = value.values()
+    if set(map(type, items)) <= _ONLY_STR:
+        total += sum(map(len, items))
+    else:
+        for item in items:
+            item_kind = type(item)
+            if item_kind is str:
+                total += len(item)
+            elif item_kind is int:
+                if not -_INT_LIMIT < item < _INT_LIMIT:
+                    return -1
+            elif item_kind in _SCALARS:
+                continue
+            else:
+                chars = _plain_chars_slow(item, depth + 1)
+                if chars < 0:
+                    return -1
+                total += chars
+    return total
+
+
+def _written(value: Any) -> Any:
+    """What `result_text` writes of a result: a dict without its RUN_FIELDS."""
+    if type(value) is dict and not RUN_FIELDS.isdisjoint(value):
+        return {name: item for name, item in value.items() if name not in RUN_FIELDS}
+    return value
+
+
+class _Text(str):
+    pass
+
+
+class _Map(dict[Any, Any]):
+    pass
+
+
+_ODD_LEAVES: list[Any] = [
+    "",
+    "é✓",
+    "x" * 300,
+    0,
+    -7,
+    10**4000 - 1,
+    10**4000,
+    -(10**4000),
+    1 - 10**4000,
+    True,
+    False,
+    None,
+    2.5,
+    float("nan"),
+    _Text("sub"),
+    object(),
+    b"bytes",
+    {1, 2},
+]
+_KEYS: list[Any] = ["a", "usage", "durationMs", "é", "", 7, None, ("t",), _Text("usage"), True]
+
+
+def _random_value(rng: random.Random, depth: int = 0) -> Any:
+    roll = rng.random()
+    if depth > 5 or roll < 0.35:
+        return rng.choice(_ODD_LEAVES) if rng.random() < 0.3 else rng.choice(["s", 3, True, None])
+    if roll < 0.7:
+        keys = [
+            rng.choice(_KEYS) if rng.random() < 0.3 else f"k{i}" for i in range(rng.randint(0, 6))
+        ]
+        made = {key: _random_value(rng, depth + 1) for key in keys}
+        return _Map(made) if rng.random() < 0.05 else made
+    items = [_random_value(rng, depth + 1) for _ in range(rng.randint(0, 5))]
+    if rng.random() < 0.3:
+        items = [rng.choice(["line", "é", ""]) for _ in items]
+    return items if rng.random() < 0.8 else tuple(items)
+
+
+def _nested(levels: int, leaf: Any) -> Any:
+    value = leaf
+    for index in range(levels):
+        value = {"k": value} if index % 2 else [value]
+    return value
+
+
+def _assert_plain_chars_as_slow(value: Any) -> None:
+    assert _plain_chars(value, 0) == _plain_chars_slow(_written(value), 0), value
+
+
+def test_plain_chars_counts_as_the_slow_walk_over_every_corpus_result() -> None:
+    checked = plain = 0
+    for result in _corpus_results():
+        _assert_plain_chars_as_slow(result)
+        checked += 1
+        plain += type(result) is dict and _plain_chars(result, 0) >= 0
+    assert checked > 2000 and plain > 500
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_plain_chars_counts_as_the_slow_walk_over_random_values(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(20):
+        value = _random_value(rng)
+        _assert_plain_chars_as_slow(value)
+        # Run fields at the top are passed over; deeper down they are values like any other.
+        _assert_plain_chars_as_slow({"usage": value, "durationMs": value, "kept": "abc"})
+        _assert_plain_chars_as_slow({"outer": {"usage": value}})
+
+
+@pytest.mark.parametrize("levels", [29, 30, 31, 32, 33, 40])
+@pytest.mark.parametrize("leaf", ["text", 5, [], {}, ["a", 1]])
+def test_plain_chars_stops_at_the_same_depth_as_the_slow_walk(levels: int, leaf: Any) -> None:
+    _assert_plain_chars_as_slow({"deep": _nested(levels, leaf)})
