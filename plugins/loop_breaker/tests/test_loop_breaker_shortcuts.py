@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from loop_breaker.core.detectors import _action_key_of, _fewer_than, _ok_calls_needed
 from loop_breaker.core.normalize import RUN_FIELDS
 from loop_breaker.core.result_text import _plain_chars
+from loop_breaker.core.types import CoreConfig, Thresholds
 from loop_breaker.judge import content_blocks
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -166,3 +169,35 @@ def test_plain_chars_counts_as_the_slow_walk_over_random_values(seed: int) -> No
 @pytest.mark.parametrize("leaf", ["text", 5, [], {}, ["a", 1]])
 def test_plain_chars_stops_at_the_same_depth_as_the_slow_walk(levels: int, leaf: Any) -> None:
     _assert_plain_chars_as_slow({"deep": _nested(levels, leaf)})
+
+
+# --- `detect`: a successful call asks no detector while its action has fewer calls in the window
+# than any of them needs (`_fewer_than`), the rule that was written out as its own function.
+
+
+def _first_of_its_action_slow(records: list[Any], last: Any, config: CoreConfig) -> bool:
+    return (
+        config.limits("idle-repeat").nudge_at > 1
+        and config.limits("poll").nudge_at > 1
+        and [record.action_key for record in records].count(last.action_key) == 1
+    )
+
+
+@dataclass
+class _Keyed:
+    action_key: str
+
+
+@pytest.mark.parametrize("idle", [-1, 0, 1, 2, 3, 5])
+@pytest.mark.parametrize("poll", [-1, 0, 1, 2, 4])
+def test_the_skip_of_a_new_successful_call_is_the_rule_it_replaced(idle: int, poll: int) -> None:
+    thresholds = {**CoreConfig().thresholds}
+    thresholds["idle-repeat"] = Thresholds(idle, idle + 2)
+    thresholds["poll"] = Thresholds(poll, poll + 2)
+    config = CoreConfig(thresholds=thresholds)
+    rng = random.Random(idle * 10 + poll)
+    for _ in range(200):
+        records = [_Keyed(rng.choice("abcd")) for _ in range(rng.randint(1, 12))]
+        last = records[-1]
+        fast = _fewer_than(_ok_calls_needed(config), last.action_key, _action_key_of, records)  # type: ignore[arg-type]
+        assert fast == _first_of_its_action_slow(records, last, config)
