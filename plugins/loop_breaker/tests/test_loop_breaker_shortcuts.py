@@ -10,8 +10,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from loop_breaker.core import memo
 from loop_breaker.core.detectors import _action_key_of, _fewer_than, _ok_calls_needed
-from loop_breaker.core.normalize import RUN_FIELDS
+from loop_breaker.core.normalize import (
+    EDIT_TOOLS,
+    RUN_FIELDS,
+    action_key,
+    edit_transition,
+    label_of,
+)
 from loop_breaker.core.result_text import _plain_chars
 from loop_breaker.core.types import CoreConfig, Thresholds
 from loop_breaker.judge import content_blocks
@@ -201,3 +208,32 @@ def test_the_skip_of_a_new_successful_call_is_the_rule_it_replaced(idle: int, po
         last = records[-1]
         fast = _fewer_than(_ok_calls_needed(config), last.action_key, _action_key_of, records)  # type: ignore[arg-type]
         assert fast == _first_of_its_action_slow(records, last, config)
+
+
+# --- `memo.call_facts`: an edit's transition kept with its call's key and label.
+
+
+def _corpus_calls() -> Iterator[tuple[str, dict[str, Any]]]:
+    for path in _corpus_files():
+        for _, block in content_blocks(path):
+            if block.get("type") == "tool_use" and isinstance(block.get("input"), dict):
+                yield str(block.get("name")), block["input"]
+
+
+def test_call_facts_are_the_facts_computed_afresh_the_first_time_and_after() -> None:
+    calls = list(_corpus_calls())
+    edits = 0
+    memo.forget_all()
+    try:
+        for _ in range(2):
+            for tool, tool_input in calls:
+                key, label, transition = memo.call_facts(tool, tool_input)
+                assert (key, label) == (action_key(tool, tool_input), label_of(tool, tool_input))
+                if tool in EDIT_TOOLS and memo._input_key(tool, tool_input) is not None:
+                    assert transition == edit_transition(tool, tool_input), tool_input
+                    edits += 1
+                else:
+                    assert transition is None
+    finally:
+        memo.forget_all()
+    assert edits > 100
