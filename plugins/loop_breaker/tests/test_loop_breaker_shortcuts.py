@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from loop_breaker.core import memo
+from loop_breaker.core import memo, normalize
 from loop_breaker.core.detectors import _action_key_of, _fewer_than, _ok_calls_needed
 from loop_breaker.core.normalize import (
     EDIT_TOOLS,
@@ -237,3 +237,94 @@ def test_call_facts_are_the_facts_computed_afresh_the_first_time_and_after() -> 
     finally:
         memo.forget_all()
     assert edits > 100
+
+
+# --- `error_class_of`: each command-token pattern searched only where its fixed text is found.
+
+
+def _error_class_slow(lines: list[str]) -> tuple[str, str]:
+    lowered = "\n".join(line[-160:] for line in lines).lower()
+    for marker, error_class in normalize._CLASS_MARKERS:
+        if marker in lowered:
+            for _, pattern in normalize._COMMAND_TOKENS:
+                named = pattern.search(lowered)
+                if named is not None:
+                    return error_class, named.group(1)
+            return error_class, ""
+    return "", ""
+
+
+_FRAGMENTS = [
+    *(literal for literals, _ in normalize._COMMAND_TOKENS for literal in literals),
+    *(marker for marker, _ in normalize._CLASS_MARKERS),
+    # A text each pattern matches, cut or changed now and then below.
+    "zsh: command not found: rg",
+    " rg: command not found",
+    "'rg' is not recognized",
+    "no module named 'yaml'",
+    "cannot find module 'left-pad'",
+    "failed to spawn: `uv`",
+    'exec: "go": executable file not found',
+    "cannot find package 'x/y'",
+    " /bin/run.sh: permission denied",
+    "could not resolve host: github.com",
+    "econnrefused 127.0.0.1:5432",
+    "failed to connect to github.com port",
+    "zsh: ",
+    'exec: "',
+    "'",
+    '"',
+    "`",
+    ":",
+    " ",
+    "\n",
+    "\t",
+    "\u00a0",
+    " port",
+    "/usr/local/lib/node_modules/pkg/bin/tool.js",
+    "rg",
+    "pnpm",
+    "É",
+    "a" * 70,
+]
+
+
+def _random_error_text(rng: random.Random) -> str:
+    text = "".join(rng.choice(_FRAGMENTS) for _ in range(rng.randint(1, 14)))
+    if rng.random() < 0.3:
+        # A fixed text cut or changed by one character: the pattern near it must not match.
+        at = rng.randrange(len(text))
+        text = text[:at] + rng.choice(["", "x", " ", ":"]) + text[at + 1 :]
+    return text
+
+
+def _corpus_error_lines() -> list[list[str]]:
+    made = []
+    for path in _corpus_files():
+        for _, block in content_blocks(path):
+            if block.get("type") == "tool_result" and block.get("is_error") is True:
+                text = normalize.tail(normalize.output_text(block.get("content")))
+                made.append(normalize.error_lines(text))
+                made.append(text.splitlines()[-24:])
+    return made
+
+
+def test_error_classes_and_tokens_are_as_searched_without_the_fixed_text_test() -> None:
+    classed = 0
+    for lines in _corpus_error_lines():
+        assert normalize.error_class_of(lines) == _error_class_slow(lines), lines
+        classed += normalize.error_class_of(lines) != ("", "")
+    assert classed >= 5
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_a_command_token_pattern_matches_only_where_its_fixed_text_is(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(100):
+        text = _random_error_text(rng)
+        lowered = text.lower()
+        for literals, pattern in normalize._COMMAND_TOKENS:
+            if pattern.search(lowered) is not None:
+                assert any(literal in lowered for literal in literals), (pattern, lowered)
+        lines = text.split("\n")
+        assert normalize.error_class_of(lines) == _error_class_slow(lines), lines
