@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import repeat
 from typing import Any
 
 from .normalize import (
@@ -23,6 +24,8 @@ _INT_LIMIT = 10**4000
 _NEGATIVE_INT_LIMIT = -_INT_LIMIT  # negated once, not per int checked
 _ONLY_STR = frozenset({str})
 _MAX_DEPTH = 32
+_NO_KEYS = repeat("")
+"""The keys of a list's items in `_plain_chars`' one loop: empty strings, none counted."""
 # The encoder `output_text` uses, built once.
 _dumps = json.JSONEncoder(sort_keys=True, default=str).encode
 
@@ -120,10 +123,10 @@ def _plain_chars(value: Any, depth: int) -> int:
     exact JSON types with string keys and writable ints, at most `_MAX_DEPTH` deep; at the top
     (`depth` 0) a dict's `RUN_FIELDS` are passed over, as `result_text` never writes them.
 
-    A dict is walked in one loop over its items: results are dicts of a few mixed fields (a
-    Task's report, a Read's file, a Bash run's streams and flags), where a set of the value
-    types built first rarely spares the loop. A list or tuple of strings alone (a patch's
-    lines) is counted in C."""
+    One loop over a dict's items (a list's items with "" for keys): results are dicts of a few
+    mixed fields (a Task's report, a Read's file, a Bash run's streams and flags), where sets of
+    their key and value types built first rarely spared the loop. A list or tuple of strings
+    alone (a patch's lines) is counted in C."""
     kind = type(value)
     if kind is str:
         return len(value)
@@ -135,34 +138,22 @@ def _plain_chars(value: Any, depth: int) -> int:
         items: Any = value.items()
         if depth == 0 and not RUN_FIELDS.isdisjoint(value):
             items = [(key, item) for key, item in items if key not in RUN_FIELDS]
-        total = 0
-        for key, item in items:
-            if type(key) is not str:
-                return -1
-            total += len(key)
-            item_kind = type(item)
-            if item_kind is str:
-                total += len(item)
-            elif item_kind is int:
-                # Checked here rather than in a call of its own: results hold many counts.
-                if not _NEGATIVE_INT_LIMIT < item < _INT_LIMIT:
-                    return -1
-            elif item_kind not in _SCALARS:
-                chars = _plain_chars(item, depth + 1)
-                if chars < 0:
-                    return -1
-                total += chars
-        return total
-    if kind is not list and kind is not tuple:
+    elif kind is list or kind is tuple:
+        if set(map(type, value)) <= _ONLY_STR:
+            return sum(map(len, value))
+        items = zip(_NO_KEYS, value, strict=False)  # as long as `value`: `_NO_KEYS` never ends
+    else:
         return -1
-    if set(map(type, value)) <= _ONLY_STR:
-        return sum(map(len, value))
     total = 0
-    for item in value:
+    for key, item in items:
+        if type(key) is not str:
+            return -1
+        total += len(key)
         item_kind = type(item)
         if item_kind is str:
             total += len(item)
         elif item_kind is int:
+            # Checked here rather than in a call of its own: results hold many counts.
             if not _NEGATIVE_INT_LIMIT < item < _INT_LIMIT:
                 return -1
         elif item_kind not in _SCALARS:
