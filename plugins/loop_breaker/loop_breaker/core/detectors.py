@@ -376,16 +376,10 @@ def poll(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Sig
     )
 
 
-def _first_of_its_action(
-    records: Sequence[CallRecord], last: CallRecord, config: CoreConfig
-) -> bool:
-    """Whether `last` is the only call of its action in `records`, while idle-repeat and poll
-    both need more than one to fire."""
-    return (
-        config.limits("idle-repeat").nudge_at > 1
-        and config.limits("poll").nudge_at > 1
-        and list(map(_action_key_of, records)).count(last.action_key) == 1
-    )
+def _ok_calls_needed(config: CoreConfig) -> int:
+    """The fewest calls of one action a successful call's detectors need in its window: a cycle
+    always needs two (its unit a period back), idle-repeat and poll their nudge counts."""
+    return min(2, config.limits("idle-repeat").nudge_at, config.limits("poll").nudge_at)
 
 
 DETECTORS: tuple[Detector, ...] = (
@@ -412,7 +406,11 @@ _BY_OUTCOME: dict[str, tuple[Detector, ...]] = {
 
 def detect(records: Sequence[CallRecord], loop_id: str, config: CoreConfig) -> Signal | None:
     last = records[-1]
-    if last.outcome == "ok" and not last.reverted and _first_of_its_action(records, last, config):
+    if (
+        last.outcome == "ok"
+        and not last.reverted
+        and _fewer_than(_ok_calls_needed(config), last.action_key, _action_key_of, records)
+    ):
         # Most successful calls are new in their window: then no detector of theirs can fire
         # (edit-thrash wants a reverted edit, a cycle the same call a period back, idle-repeat
         # and poll the same call again), and none need be asked.

@@ -1,6 +1,6 @@
-"""What a call's input says of it (its action key and label, whether its command may change
-files) and what a failed call's text says (its `Failure`), kept per process for inputs seen
-again: pure functions of the input, so a copy kept is the answer computed again.
+"""What a call's input says of it (its action key and label, an edit's transition, whether its
+command may change files) and what a failed call's text says (its `Failure`), kept per process
+for inputs seen again: pure functions of the input, so a copy kept is the answer computed again.
 
 A warm host sees the same calls again and again: a loop repeats its call, a person's sessions
 run the same commands, auto-stop asks a call's key before it runs and the record after. An
@@ -24,8 +24,10 @@ from functools import lru_cache
 from typing import Any
 
 from .normalize import (
+    EDIT_TOOLS,
     Failure,
     action_key,
+    edit_transition,
     failure_of,
     label_of,
     may_change_files,
@@ -104,22 +106,37 @@ def _input_key(tool: str, tool_input: Mapping[str, Any]) -> tuple[Hashable, int]
     return (tool, tuple(fields)), chars
 
 
-def key_and_label(tool: str, tool_input: Mapping[str, Any]) -> tuple[str, str]:
-    """`(action_key(tool, tool_input), label_of(tool, tool_input))`, kept for inputs seen again."""
+Transition = tuple[str, str, str]
+"""What an edit does to its file (`edit_transition`)."""
+
+
+def call_facts(tool: str, tool_input: Mapping[str, Any]) -> tuple[str, str, Transition | None]:
+    """`(action_key(…), label_of(…), edit_transition(…))` of a call, kept for inputs seen again;
+    the transition only for an edit tool's kept input (None otherwise: computed where needed).
+
+    An edit's transition hashes its old and new text (or a whole written file), which a loop
+    repeating the edit sends again: kept with the call's key, it costs nothing more to find."""
     keyed = _input_key(tool, tool_input)
     if keyed is None:
-        return action_key(tool, tool_input), label_of(tool, tool_input)
+        return action_key(tool, tool_input), label_of(tool, tool_input), None
     memo_key, chars = keyed
-    known: tuple[str, str] | None = _CALLS.get(memo_key)
+    known: tuple[str, str, Transition | None] | None = _CALLS.get(memo_key)
     if known is None:
-        known = (action_key(tool, tool_input), label_of(tool, tool_input))
+        transition = edit_transition(tool, tool_input) if tool in EDIT_TOOLS else None
+        known = (action_key(tool, tool_input), label_of(tool, tool_input), transition)
         _CALLS.put(memo_key, known, chars)
     return known
 
 
+def key_and_label(tool: str, tool_input: Mapping[str, Any]) -> tuple[str, str]:
+    """`(action_key(tool, tool_input), label_of(tool, tool_input))`, kept for inputs seen again."""
+    key, label, _ = call_facts(tool, tool_input)
+    return key, label
+
+
 def key_of(tool: str, tool_input: Mapping[str, Any]) -> str:
     """`action_key(tool, tool_input)`, kept for inputs seen again."""
-    return key_and_label(tool, tool_input)[0]
+    return call_facts(tool, tool_input)[0]
 
 
 def changes_files(command: str) -> bool:

@@ -155,22 +155,30 @@ _ERROR_CLASSES: tuple[tuple[str, tuple[str, ...]], ...] = (
 _CLASS_MARKERS = tuple(
     (marker, error_class) for error_class, markers in _ERROR_CLASSES for marker in markers
 )
-# Tried in order: `zsh: command not found: rg` names `rg`, not the shell.
-_COMMAND_TOKENS = tuple(
-    re.compile(pattern)
-    for pattern in (
-        r"command not found:\s*([\w.\-/]{1,60})",
-        r"(?:^|\s)([\w.\-/]{1,60}): command not found",
-        r"'([\w.\-/]{1,60})' is not recognized",
-        r"no module named '?([\w.]{1,60})",
-        r"cannot find module '([^']{1,60})'",
-        r"failed to spawn:? `([\w.\-/]{1,60})`",
-        r"exec: \"([\w.\-/]{1,60})\": executable file not found",
-        r"cannot find package [\"']([^\"']{1,60})[\"']",
-        r"(?:^|\s)([\w.\-/]{1,60}): permission denied",
-        r"could not resolve host:?\s*([\w.\-]{1,60})",
-        r"(?:econnrefused|enotfound|econnreset)\s+([\w.:\-]{1,60})",
-        r"failed to connect to ([\w.\-]{1,60}) port",
+# Tried in order: `zsh: command not found: rg` names `rg`, not the shell. Each with the fixed
+# text any match of it holds: a pattern is searched only where that text is found (a substring
+# test in C), as a search that starts at every space of a text of long paths backtracks at each.
+_COMMAND_TOKENS: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = tuple(
+    (literals, re.compile(pattern))
+    for literals, pattern in (
+        (("command not found:",), r"command not found:\s*([\w.\-/]{1,60})"),
+        ((": command not found",), r"(?:^|\s)([\w.\-/]{1,60}): command not found"),
+        (("' is not recognized",), r"'([\w.\-/]{1,60})' is not recognized"),
+        (("no module named",), r"no module named '?([\w.]{1,60})"),
+        (("cannot find module '",), r"cannot find module '([^']{1,60})'"),
+        (("failed to spawn",), r"failed to spawn:? `([\w.\-/]{1,60})`"),
+        (
+            ('": executable file not found',),
+            r"exec: \"([\w.\-/]{1,60})\": executable file not found",
+        ),
+        (("cannot find package ",), r"cannot find package [\"']([^\"']{1,60})[\"']"),
+        ((": permission denied",), r"(?:^|\s)([\w.\-/]{1,60}): permission denied"),
+        (("could not resolve host",), r"could not resolve host:?\s*([\w.\-]{1,60})"),
+        (
+            ("econnrefused", "enotfound", "econnreset"),
+            r"(?:econnrefused|enotfound|econnreset)\s+([\w.:\-]{1,60})",
+        ),
+        (("failed to connect to ",), r"failed to connect to ([\w.\-]{1,60}) port"),
     )
 )
 
@@ -576,7 +584,9 @@ def error_class_of(lines: list[str]) -> tuple[str, str]:
     lowered = "\n".join(line[-_CLASS_LINE_CAP:] for line in lines).lower()
     for marker, error_class in _CLASS_MARKERS:
         if marker in lowered:
-            for pattern in _COMMAND_TOKENS:
+            for literals, pattern in _COMMAND_TOKENS:
+                if not any(map(lowered.__contains__, literals)):
+                    continue
                 named = pattern.search(lowered)
                 if named is not None:
                     return error_class, named.group(1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from itertools import repeat
 from typing import Any
 
 from .normalize import (
@@ -23,6 +24,8 @@ _INT_LIMIT = 10**4000
 _NEGATIVE_INT_LIMIT = -_INT_LIMIT  # negated once, not per int checked
 _ONLY_STR = frozenset({str})
 _MAX_DEPTH = 32
+_NO_KEYS = repeat("")
+"""The keys of a list's items in `_plain_chars`' one loop: empty strings, none counted."""
 # The encoder `output_text` uses, built once.
 _dumps = json.JSONEncoder(sort_keys=True, default=str).encode
 
@@ -60,9 +63,10 @@ def text_and_source(tool: str, output: Any, *, is_error: bool) -> tuple[str, Any
     The interrupt and sibling-cancel notices are error results, so a successful call's text is
     read only for its fingerprint, which is rarely read. So nothing of a successful edit's
     result is built (its outcome is the file state it leaves), and a counted tool's successful
-    plain dict output (exact JSON types, string keys, writable ints, not too deep) is returned
-    as the source its text is built from when first needed, with the count of characters in its
-    strings, and "" for the text. Otherwise the source is None and the text whole.
+    plain dict output (exact JSON types, string keys, writable ints, not too deep, in the fields
+    it writes: never its `RUN_FIELDS`) is returned as the source its text is built from when
+    first needed, with the count of characters in the strings of those fields, and "" for the
+    text. Otherwise the source is None and the text whole.
     """
     if is_error or tool in NEVER_COUNTED_TOOLS:
         return result_text(tool, output), None, 0
@@ -116,37 +120,45 @@ def _without_middles(value: Any, depth: int) -> Any:
 
 def _plain_chars(value: Any, depth: int) -> int:
     """The characters of the strings in `value` (keys included), or -1 unless it is made of
-    exact JSON types with string keys and writable ints, at most `_MAX_DEPTH` deep."""
+    exact JSON types with string keys and writable ints, at most `_MAX_DEPTH` deep; at the top
+    (`depth` 0) a dict's `RUN_FIELDS` are passed over, as `result_text` never writes them.
+
+    One loop over a dict's items (a list's items with "" for keys): results are dicts of a few
+    mixed fields (a Task's report, a Read's file, a Bash run's streams and flags), where sets of
+    their key and value types built first rarely spared the loop. A list or tuple of strings
+    alone (a patch's lines) is counted in C."""
     kind = type(value)
     if kind is str:
         return len(value)
     if kind in _SCALARS:
         return -1 if kind is int and not _NEGATIVE_INT_LIMIT < value < _INT_LIMIT else 0
-    if depth >= _MAX_DEPTH or (kind is not dict and kind is not list and kind is not tuple):
+    if depth >= _MAX_DEPTH:
+        return -1
+    if kind is dict:
+        items: Any = value.items()
+        if depth == 0 and not RUN_FIELDS.isdisjoint(value):
+            items = [(key, item) for key, item in items if key not in RUN_FIELDS]
+    elif kind is list or kind is tuple:
+        if set(map(type, value)) <= _ONLY_STR:
+            return sum(map(len, value))
+        items = zip(_NO_KEYS, value, strict=False)  # as long as `value`: `_NO_KEYS` never ends
+    else:
         return -1
     total = 0
-    items: Any = value
-    if kind is dict:
-        if not set(map(type, value)) <= _ONLY_STR:
+    for key, item in items:
+        if type(key) is not str:
             return -1
-        total = sum(map(len, value))
-        items = value.values()
-    if set(map(type, items)) <= _ONLY_STR:
-        total += sum(map(len, items))
-    else:
-        for item in items:
-            item_kind = type(item)
-            if item_kind is str:
-                total += len(item)
-            elif item_kind is int:
-                # Checked here rather than in a call of its own: results hold many counts.
-                if not _NEGATIVE_INT_LIMIT < item < _INT_LIMIT:
-                    return -1
-            elif item_kind in _SCALARS:
-                continue
-            else:
-                chars = _plain_chars(item, depth + 1)
-                if chars < 0:
-                    return -1
-                total += chars
+        total += len(key)
+        item_kind = type(item)
+        if item_kind is str:
+            total += len(item)
+        elif item_kind is int:
+            # Checked here rather than in a call of its own: results hold many counts.
+            if not _NEGATIVE_INT_LIMIT < item < _INT_LIMIT:
+                return -1
+        elif item_kind not in _SCALARS:
+            chars = _plain_chars(item, depth + 1)
+            if chars < 0:
+                return -1
+            total += chars
     return total

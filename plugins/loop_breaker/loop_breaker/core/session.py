@@ -8,7 +8,7 @@ from typing import Any
 
 from .detectors import detect
 from .fingerprint import Fingerprint, output_fp
-from .memo import changes_files, failure, key_and_label, key_of
+from .memo import call_facts, changes_files, failure, key_of
 from .normalize import (
     EDIT_TOOLS,
     NEVER_COUNTED_TOOLS,
@@ -169,7 +169,7 @@ class LoopBreakerCore:
         file = file_of(tool, tool_input) if is_edit else ""  # `file_of` is "" for the rest
         changed = reverted = False
         error_sig = error_class = token = snippet = ""
-        key, label = key_and_label(tool, tool_input)
+        key, label, transition = call_facts(tool, tool_input)
         # `is_poll` reads the input only for a Bash command; other tools need no call.
         polling = tool in POLL_TOOLS or (tool == "Bash" and is_poll(tool, tool_input))
         if outcome == "ok":
@@ -177,7 +177,9 @@ class LoopBreakerCore:
                 # An edit's reply says nothing new; its effect is the file state it leaves.
                 fingerprint = Fingerprint("edited", f"{key}:edited")
                 if file:
-                    changed, reverted = window.apply_edit(file, edit_transition(tool, tool_input))
+                    if transition is None:
+                        transition = edit_transition(tool, tool_input)
+                    changed, reverted = window.apply_edit(file, transition)
             else:
                 fingerprint = self._output_fingerprint(observation, key, window, polling)
                 command = tool_input.get("command") if tool == "Bash" else None
