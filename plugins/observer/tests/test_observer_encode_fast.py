@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import random
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,8 +13,9 @@ from typing import Any
 import pytest
 from observer._log_file import encode_line, encode_line_scrubbed
 from observer._pii import unchanged_plain
+from observer._records import iso_timestamp, new_episode_id
 
-from observer import _log_file, _pii
+from observer import _log_file, _pii, _records
 
 SHARED = Path(__file__).resolve().parents[3].parent / "shared" / "corpus"
 
@@ -123,5 +127,50 @@ def test_a_string_the_filter_changes_is_never_taken_for_clean() -> None:
         assert not unchanged_plain({"k": [text]})
         # Asked twice: a string found changed is never remembered as clean.
         assert not unchanged_plain({"k": text})
-        assert text not in _pii._UNCHANGED
+        # The one cache behind the fast path keeps the string's scrubbed form, never the string.
+        assert _pii._scrub_short(text) != text
         assert b"[" in encode_line({"k": text})
+
+
+def test_the_observers_ids_and_timestamps_have_the_shape_the_filter_leaves_alone() -> None:
+    for _ in range(5000):
+        assert _pii._RULE_FREE(new_episode_id())
+    rng = random.Random(20260202)
+    moments = [0, -1, 1, 86_399_999, 86_400_000, 253_402_300_799_999, -62_135_596_800_000]
+    moments += [rng.randrange(-62_135_596_800_000, 253_402_300_800_000) for _ in range(5000)]
+    moments += [1_770_000_000_000 + rng.randrange(0, 3 * 86_400_000) for _ in range(5000)]
+    for ms in moments:  # the day kept from the last call and the datetime path both
+        text = iso_timestamp(ms)
+        assert _pii._RULE_FREE(text), ms
+        assert _pii.scrub(text) == text
+        assert text == _records._datetime_timestamp(ms)
+    # A process's first timestamp, before any day is kept (the first day of 1970 once lost
+    # its date there).
+    first = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from observer._records import iso_timestamp; print(iso_timestamp(0))",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert first.stdout.strip() == "1970-01-01T00:00:00.000Z"
+
+
+def test_the_fast_path_asks_the_one_scrub_cache_and_keeps_no_id_or_timestamp() -> None:
+    record = _record("94692e6b-0ceb-4981-bb88-c31d81e9e21e:1")
+    assert unchanged_plain(record)
+    before = _pii._scrub_short.cache_info()
+    for _ in range(50):
+        fresh = {"id": new_episode_id(), "ts": iso_timestamp(1_770_000_000_000), **record}
+        fresh["id"], fresh["ts"] = new_episode_id(), iso_timestamp(1_770_000_000_000)
+        assert unchanged_plain(fresh)
+    after = _pii._scrub_short.cache_info()
+    assert after.misses == before.misses  # the shaped id and ts were never looked up
+    assert after.hits > before.hits
+    # A value under those names that is not of the shape is looked at like any other.
+    assert not unchanged_plain({"id": "jane@example.com", "ts": "call +1 415 555 0132"})
+    assert not unchanged_plain({"ts": "+1 415 555 0132"})
