@@ -182,13 +182,14 @@ _any_hint = re.compile("|".join(re.escape(hint) for rule in _RULES for hint in r
 _UNHINTED_RULES: tuple[_Rule, ...] = tuple(rule for rule in _RULES if not rule.hints)
 
 
-# The two shapes the observer writes on every line itself, a lower-case UUID (episode ids) and a
-# millisecond UTC timestamp, are left alone by every rule: their letters spell no hint, so only
-# the phone rules could apply, and those need a `+` or `(`, or a separator in the fourth place of
-# a number with nothing word-like before it. Such a string skips the rules (tests run the rules
-# on many of both shapes and find them unchanged).
+# The shapes on every line, a lower-case UUID (episode and session ids; a turn id is the
+# session's followed by `:` and its number) and a millisecond UTC timestamp, are left alone by
+# every rule: their letters spell no hint, so only the phone rules could apply, and those need a
+# `+` or `(`, or a separator in the fourth place of a number with nothing word-like before it
+# (after the `:` come digits alone). Such a string skips the rules (tests run the rules on many
+# of each shape and find them unchanged).
 _RULE_FREE = re.compile(
-    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?::[0-9]{1,9})?"
     r"|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z"
 ).fullmatch
 
