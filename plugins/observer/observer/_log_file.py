@@ -9,7 +9,7 @@ import re
 import stat
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel
 
-from observer._pii import scrub_value, unchanged_plain
+from observer._pii import clean_strings, scrub_value, unchanged_plain
 from observer._records import Episode, ObserverErrorMarker, OutcomeLine
 
 _MONTH_FILE = re.compile(r"^episodes-(\d{4})-(\d{2})\.jsonl$")
@@ -173,14 +173,30 @@ def encode_line(record: Mapping[str, Any]) -> bytes:
         # The usual line: plain values the filter leaves as they are. orjson writes such a
         # record, when all ASCII, byte for byte as the standard encoder below does (tests hold
         # the two paths equal over the corpus), in a fraction of the time.
-        try:
-            line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
-        except orjson.JSONEncodeError:
-            pass  # an int beyond 64 bits, nesting too deep: the standard encoder decides
-        else:
-            if line.isascii():
-                return line
+        line = _plain_line(record)
+        if line is not None:
+            return line
     return encode_line_scrubbed(record)
+
+
+def encode_own_line(record: dict[str, Any], outside: Iterable[Any]) -> bytes:
+    """`encode_line` for a line the observer built itself, whose only values from outside are
+    `outside` (e.g. `episode_outside_values`): when those are clean, the rest (the schema's keys
+    and constants, counts, flags, its own UUID and timestamp) is known clean without a look at
+    each of them; otherwise `encode_line` decides."""
+    if clean_strings(outside):
+        line = _plain_line(record)
+        if line is not None:
+            return line
+    return encode_line(record)
+
+
+def _plain_line(record: dict[str, Any]) -> bytes | None:
+    try:
+        line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+    except orjson.JSONEncodeError:
+        return None  # an int beyond 64 bits, nesting too deep: the standard encoder decides
+    return line if line.isascii() else None
 
 
 def encode_line_scrubbed(record: Mapping[str, Any]) -> bytes:

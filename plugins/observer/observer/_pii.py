@@ -182,13 +182,14 @@ _any_hint = re.compile("|".join(re.escape(hint) for rule in _RULES for hint in r
 _UNHINTED_RULES: tuple[_Rule, ...] = tuple(rule for rule in _RULES if not rule.hints)
 
 
-# The two shapes the observer writes on every line itself, a lower-case UUID (episode ids) and a
-# millisecond UTC timestamp, are left alone by every rule: their letters spell no hint, so only
-# the phone rules could apply, and those need a `+` or `(`, or a separator in the fourth place of
-# a number with nothing word-like before it. Such a string skips the rules (tests run the rules
-# on many of both shapes and find them unchanged).
+# The shapes on every line, a lower-case UUID (episode and session ids; a turn id is the
+# session's followed by `:` and its number) and a millisecond UTC timestamp, are left alone by
+# every rule: their letters spell no hint, so only the phone rules could apply, and those need a
+# `+` or `(`, or a separator in the fourth place of a number with nothing word-like before it
+# (after the `:` come digits alone). Such a string skips the rules (tests run the rules on many
+# of each shape and find them unchanged).
 _RULE_FREE = re.compile(
-    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(?::[0-9]{1,9})?"
     r"|[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z"
 ).fullmatch
 
@@ -256,50 +257,77 @@ def _scrub_dict(value: dict[Any, Any]) -> dict[str, Any]:
     return scrubbed
 
 
-# Strings `scrub` was seen to leave as they are (it depends on nothing but the string), so a
-# record made of them is known clean after one set lookup per string. Bounded: emptied when full.
-_UNCHANGED: set[str] = set()
-_UNCHANGED_MAX = 8192
 _PLAIN_LEAVES = frozenset({int, bool, type(None)})
 
-
-def _unchanged(text: str) -> bool:
-    if text in _UNCHANGED:
-        return True
-    if scrub(text) != text:
-        return False
-    if len(text) <= _SHORT:
-        if len(_UNCHANGED) >= _UNCHANGED_MAX:
-            _UNCHANGED.clear()
-        _UNCHANGED.add(text)
-    return True
+# Fields of a log line that the observer fills itself, each line afresh: the episode's UUID
+# (`id`) and the line's timestamp (`ts`). Of the shape it writes them in they are clean
+# without a look in the cache (`scrub` returns `_RULE_FREE` text as it is, and tests hold every
+# rule to that), so a new value per line does not push the values that repeat out of it.
+_SHAPED_FIELDS = frozenset({"id", "ts"})
 
 
 def unchanged_plain(value: dict[Any, Any]) -> bool:
     """Whether `scrub_value(value)` equals `value` and `value` holds only exact dicts with string
-    keys, lists, tuples, strings, ints, bools and None (what orjson writes as `json` does)."""
-    unchanged = _UNCHANGED
+    keys, lists, tuples, strings, ints, bools and None (what orjson writes as `json` does).
+
+    Answered from the caches `scrub_value` fills (`_scrub_key`, `_scrub_short`), so a string is
+    scrubbed once while it is recent, whichever of the two asks first.
+    """
+    scrub_key, scrub_short = _scrub_key, _scrub_short
+    for key, item in value.items():
+        if type(key) is not str or scrub_key(key) != key:
+            return False
+        kind = type(item)
+        if kind is str:
+            if key in _SHAPED_FIELDS and _RULE_FREE(item):
+                continue
+            if (scrub_short(item) if len(item) <= _SHORT else scrub(item)) != item:
+                return False
+        elif kind is dict:
+            if not _unchanged_nested(item):
+                return False
+        elif kind not in _PLAIN_LEAVES and not _unchanged_items((item,)):
+            return False
+    return True
+
+
+def _unchanged_nested(value: dict[Any, Any]) -> bool:
+    scrub_key = _scrub_key
     for key in value:
-        if type(key) is not str or (key not in unchanged and not _unchanged(key)):
+        if type(key) is not str or scrub_key(key) != key:
             return False
     return _unchanged_items(value.values())
 
 
 def _unchanged_items(items: Iterable[Any]) -> bool:
-    unchanged = _UNCHANGED
+    scrub_short = _scrub_short
     for item in items:
         kind = type(item)
         if kind is str:
-            if item not in unchanged and not _unchanged(item):
+            if (scrub_short(item) if len(item) <= _SHORT else scrub(item)) != item:
                 return False
         elif kind in _PLAIN_LEAVES:
             continue
         elif kind is dict:
-            if not unchanged_plain(item):
+            if not _unchanged_nested(item):
                 return False
         elif kind is list or kind is tuple:
             if not _unchanged_items(item):
                 return False
         else:
+            return False
+    return True
+
+
+def clean_strings(values: Iterable[Any]) -> bool:
+    """Whether every value is an exact `str` that `scrub` leaves as it is, or None; answered
+    from the same cache as `unchanged_plain`."""
+    scrub_short = _scrub_short
+    for value in values:
+        if value is None:
+            continue
+        if type(value) is not str:
+            return False
+        if (scrub_short(value) if len(value) <= _SHORT else scrub(value)) != value:
             return False
     return True

@@ -134,7 +134,8 @@ def _datetime_timestamp(ms: int) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-_last_day: tuple[int, str] = (0, "")
+# A real day to start from: an empty date would make the first day of 1970 lose its date.
+_last_day: tuple[int, str] = (0, "1970-01-01")
 
 
 def new_episode_id() -> str:

@@ -25,7 +25,7 @@ from framework import (
     TurnResult,
 )
 
-from observer._log_file import MonthLog, encode_line, prepare_record_keys
+from observer._log_file import MonthLog, encode_line, encode_own_line, prepare_record_keys
 from observer._options import Options
 from observer._read_counter import (
     COUNTER_FILE,
@@ -44,6 +44,7 @@ from observer._turn_facts import (
     ToolRules,
     TurnFacts,
     TurnTally,
+    episode_outside_values,
     episode_record,
     other_live_sessions,
     prepare_prompt_rules,
@@ -297,7 +298,8 @@ class Observer:
             economy_level=engine.env.get(economy_env) if economy_env else None,
         )
         tag = parse_routing_tag(event.last_message)
-        await self._write(engine, encode_line(episode_record(facts, session, tag, context)), now)
+        record = episode_record(facts, session, tag, context)
+        await self._write(engine, encode_own_line(record, episode_outside_values(record)), now)
         turn.tally = TurnTally.started_by(_NO_FACTS.prompt)
         # An empty turn is not stored: its key is deleted (a shared store only).
         await self.turns.write(engine)

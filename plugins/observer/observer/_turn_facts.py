@@ -436,6 +436,30 @@ def episode_record(
     }
 
 
+def episode_outside_values(record: Mapping[str, Any]) -> list[Any]:
+    """The values of an `episode_record` line that come from outside the observer: the harness's
+    ids and names, the tag's counterfactual, the configured environment variable's value, the
+    prompt's task reference and the configured cues it contains.
+
+    Every other value of the line is the observer's own: a constant of the schema (a `Literal`),
+    a count or a flag it computed, or the UUID and timestamp it drew (which the PII filter
+    provably leaves as they are), under keys that are the schema's field names. Tests build
+    lines with every value free and hold this list to exactly the ones that can vary.
+    """
+    environment = record["environment"]
+    return [
+        record["session_id"],
+        record["turn_id"],
+        record["node"],
+        record["decision_provenance"]["counterfactual"],
+        environment["harness"],
+        environment["model"],
+        environment["economy_level"],
+        record["task_ref"],
+        *record["prompt_signal"]["correction_cues"],
+    ]
+
+
 def other_live_sessions(
     heartbeats: Mapping[str, int], session_id: str, now_ms: int, window_ms: int
 ) -> bool:

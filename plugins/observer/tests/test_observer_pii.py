@@ -7,7 +7,7 @@ import string
 import uuid
 
 import pytest
-from observer._pii import _RULES, scrub, scrub_value
+from observer._pii import _RULE_FREE, _RULES, scrub, scrub_value
 
 # (text, secret part that must disappear, placeholder that must appear)
 POSITIVE: list[tuple[str, str, str]] = [
@@ -221,6 +221,35 @@ def test_uuids_and_line_timestamps_are_left_alone_by_every_rule() -> None:
     for text in samples:
         assert _scrub_with_every_rule(text) == text
         assert scrub(text) == text
+
+
+def test_turn_ids_of_a_uuid_and_a_number_are_left_alone_by_every_rule() -> None:
+    rng = random.Random(20260303)
+    samples = [f"{uuid.uuid4()}:{rng.randrange(1, 10**9)}" for _ in range(1000)]
+    samples += [
+        _shaped(rng, "hhhhhhhh-hhhh-hhhh-hhhh-hhhhhhhhhhhh:" + "d" * rng.randrange(1, 10))
+        for _ in range(2000)
+    ]
+    samples += [_shaped(rng, "dddddddd-dddd-dddd-dddd-dddddddddddd:ddddddddd") for _ in range(500)]
+    samples += ["78888888-8888-8888-8888-888888888888:7", "acca0000-acca-8888-7777-123456789012:1"]
+    samples += ["94692e6b-0ceb-4981-bb88-c31d81e9e21e:415555013"]
+    for text in samples:
+        assert _RULE_FREE(text), text
+        assert _scrub_with_every_rule(text) == text
+        assert scrub(text) == text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "94692e6b-0ceb-4981-bb88-c31d81e9e21e:415 555 0132",
+        "94692e6b-0ceb-4981-bb88-c31d81e9e21e:+14155550132",
+        "94692e6b-0ceb-4981-bb88-c31d81e9e21e:1234567890",
+    ],
+)
+def test_only_a_number_of_nine_digits_at_most_follows_a_skipped_turn_id(text: str) -> None:
+    assert not _RULE_FREE(text)
+    assert scrub(text) == _scrub_with_every_rule(text)
 
 
 @pytest.mark.parametrize(
