@@ -492,3 +492,37 @@ async def test_where_no_wrapper_pins_it_a_moved_git_dir_is_put_back(
     _person(tree, "ws")
     assert _markers(tree) == []
     assert _person_git_works(tree, "ws")
+
+
+async def test_a_gitlink_check_that_runs_over_refuses_the_command(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The check reads files a command wrote (an index crafted to cost seconds): it runs off
+    # the event loop, bounded well under the hook client's wait, and when it runs over the
+    # command is refused (else the client gives up on the hook and the command runs
+    # unsandboxed).
+    import threading
+    import time
+
+    import write_guard._register as wiring
+
+    threads: list[str] = []
+    real = wiring.LinkWatch.start
+
+    def slow(writable: list[str]) -> object:
+        threads.append(threading.current_thread().name)
+        time.sleep(wiring.GITLINK_CHECK_S + 1.0)
+        return real(writable)
+
+    monkeypatch.setattr(wiring.LinkWatch, "start", staticmethod(slow))
+    ran: list[str] = []
+
+    async def terminal(event: ToolCall) -> ToolResult:
+        ran.append(str(event.input["command"]))
+        return ToolResult(output="ran")
+
+    result, _actions = await dispatch_bash(tree, "true", terminal, snapshots=False)
+    assert wiring.GITLINK_CHECK_S < 1.5  # well under the client's 2 s
+    assert ran == [] and result.denial is not None, result
+    assert "gitlink" in result.denial.reason
+    assert threads and threads[0] != threading.main_thread().name

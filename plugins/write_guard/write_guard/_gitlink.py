@@ -59,7 +59,12 @@ tree whose index cannot be read)."""
 READ_KEPT = 256
 """Indexes whose reading is kept (the roots' and their submodules')."""
 RACY_NS = 2_000_000_000
-"""An index changed less than this before it was read is read again next time."""
+"""An index changed (its ctime: a command cannot set that one ahead) less than this before it
+was read is read again next time."""
+IEOT_BLOCKS_MAX = 1024
+"""An `IEOT` table of more blocks is refused unread (git writes one per thread)."""
+EXTENSIONS_MAX = 1024
+"""An index of more extensions is refused (git writes a handful)."""
 CONFIG_READ_MAX = 65_536
 FINGERPRINTED = ("config", "config.worktree", "commondir", "hooks")
 
@@ -189,7 +194,11 @@ def parse_index(data: bytes, hash_size: int = 20) -> Found:
             raise UnreadableIndex(f"index version {version}")
         pos = _entries(data, 12, count, version, hash_size, found)
         end = len(data) - hash_size
+        extensions = 0
         while pos + 8 <= end:
+            extensions += 1
+            if extensions > EXTENSIONS_MAX:
+                raise UnreadableIndex(f"more than {EXTENSIONS_MAX} extensions")
             signature, size = data[pos : pos + 4], _U32(data, pos + 4)[0]
             body = data[pos + 8 : pos + 8 + size]
             if signature == b"link" and len(body) >= hash_size:
@@ -198,7 +207,10 @@ def parse_index(data: bytes, hash_size: int = 20) -> Found:
                 # Threaded git reads each block from its own offset, names afresh: read them
                 # the same way too, so that no entry reads differently there. Blocks that do
                 # not add up to the index's entries are not git's (and would cost more than
-                # one reading of the index).
+                # one reading of the index). A table bigger than git writes is refused
+                # before it is built: its size alone would stall the host.
+                if (len(body) - 4) // 8 > IEOT_BLOCKS_MAX:
+                    raise UnreadableIndex(f"an IEOT table of more than {IEOT_BLOCKS_MAX} blocks")
                 blocks = [
                     (_U32(body, at)[0], _U32(body, at + 4)[0]) for at in range(4, len(body) - 7, 8)
                 ]
@@ -279,8 +291,9 @@ def index_links(git_dir: str) -> IndexLinks:
     keys += [_file_key(file) for file in files[2:]]
     index = keys[1][1]
     # Racy, as git says: a file changed again within the timestamps' granularity of this
-    # read could keep the same stat. Such a reading is not kept.
-    if index is not None and index[2] >= time.time_ns() - RACY_NS:
+    # read could keep the same stat. Such a reading is not kept. Judged by ctime: a command
+    # can date the mtime ahead (`touch -d 2096`) to have it read again at every command.
+    if index is not None and index[1] >= time.time_ns() - RACY_NS:
         return read
     if len(_READ) > READ_KEPT:
         _READ.clear()
