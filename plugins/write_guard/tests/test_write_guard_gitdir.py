@@ -155,6 +155,19 @@ def _made(name: str, folder: str = "sub2", then: str = "") -> str:
     )
 
 
+def _moved_git_dir(name: str, to: str = "gd") -> str:
+    """A repository of the command's making whose git dir is moved to `to`, and a folder `v`."""
+    return (
+        f"git init -q ev && git -C ev commit -q --allow-empty -m e && "
+        f"git -C ev config core.fsmonitor 'touch {{OUT}}/{name}' && mv ev/.git '{to}' && "
+        "rmdir ev && mkdir v && "
+    )
+
+
+def _link_v(to: str = "gd") -> str:
+    return f" && git update-index --add --cacheinfo 160000,$(git --git-dir='{to}' rev-parse HEAD),v"
+
+
 GITLINKS = [
     Redirect("gitlink-index-v4", "git update-index --index-version 4 && " + _made("g1")),
     Redirect("gitlink-split-index", _made("g2") + " && git update-index --split-index"),
@@ -191,6 +204,18 @@ GITLINKS = [
         setup=f"{LIB} && {ADD_LIB} mod && git commit -qm mod",
     ),
     Redirect("gitlink-by-a-script", _script(_made("g8"))),
+    Redirect(
+        # git reads a gitfile up to its first NUL: `../gd` here.
+        "gitlink-gitfile-with-a-nul",
+        _script(_moved_git_dir("g11") + "printf 'gitdir: ../gd\\0x\\n' > v/.git" + _link_v()),
+    ),
+    Redirect(
+        # git keeps a gitfile's path whole but for trailing CRs and LFs: `../gd ` here.
+        "gitlink-gitfile-path-ending-in-a-space",
+        _script(
+            _moved_git_dir("g12", "gd ") + "printf 'gitdir: ../gd \\n' > v/.git" + _link_v("gd ")
+        ),
+    ),
     Redirect(
         # The person's own linked work tree, outside the workspace: its index lives in the
         # workspace's git dir, and a gitlink named `../ws/evil` there is entered from it.
@@ -526,3 +551,22 @@ async def test_a_gitlink_check_that_runs_over_refuses_the_command(
     assert ran == [] and result.denial is not None, result
     assert "gitlink" in result.denial.reason
     assert threads and threads[0] != threading.main_thread().name
+
+
+async def test_a_gitlink_check_that_fails_after_the_command_is_said_and_keeps_the_rest(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # After the command, a fail-closed handler's error would only lose what it had to say:
+    # the redirections already undone are still told, and so is the failed check.
+    import write_guard._register as wiring
+
+    def broken(self: object) -> str:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(wiring.LinkWatch, "finish", broken)
+    command = 'mkdir -p alt && echo "$PWD/alt" > .git/objects/info/alternates'
+    result, said, ran = await _run_guarded(tree, command, tree.ws)
+    assert ran is not None and result.denial is None
+    toasts = [text for kind, text in said if kind == "toast"]
+    assert any("alternates" in text and "gitlink" in text for text in toasts), said
+    assert any("RuntimeError" in note.text for note in result.notes), result.notes

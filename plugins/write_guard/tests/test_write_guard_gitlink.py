@@ -358,3 +358,16 @@ def test_an_index_dated_in_the_future_is_still_kept_once_read(tmp_path: Path) ->
         patch.setattr(time, "time_ns", lambda: max(real(), ctime + 10 * RACY_NS))
         assert index_links(str(git_dir)).links == {b"a"}
     assert str(index) in _READ
+
+
+@pytest.mark.parametrize("where", ["gitfile", "index"])
+def test_a_name_is_cut_at_its_first_nul_as_git_cuts_it(tmp_path: Path, where: str) -> None:
+    # git reads a gitfile's path, and an entry's name, up to the first NUL: `gd` and `v`.
+    ws, watch = _workspace(tmp_path)
+    _repository(ws / "gd", config="[core]\n\tfsmonitor = x\n")
+    (ws / "v").mkdir()
+    (ws / "v" / ".git").write_bytes(b"gitdir: ../gd" + (b"\0x\n" if where == "gitfile" else b"\n"))
+    (ws / ".git" / "index").write_bytes(_index(b"v\0x" if where == "index" else b"v"))
+    assert "gd/config" in watch.finish()
+    assert (ws / "gd" / "config.write-guard-undone").exists()
+    assert LinkWatch.start([str(ws)]).finish() == ""  # and the next command is checked too

@@ -44,7 +44,15 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from write_guard._gitdir import ASIDE, Undone, free_name, inside, subfolders
+from write_guard._gitdir import (
+    ASIDE,
+    Undone,
+    commondir_target,
+    free_name,
+    gitfile_target,
+    inside,
+    subfolders,
+)
 from write_guard._sandbox import git_dirs, module_git_dirs
 
 INDEX_READ_MAX = 256 * 1024 * 1024
@@ -231,13 +239,13 @@ def parse_index(data: bytes, hash_size: int = 20) -> Found:
 def _stat_key(path: str) -> StatKey:
     try:
         info = os.lstat(path)
-    except OSError:
+    except (OSError, ValueError):
         return None
     return (info.st_ino, info.st_ctime_ns, info.st_mtime_ns, info.st_size)
 
 
 def _hash_size(git_dir: str) -> int:
-    for folder in (git_dir, _commondir(git_dir)):
+    for folder in (git_dir, commondir_target(git_dir)):
         if folder is None:
             continue
         try:
@@ -249,15 +257,6 @@ def _hash_size(git_dir: str) -> int:
     return 20
 
 
-def _commondir(git_dir: str) -> str | None:
-    try:
-        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as handle:
-            common = handle.readline().strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return os.path.normpath(os.path.join(git_dir, common)) if common else None
-
-
 def _file_key(path: str) -> tuple[StatKey, StatKey]:
     """A file's stat and, when it is a link, its target's: either changes when git would
     read other bytes there."""
@@ -266,7 +265,7 @@ def _file_key(path: str) -> tuple[StatKey, StatKey]:
         own = (info.st_ino, info.st_ctime_ns, info.st_mtime_ns, info.st_size)
         if stat.S_ISLNK(info.st_mode):
             info = os.stat(path)
-    except OSError:
+    except (OSError, ValueError):
         return (_stat_key(path), None)
     return (own, (info.st_ino, info.st_ctime_ns, info.st_mtime_ns, info.st_size))
 
@@ -349,14 +348,10 @@ def _git_dir_of(work_tree: str) -> str | None:
     dot_git = os.path.join(work_tree, ".git")
     if os.path.isdir(dot_git):
         return os.path.realpath(dot_git)
-    try:
-        with open(dot_git, encoding="utf-8", errors="replace") as handle:
-            first = handle.readline(4096).strip()
-    except OSError:
+    target = gitfile_target(dot_git)
+    if target is None:
         return None
-    if not first.startswith("gitdir:"):
-        return None
-    target = os.path.realpath(os.path.join(work_tree, first[len("gitdir:") :].strip()))
+    target = os.path.realpath(target)
     return target if os.path.isdir(target) else None
 
 
@@ -419,11 +414,12 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
             read = IndexLinks(sparse=frozenset({b""}))
         # Joined as git joins them (a name is relative even with a leading slash), resolved
         # as the kernel resolves them (through links the command may have made).
-        trees = [work_tree + "/" + os.fsdecode(name) for name in read.links]
+        # A name holding a NUL: git's paths end there.
+        trees = [work_tree + "/" + os.fsdecode(name.split(b"\0", 1)[0]) for name in read.links]
         # Past a few sparse directories, one bounded walk of the work tree covers them all.
         sparse = read.sparse if len(read.sparse) <= SPARSE_MAX else frozenset({b""})
         for folder in sparse:
-            trees += _repositories_below(work_tree + "/" + os.fsdecode(folder))
+            trees += _repositories_below(work_tree + "/" + os.fsdecode(folder.split(b"\0", 1)[0]))
         for tree in trees:
             tree = os.path.realpath(tree)
             if tree in entered or tree == os.path.realpath(work_tree):

@@ -34,6 +34,11 @@ GITLINK_UNFINISHED = (
     "command left: check `git ls-files -s | grep ^160000` (and each such repository's config "
     "and hooks) before running git in the workspace"
 )
+GITLINK_FAILED = (
+    "write-guard failed checking the gitlinks the command left: check `git ls-files -s | "
+    "grep ^160000` (and each such repository's config and hooks) before running git in the "
+    "workspace"
+)
 _T = TypeVar("_T")
 
 __all__ = ["PLUGIN", "RECORD_TTL_S", "Guard", "gated", "is_shell_tool", "is_write_tool", "register"]
@@ -82,6 +87,8 @@ def register(on: Any, options: Options | None) -> None:
             said.append(await bounded(links.finish))
         except TimeoutError:
             said.append(GITLINK_UNFINISHED)
+        except Exception as error:  # said, never dropping what was undone
+            said.append(f"{GITLINK_FAILED} ({type(error).__name__})")
         text = " ".join(part for part in said if part)
         if not text:
             return result
