@@ -366,7 +366,10 @@ async def test_the_persons_own_submodule_settings_are_left_alone(tree: Tree) -> 
     assert tree.run(setup).rc == 0
     config = tree.ws / ".git" / "modules" / "mod" / "config"
     before = config.read_text()
-    command = "echo more >> c.txt && git add c.txt && git commit -qm agent && git -C mod log -1"
+    command = (
+        "echo more >> c.txt && git add c.txt && git commit -qm agent && git -C mod log -1 && "
+        "git -C mod commit -q --allow-empty -m agent-in-mod"
+    )
     result, said, ran = await _run_guarded(tree, command, tree.ws)
     assert result.denial is None and ran is not None and ran.rc == 0, ran
     assert not [text for kind, text in said if kind == "toast"], said
@@ -570,3 +573,37 @@ async def test_a_gitlink_check_that_fails_after_the_command_is_said_and_keeps_th
     toasts = [text for kind, text in said if kind == "toast"]
     assert any("alternates" in text and "gitlink" in text for text in toasts), said
     assert any("RuntimeError" in note.text for note in result.notes), result.notes
+
+
+@pytest.mark.parametrize(
+    ("setup", "command", "config"),
+    [
+        (
+            # The person's own nested repository, registered as a gitlink, with settings of
+            # theirs; the agent's ordinary git in it rewrites files of its git dir.
+            "git init -q s && echo a > s/f && git -C s add f && git -C s commit -q -m e && "
+            "git -C s config pull.rebase true && git -C s config lfs.repositoryformatversion 0 "
+            "&& git update-index --add --cacheinfo 160000,$(git -C s rev-parse HEAD),s && "
+            "git commit -qm s",
+            "touch s/f && git -C s status --porcelain && git -C s commit -q --allow-empty -m a",
+            "s/.git/config",
+        ),
+        (
+            # The person's submodule, deinited and inited again (not checked out); the agent's
+            # `submodule update` checks it out (git rewrites its config: `core.worktree`).
+            f"{LIB} && {ADD_LIB} mod && git commit -qm mod && git -C mod config pull.rebase "
+            "true && git submodule deinit -q -f mod && git submodule init -q mod",
+            "git -c protocol.file.allow=always submodule update -q mod",
+            ".git/modules/mod/config",
+        ),
+    ],
+    ids=["nested-repository", "submodule-update"],
+)
+async def test_the_agents_ordinary_git_leaves_the_persons_repository_settings_alone(
+    tree: Tree, setup: str, command: str, config: str
+) -> None:
+    assert tree.run(setup).rc == 0
+    result, said, ran = await _run_guarded(tree, command, tree.ws)
+    assert result.denial is None and ran is not None and ran.rc == 0, ran
+    assert not [text for kind, text in said if kind == "toast"], said
+    assert "rebase = true" in (tree.ws / config).read_text()

@@ -371,3 +371,20 @@ def test_a_name_is_cut_at_its_first_nul_as_git_cuts_it(tmp_path: Path, where: st
     assert "gd/config" in watch.finish()
     assert (ws / "gd" / "config.write-guard-undone").exists()
     assert LinkWatch.start([str(ws)]).finish() == ""  # and the next command is checked too
+
+
+@pytest.mark.parametrize(("added", "aside"), [("[user]\n\tname = a\n", False),
+                                              ("[core]\n\tfsmonitor = x\n", True)])  # fmt: skip
+def test_only_settings_added_since_before_the_command_are_judged(
+    tmp_path: Path, added: str, aside: bool
+) -> None:
+    # The person's settings stay; a program added beside them is moved aside.
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    _repository(ws / "mod" / ".git", config="[diff]\n\ttool = the-persons\n")
+    (ws / ".git" / "index").write_bytes(_index(b"mod"))
+    watch = LinkWatch.start([str(ws)])
+    with open(ws / "mod" / ".git" / "config", "a") as handle:
+        handle.write(added)
+    assert ("mod/.git/config" in watch.finish()) is aside
+    assert (ws / "mod" / ".git" / "config.write-guard-undone").exists() is aside

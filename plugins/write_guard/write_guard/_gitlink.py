@@ -88,6 +88,7 @@ _INERT_SUBSECTION_KEYS = frozenset({
     "submodule.active",
 })  # fmt: skip
 _HEADER = re.compile(r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\\n]|\\.)*)")?\s*\]\s*(.*)$')
+_INCLUDE = re.compile(r"include(?:if)?\.").match
 _KEY = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)\s*(?:=(.*))?$")
 _SHA256 = re.compile(r"^\s*objectformat\s*=\s*sha256\s*$", re.IGNORECASE | re.MULTILINE)
 
@@ -331,8 +332,13 @@ class Entered:
     work_tree: str
     git_dir: str | None
     """Its git dir, resolved (None: not checked out)."""
-    key: tuple[object, ...]
-    """Its `.git` entry's and fingerprinted files' stat (see FINGERPRINTED)."""
+    entry: tuple[object, ...] = ()
+    """Its `.git` entry's identity (device, inode: not its stat, which git's own writes in a
+    `.git` folder change) and the git dir it names."""
+    fingerprint: tuple[object, ...] = ()
+    """The stat of its git dir's FINGERPRINTED files."""
+    settings: frozenset[str] | None = None
+    """What in its config can run a program (see `program_settings`); None: not read for sure."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -425,19 +431,22 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
             if tree in entered or tree == os.path.realpath(work_tree):
                 continue
             found = _git_dir_of(tree)
-            key: tuple[object, ...] = (_stat_key(os.path.join(tree, ".git")), found)
-            if found is not None:
-                key += _fingerprint(found)
-                if depth + 1 < LINK_DEPTH:
-                    pending.append((tree, found, depth + 1))
-            entered[tree] = Entered(tree, found, key)
+            entry = (_identity(os.path.join(tree, ".git")), found)
+            if found is None:
+                entered[tree] = Entered(tree, None, entry)
+                continue
+            entered[tree] = Entered(tree, found, entry, _fingerprint(found), _settings(found))
+            if depth + 1 < LINK_DEPTH:
+                pending.append((tree, found, depth + 1))
         # A submodule's git dir that no work tree names yet: the person's `git submodule
         # update` checks it out, and runs git there with its config and hooks.
         named = {seen.git_dir for seen in entered.values()}
         for module in module_git_dirs(os.path.join(git_dir, "modules")):
             module = os.path.realpath(module)
             if module not in named:
-                entered[module] = Entered(module, module, _fingerprint(module))
+                entered[module] = Entered(
+                    module, module, (), _fingerprint(module), _settings(module)
+                )
     return LinkState(entered, tuple(unreadable))
 
 
@@ -445,32 +454,77 @@ def _fingerprint(git_dir: str) -> tuple[StatKey, ...]:
     return tuple(_stat_key(os.path.join(git_dir, name)) for name in FINGERPRINTED)
 
 
-def inert_config(text: str) -> bool:
-    """Whether a config holds only settings of `_INERT_*` (see above), every line read for
-    sure: a continued line, an include, a key git may read another way is not."""
-    section = ""
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        info = os.lstat(path)
+    except (OSError, ValueError):
+        return None
+    return (info.st_dev, info.st_ino)
+
+
+_SETTINGS: dict[str, tuple[StatKey, frozenset[str] | None]] = {}
+"""Per config file: its stat when read, and its program settings then."""
+
+
+def _settings(git_dir: str) -> frozenset[str] | None:
+    """`program_settings` of `git_dir/config` (none when there is none), read again only when
+    its stat changed (and not kept when it changed just before: racy)."""
+    path = os.path.join(git_dir, "config")
+    key = _stat_key(path)
+    known = _SETTINGS.get(path)
+    if known is not None and known[0] == key:
+        return known[1]
+    if key is None:
+        return frozenset()
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(CONFIG_READ_MAX + 1)
+    except OSError:
+        return None
+    found = None if len(text) > CONFIG_READ_MAX else program_settings(text)
+    if key[1] < time.time_ns() - RACY_NS:
+        if len(_SETTINGS) > READ_KEPT:
+            _SETTINGS.clear()
+        _SETTINGS[path] = (key, found)
+    return found
+
+
+def program_settings(text: str) -> frozenset[str] | None:
+    """The settings of a config outside `_INERT_*` (see above), each as `section.sub.key=value`;
+    None when a line is not read for sure (a continued line, a header git may read another
+    way)."""
+    found: set[str] = set()
+    section, sub = "", ""
     subsection = False
     for raw in text.splitlines():
         line = raw.strip()
         if line.endswith("\\"):
-            return False
+            return None
         if line.startswith("["):
             header = _HEADER.match(line)
             if header is None:
-                return False
+                return None
             name = header.group(1).casefold()
-            section, _, sub = name.partition(".")
-            subsection = header.group(2) is not None or bool(sub)
+            section, _, dotted = name.partition(".")
+            subsection = header.group(2) is not None or bool(dotted)
+            sub = header.group(2) if header.group(2) is not None else dotted
             line = header.group(3).strip()
         if not line or line[0] in "#;":
             continue
         key = _KEY.match(line)
         if key is None or not section:
-            return False
+            return None
         name = f"{section}.{key.group(1).casefold()}"
         if name not in (_INERT_SUBSECTION_KEYS if subsection else _INERT_KEYS):
-            return False
-    return True
+            value = (key.group(2) or "").strip()
+            found.add(f"{section}.{sub}.{key.group(1).casefold()}={value}")
+    return frozenset(found)
+
+
+def inert_config(text: str) -> bool:
+    """Whether a config holds only settings of `_INERT_*` (see above), every line read for
+    sure: a continued line, an include, a key git may read another way is not."""
+    return program_settings(text) == frozenset()
 
 
 def _inert_hooks(hooks: str) -> bool:
@@ -483,23 +537,29 @@ def _inert_hooks(hooks: str) -> bool:
         return False
 
 
-def _runs(git_dir: str) -> list[str]:
-    """What in `git_dir` could run a program (or name more that does) when git runs there."""
+def _runs(now: Entered, then: Entered | None) -> list[str]:
+    """What in `now`'s git dir could run a program (or name more that does) when git runs
+    there, and is new since `then` (its state before: the files whose stat changed, and of a
+    config the settings added)."""
+    assert now.git_dir is not None
+    git_dir = now.git_dir
+
+    def changed(name: str) -> bool:
+        at = FINGERPRINTED.index(name)
+        return then is None or then.fingerprint[at : at + 1] != now.fingerprint[at : at + 1]
+
     found = []
     commondir = os.path.join(git_dir, "commondir")
-    if os.path.lexists(commondir):
+    if changed("commondir") and os.path.lexists(commondir):
         found.append(commondir)
     config = os.path.join(git_dir, "config")
-    if os.path.lexists(config):
-        try:
-            with open(config, encoding="utf-8", errors="replace") as handle:
-                text = handle.read(CONFIG_READ_MAX + 1)
-        except OSError:
-            text = "["
-        if len(text) > CONFIG_READ_MAX or not inert_config(text):
+    if changed("config") and os.path.lexists(config):
+        before = frozenset() if then is None or then.settings is None else then.settings
+        # An include counts whenever the config changed: what it names may change unseen.
+        if now.settings is None or now.settings - before or any(map(_INCLUDE, now.settings)):
             found.append(config)
     hooks = os.path.join(git_dir, "hooks")
-    if not _inert_hooks(hooks):
+    if changed("hooks") and not _inert_hooks(hooks):
         found.append(hooks)
     return found
 
@@ -509,17 +569,23 @@ def quarantine(
 ) -> list[Undone]:
     """After a command: in each repository git enters that the command could have made or
     changed (new to `after`, or its fingerprint changed), move aside what would run a
-    program. Never in `own` (the roots' git dirs: read-only to the command), nor outside
-    `writable`."""
+    program and is new (see `_runs`). Never in `own` (the roots' git dirs: read-only to the
+    command), nor outside `writable`. A repository is known by its git dir as well as by its
+    work tree (a submodule's, checked out again)."""
     undone: list[Undone] = []
     skip = {os.path.realpath(path) for path in own}
+    by_git_dir = {seen.git_dir: seen for seen in before.entered.values() if seen.git_dir}
     for tree, now in after.entered.items():
+        if now.git_dir is None:
+            continue
         then = before.entered.get(tree)
-        if now.git_dir is None or (then is not None and then.key == now.key):
+        if then is None or then.git_dir != now.git_dir:
+            then = by_git_dir.get(now.git_dir)
+        if then is not None and then.fingerprint == now.fingerprint:
             continue
         if now.git_dir in skip or not inside(now.git_dir, writable):
             continue
-        for path in _runs(now.git_dir):
+        for path in _runs(now, then):
             kept = free_name(path + ASIDE)
             try:
                 os.replace(path, kept)
