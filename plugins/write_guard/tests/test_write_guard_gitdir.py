@@ -537,7 +537,7 @@ async def test_a_gitlink_check_that_runs_over_refuses_the_command(
     threads: list[str] = []
     real = wiring.LinkWatch.start
 
-    def slow(writable: list[str]) -> object:
+    def slow(writable: list[str], last: object = None) -> object:
         threads.append(threading.current_thread().name)
         time.sleep(wiring.GITLINK_CHECK_S + 1.0)
         return real(writable)
@@ -566,7 +566,7 @@ async def test_a_gitlink_check_that_fails_after_the_command_is_said_and_keeps_th
     def broken(self: object) -> str:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(wiring.LinkWatch, "finish", broken)
+    monkeypatch.setattr(wiring.LinkWatch, "finish_with_state", broken)
     command = 'mkdir -p alt && echo "$PWD/alt" > .git/objects/info/alternates'
     result, said, ran = await _run_guarded(tree, command, tree.ws)
     assert ran is not None and result.denial is None

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import struct
 import time
 from pathlib import Path
@@ -388,3 +389,43 @@ def test_only_settings_added_since_before_the_command_are_judged(
         handle.write(added)
     assert ("mod/.git/config" in watch.finish()) is aside
     assert (ws / "mod" / ".git" / "config.write-guard-undone").exists() is aside
+
+
+def test_what_changed_between_commands_is_judged_at_the_next(tmp_path: Path) -> None:
+    # A command run in the background registers and configures a repository after its result
+    # came back: the next command is compared with the state the last one left, not with a
+    # state taken again (which would hold the change already).
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    _repository(ws / "s" / ".git")
+    (ws / ".git" / "index").write_bytes(_index(b"s"))
+    text, last = LinkWatch.start([str(ws)]).finish_with_state()
+    assert text == ""
+    os.remove(ws / "s" / ".git" / "config")
+    (ws / "s" / ".git" / "config").write_text("[core]\n\tfsmonitor = x\n")
+    _repository(ws / "t" / ".git", config="[core]\n\tfsmonitor = y\n")
+    (ws / ".git" / "index").write_bytes(_index(b"s", b"t"))
+    text = LinkWatch.start([str(ws)], last).finish()
+    assert "s/.git/config" in text and "t/.git/config" in text
+
+
+def test_a_config_or_hooks_folder_that_is_a_link_is_followed(tmp_path: Path) -> None:
+    # One command makes them links to files of the workspace (inert then); the next changes
+    # only the targets.
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    _repository(ws / "s" / ".git")
+    (ws / "notes.cfg").write_text(GIT_MADE)
+    (ws / "stash").mkdir()
+    os.remove(ws / "s" / ".git" / "config")
+    os.symlink("../../notes.cfg", ws / "s" / ".git" / "config")
+    shutil.rmtree(ws / "s" / ".git" / "hooks")
+    os.symlink("../../stash", ws / "s" / ".git" / "hooks")
+    (ws / ".git" / "index").write_bytes(_index(b"s"))
+    assert LinkWatch.start([str(ws)]).finish() == ""
+    watch = LinkWatch.start([str(ws)])
+    with open(ws / "notes.cfg", "a") as handle:
+        handle.write("[core]\n\tfsmonitor = x\n")
+    (ws / "stash" / "post-checkout").write_text("#!/bin/sh\n")
+    text = watch.finish()
+    assert "s/.git/config" in text and "s/.git/hooks" in text

@@ -450,8 +450,9 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
     return LinkState(entered, tuple(unreadable))
 
 
-def _fingerprint(git_dir: str) -> tuple[StatKey, ...]:
-    return tuple(_stat_key(os.path.join(git_dir, name)) for name in FINGERPRINTED)
+def _fingerprint(git_dir: str) -> tuple[object, ...]:
+    # Through links: a config (or hooks folder) that is a link changes with its target.
+    return tuple(_file_key(os.path.join(git_dir, name)) for name in FINGERPRINTED)
 
 
 def _identity(path: str) -> tuple[int, int] | None:
@@ -462,7 +463,7 @@ def _identity(path: str) -> tuple[int, int] | None:
     return (info.st_dev, info.st_ino)
 
 
-_SETTINGS: dict[str, tuple[StatKey, frozenset[str] | None]] = {}
+_SETTINGS: dict[str, tuple[tuple[StatKey, StatKey], frozenset[str] | None]] = {}
 """Per config file: its stat when read, and its program settings then."""
 
 
@@ -470,19 +471,20 @@ def _settings(git_dir: str) -> frozenset[str] | None:
     """`program_settings` of `git_dir/config` (none when there is none), read again only when
     its stat changed (and not kept when it changed just before: racy)."""
     path = os.path.join(git_dir, "config")
-    key = _stat_key(path)
+    key = _file_key(path)
     known = _SETTINGS.get(path)
     if known is not None and known[0] == key:
         return known[1]
-    if key is None:
-        return frozenset()
+    target = key[1]
+    if target is None:
+        return frozenset() if key[0] is None else None
     try:
         with open(path, encoding="utf-8", errors="replace") as handle:
             text = handle.read(CONFIG_READ_MAX + 1)
     except OSError:
         return None
     found = None if len(text) > CONFIG_READ_MAX else program_settings(text)
-    if key[1] < time.time_ns() - RACY_NS:
+    if target[1] < time.time_ns() - RACY_NS:
         if len(_SETTINGS) > READ_KEPT:
             _SETTINGS.clear()
         _SETTINGS[path] = (key, found)
@@ -605,10 +607,12 @@ class LinkWatch:
     before: LinkState
 
     @classmethod
-    def start(cls, writable: Sequence[str]) -> LinkWatch:
+    def start(cls, writable: Sequence[str], last: LinkState | None = None) -> LinkWatch:
         """Before a command, in the writable roots' repositories and in every other work
         tree of theirs (the person's, outside the roots too: their indexes are in the git
-        dir the command can write)."""
+        dir the command can write). `last`: the state the session's last command left
+        (`finish_with_state`): what changed since (a command still running in the
+        background) is judged with this command, as a state taken now would hold it."""
         dirs = {root: git_dirs(root) for root in writable}
         repositories = {found[0]: root for root, found in dirs.items() if found}
         for found in dirs.values():
@@ -617,14 +621,20 @@ class LinkWatch:
                     repositories.setdefault(index_dir, work_tree)
         pairs = tuple((work_tree, index_dir) for index_dir, work_tree in repositories.items())
         own = (*(d for found in dirs.values() for d in found), *repositories)
-        return cls(pairs, tuple(dict.fromkeys(own)), tuple(writable), link_state(pairs))
+        before = link_state(pairs) if last is None else last
+        return cls(pairs, tuple(dict.fromkeys(own)), tuple(writable), before)
 
     def finish(self) -> str:
         """After it: what was moved aside (see `quarantine`), as the person and model are
         told; empty when nothing was."""
+        return self.finish_with_state()[0]
+
+    def finish_with_state(self) -> tuple[str, LinkState]:
+        """`finish`, and the state after it, for the session's next command."""
         after = link_state(self.repositories)
         undone = quarantine(self.before, after, self.writable, self.own)
-        return quarantine_text(undone, after.unreadable)
+        text = quarantine_text(undone, after.unreadable)
+        return text, link_state(self.repositories) if undone else after
 
 
 def quarantine_text(undone: Sequence[Undone], unreadable: Sequence[str] = ()) -> str:

@@ -12,7 +12,7 @@ import anyio.to_thread
 from framework import CallNext, Engine, ToolCall, ToolResult, hookimpl
 
 from write_guard._gitdir import aside_state, identities, put_back, undo, undone_text
-from write_guard._gitlink import LinkWatch
+from write_guard._gitlink import LinkState, LinkWatch
 from write_guard._options import Options
 from write_guard._runtime import PLUGIN, RECORD_TTL_S, Guard, gated, is_shell_tool, is_write_tool
 from write_guard._sandbox import redirect_surface
@@ -39,6 +39,8 @@ GITLINK_FAILED = (
     "grep ^160000` (and each such repository's config and hooks) before running git in the "
     "workspace"
 )
+LAST_KEPT = 64
+"""Sessions (and roots) whose last gitlinks' state is kept."""
 _T = TypeVar("_T")
 
 __all__ = ["PLUGIN", "RECORD_TTL_S", "Guard", "gated", "is_shell_tool", "is_write_tool", "register"]
@@ -51,6 +53,8 @@ def register(on: Any, options: Options | None) -> None:
     # One check at a time: one that ran over and was left to end in its thread makes the
     # next wait (and run over too) rather than threads pile up.
     busy = threading.Lock()
+    # Per session and roots: the gitlinks' state the last command left (see LinkWatch.start).
+    last: dict[tuple[str, tuple[str, ...]], LinkState] = {}
 
     def serial(work: Callable[[], _T]) -> _T:
         if not busy.acquire(timeout=GITLINK_CHECK_S):
@@ -76,15 +80,20 @@ def register(on: Any, options: Options | None) -> None:
         roots = () if policy.preset == "read-only" else (policy.workspace_root, *policy.extra_roots)
         surface, writable = redirect_surface(roots)
         before, pinned = aside_state(surface.absent), identities(surface.pinned)
+        seen = (event.session_id, tuple(writable))
         try:
-            links = await bounded(lambda: LinkWatch.start(writable))
+            links = await bounded(lambda: LinkWatch.start(writable, last.get(seen)))
         except TimeoutError:
             return ToolResult.denied(GITLINK_OVERRUN, by=PLUGIN)
         result = await call_next(event)
         undone = [*put_back(pinned), *undo(surface.absent, before, writable)]
         said = [undone_text(undone)] if undone else []
         try:
-            said.append(await bounded(links.finish))
+            checked, state = await bounded(links.finish_with_state)
+            if len(last) >= LAST_KEPT:
+                last.clear()
+            last[seen] = state
+            said.append(checked)
         except TimeoutError:
             said.append(GITLINK_UNFINISHED)
         except Exception as error:  # said, never dropping what was undone
