@@ -429,3 +429,18 @@ def test_a_config_or_hooks_folder_that_is_a_link_is_followed(tmp_path: Path) -> 
     (ws / "stash" / "post-checkout").write_text("#!/bin/sh\n")
     text = watch.finish()
     assert "s/.git/config" in text and "s/.git/hooks" in text
+
+
+@pytest.mark.parametrize("content", [b"gitdir: ../nowhere\n", b"gitdir:../gd\n", b"junk"])
+def test_a_dot_git_entry_that_names_no_git_dir_is_moved_aside(
+    tmp_path: Path, content: bytes
+) -> None:
+    # Fail closed: git might read it as naming a repository where this reads none.
+    ws, watch = _workspace(tmp_path)
+    _repository(ws / "gd", config="[core]\n\tfsmonitor = x\n")
+    (ws / "v").mkdir()
+    (ws / "v" / ".git").write_bytes(content)
+    (ws / ".git" / "index").write_bytes(_index(b"v"))
+    assert "v/.git" in watch.finish()
+    assert not (ws / "v" / ".git").exists()
+    assert (ws / "v" / ".git.write-guard-undone").read_bytes() == content

@@ -578,23 +578,31 @@ def quarantine(
     skip = {os.path.realpath(path) for path in own}
     by_git_dir = {seen.git_dir: seen for seen in before.entered.values() if seen.git_dir}
     for tree, now in after.entered.items():
-        if now.git_dir is None:
-            continue
         then = before.entered.get(tree)
+        if now.git_dir is None:
+            # A `.git` entry, new or changed, that names no git dir here: git might read one
+            # there (fail closed); the entry itself is moved aside.
+            changed = then is None or then.entry != now.entry
+            if now.entry[:1] != (None,) and changed and inside(tree, writable):
+                undone.append(_move_aside(os.path.join(tree, ".git")))
+            continue
         if then is None or then.git_dir != now.git_dir:
             then = by_git_dir.get(now.git_dir)
         if then is not None and then.fingerprint == now.fingerprint:
             continue
         if now.git_dir in skip or not inside(now.git_dir, writable):
             continue
-        for path in _runs(now, then):
-            kept = free_name(path + ASIDE)
-            try:
-                os.replace(path, kept)
-                undone.append(Undone(path, kept))
-            except OSError:
-                undone.append(Undone(path, None, left=True))
+        undone += [_move_aside(path) for path in _runs(now, then)]
     return undone
+
+
+def _move_aside(path: str) -> Undone:
+    kept = free_name(path + ASIDE)
+    try:
+        os.replace(path, kept)
+    except OSError:
+        return Undone(path, None, left=True)
+    return Undone(path, kept)
 
 
 @dataclass(frozen=True, slots=True)
