@@ -444,3 +444,17 @@ def test_a_dot_git_entry_that_names_no_git_dir_is_moved_aside(
     assert "v/.git" in watch.finish()
     assert not (ws / "v" / ".git").exists()
     assert (ws / "v" / ".git.write-guard-undone").read_bytes() == content
+
+
+def test_the_repositories_of_a_workspace_that_is_a_folder_of_them_are_watched(
+    tmp_path: Path,
+) -> None:
+    # The workspace is no repository; `app` in it is, and the command registers a gitlink
+    # there: the person's `git status` in `app` enters it.
+    ws = tmp_path / "ws"
+    (ws / "app" / ".git").mkdir(parents=True)
+    (ws / "app" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    watch = LinkWatch.start([str(ws)])
+    _repository(ws / "app" / "sub" / ".git", config="[core]\n\tfsmonitor = x\n")
+    (ws / "app" / ".git" / "index").write_bytes(_index(b"sub"))
+    assert "app/sub/.git/config" in watch.finish()

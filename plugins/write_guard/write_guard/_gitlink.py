@@ -53,7 +53,7 @@ from write_guard._gitdir import (
     inside,
     subfolders,
 )
-from write_guard._sandbox import git_dirs, module_git_dirs
+from write_guard._sandbox import git_dirs, module_git_dirs, nested_git_dirs
 
 INDEX_READ_MAX = 256 * 1024 * 1024
 """An index bigger than this is not read (named as unreadable)."""
@@ -627,8 +627,20 @@ class LinkWatch:
             for git_dir in found:
                 for work_tree, index_dir in work_trees(git_dir):
                     repositories.setdefault(index_dir, work_tree)
-        pairs = tuple((work_tree, index_dir) for index_dir, work_tree in repositories.items())
         own = (*(d for found in dirs.values() for d in found), *repositories)
+        # The repositories inside the roots too (a workspace that is a folder of them, a
+        # nested clone): the person's git in one enters its gitlinks. Not the roots' own,
+        # so judged like any repository a gitlink reaches.
+        for root in writable:
+            nested, gitfiles = nested_git_dirs(root)
+            seeds = [(os.path.dirname(d), d) for d in nested if os.path.basename(d) == ".git"]
+            for gitfile in gitfiles:
+                found = git_dirs(os.path.dirname(gitfile))
+                if found:
+                    seeds.append((os.path.dirname(gitfile), found[0]))
+            for work_tree, index_dir in seeds:
+                repositories.setdefault(index_dir, work_tree)
+        pairs = tuple((work_tree, index_dir) for index_dir, work_tree in repositories.items())
         before = link_state(pairs) if last is None else last
         return cls(pairs, tuple(dict.fromkeys(own)), tuple(writable), before)
 
