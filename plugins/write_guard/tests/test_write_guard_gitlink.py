@@ -458,3 +458,21 @@ def test_the_repositories_of_a_workspace_that_is_a_folder_of_them_are_watched(
     _repository(ws / "app" / "sub" / ".git", config="[core]\n\tfsmonitor = x\n")
     (ws / "app" / ".git" / "index").write_bytes(_index(b"sub"))
     assert "app/sub/.git/config" in watch.finish()
+
+
+def test_gitlinks_are_followed_however_deep_up_to_a_total_said_past_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # git status recurses into every level: a -> a/b -> a/b/c -> a/b/c/d.
+    ws, watch = _workspace(tmp_path)
+    folder = ws
+    for name in "abcd":
+        (folder / ".git").mkdir(parents=True, exist_ok=True)
+        (folder / ".git" / "index").write_bytes(_index(name.encode()))
+        folder = folder / name
+    _repository(folder / ".git", config="[core]\n\tfsmonitor = x\n")
+    assert "a/b/c/d/.git/config" in watch.finish()
+    import write_guard._gitlink as gitlink
+
+    monkeypatch.setattr(gitlink, "ENTERED_MAX", 2)
+    assert "more than 2 repositories" in LinkWatch.start([str(ws)]).finish()

@@ -10,17 +10,17 @@ and so not bound read-only), or check a repository out under a gitlink already t
 
 So, around each command, the gitlinks of the roots' indexes (and of their repositories' other
 work trees, whose indexes are in the git dir the command can write, and of the repositories
-they reach, 3 deep) are read and each checked-out one's git dir fingerprinted (its `.git`
-entry, `config`, `config.worktree`, `commondir`, `hooks`), and so is each git dir under their
-`modules/` (a submodule's that no work tree names yet: the person's `git submodule update`
-checks it out and runs git there). Reading an index is skipped while its stat is unchanged
-(cached), so a command that touches no index costs a few stats per index. A repository whose
-fingerprint changed, or that a gitlink reaches for the first time, is judged by what would run
-there: a config holding only settings git's own `init`, `clone` and `submodule add` write (an
-allow-list: anything else, an include, a line not read for sure counts as a program), hooks
-only `*.sample`, no `commondir`. What fails is moved aside to `<name>.write-guard-undone` (as
-`_gitdir` does; nothing deleted) and the person and model are told. The roots' own git dirs are
-never touched (their configs are read-only to the command).
+they reach, however deep, at most ENTERED_MAX) are read and each checked-out one's git dir
+fingerprinted (its `.git` entry, `config`, `config.worktree`, `commondir`, `hooks`), and so is
+each git dir under their `modules/` (a submodule's that no work tree names yet: the person's
+`git submodule update` checks it out and runs git there). Reading an index is skipped while its
+stat is unchanged (cached), so a command that touches no index costs a few stats per index. A
+repository whose fingerprint changed, or that a gitlink reaches for the first time, is judged
+by what would run there: a config holding only settings git's own `init`, `clone` and
+`submodule add` write (an allow-list: anything else, an include, a line not read for sure
+counts as a program), hooks only `*.sample`, no `commondir`. What fails is moved aside to
+`<name>.write-guard-undone` (as `_gitdir` does; nothing deleted) and the person and model are
+told. The roots' own git dirs are never touched (their configs are read-only to the command).
 
 The index is parsed here as git reads it (versions 2-4, SHA-1 or SHA-256 names, a split
 index's shared part, the blocks of an `IEOT` extension read on their own too, as threaded git
@@ -57,8 +57,9 @@ from write_guard._sandbox import git_dirs, module_git_dirs, nested_git_dirs
 
 INDEX_READ_MAX = 256 * 1024 * 1024
 """An index bigger than this is not read (named as unreadable)."""
-LINK_DEPTH = 3
-"""Gitlinks followed this deep: a submodule's submodules, and theirs."""
+ENTERED_MAX = 2_000
+"""Repositories followed at most through gitlinks, however deep (git recurses without a
+limit; `entered` stops cycles); past it the rest is not judged, and the person is told."""
 SPARSE_DEPTH = 3
 SPARSE_MAX = 16
 ENTRIES_MAX = 20_000
@@ -406,12 +407,17 @@ def work_trees(git_dir: str) -> list[tuple[str, str]]:
 
 def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
     """The repositories git enters from each (work tree, git dir) of `repositories`,
-    through gitlinks, LINK_DEPTH deep."""
+    through gitlinks, however deep (at most ENTERED_MAX)."""
     entered: dict[str, Entered] = {}
     unreadable: list[str] = []
-    pending = [(work_tree, git_dir, 0) for work_tree, git_dir in repositories]
+    pending = list(repositories)
     while pending:
-        work_tree, git_dir, depth = pending.pop()
+        if len(entered) > ENTERED_MAX:
+            unreadable.append(
+                f"more than {ENTERED_MAX} repositories entered through gitlinks: not all judged"
+            )
+            break
+        work_tree, git_dir = pending.pop()
         try:
             read = index_links(git_dir)
         except UnreadableIndex as error:
@@ -436,8 +442,7 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
                 entered[tree] = Entered(tree, None, entry)
                 continue
             entered[tree] = Entered(tree, found, entry, _fingerprint(found), _settings(found))
-            if depth + 1 < LINK_DEPTH:
-                pending.append((tree, found, depth + 1))
+            pending.append((tree, found))
         # A submodule's git dir that no work tree names yet: the person's `git submodule
         # update` checks it out, and runs git there with its config and hooks.
         named = {seen.git_dir for seen in entered.values()}
