@@ -210,6 +210,14 @@ GITLINKS = [
         _script(_moved_git_dir("g11") + "printf 'gitdir: ../gd\\0x\\n' > v/.git" + _link_v()),
     ),
     Redirect(
+        # A split index's own entry replacing a shared one: its name is in the shared part.
+        "gitlink-split-index-replacing-a-shared-entry",
+        _script(
+            "echo x > s && git add s && git update-index --split-index && rm s && "
+            + _made("g13", "s").replace("update-index --add", "update-index")
+        ),
+    ),
+    Redirect(
         # git keeps a gitfile's path whole but for trailing CRs and LFs: `../gd ` here.
         "gitlink-gitfile-path-ending-in-a-space",
         _script(

@@ -189,7 +189,10 @@ def _found(found: Found, mode: int, name: bytes) -> None:
     if mode == _IFDIR:
         found.sparse.add(name)
     elif kind in (_IFGITLINK, _IFDIR):
-        found.links.add(name)
+        # An empty name: a split index's entry replacing a shared one (through the `link`
+        # extension's replace bitmap, not read here), whose name is the shared entry's.
+        # Fail closed: every repository in the work tree counts.
+        (found.links if name else found.sparse).add(name)
 
 
 def parse_index(data: bytes, hash_size: int = 20) -> Found:
