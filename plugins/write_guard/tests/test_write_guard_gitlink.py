@@ -476,3 +476,21 @@ def test_gitlinks_are_followed_however_deep_up_to_a_total_said_past_it(
 
     monkeypatch.setattr(gitlink, "ENTERED_MAX", 2)
     assert "more than 2 repositories" in LinkWatch.start([str(ws)]).finish()
+
+
+def test_a_git_dir_swapped_for_a_link_before_the_move_moves_nothing_outside(
+    tmp_path: Path,
+) -> None:
+    # A command still running swaps the judged `.git` for a link to a folder outside between
+    # the check and the move: the move follows no link.
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    (ws / ".git").mkdir(parents=True)
+    _repository(outside, config="[core]\n\tsshCommand = the-persons\n")
+    _repository(ws / "s" / ".git", config="[core]\n\tfsmonitor = x\n")
+    (ws / ".git" / "index").write_bytes(_index(b"s"))
+    after = link_state([(str(ws), str(ws / ".git"))])
+    shutil.rmtree(ws / "s" / ".git")
+    os.symlink(outside, ws / "s" / ".git")
+    undone = quarantine(LinkState(), after, [str(ws)], [str(ws / ".git")])
+    assert (outside / "config").exists() and not list(outside.glob("*undone*"))
+    assert undone and all(item.kept is None for item in undone)

@@ -48,7 +48,6 @@ from write_guard._gitdir import (
     ASIDE,
     Undone,
     commondir_target,
-    free_name,
     gitfile_target,
     inside,
     subfolders,
@@ -592,7 +591,7 @@ def quarantine(
             # there (fail closed); the entry itself is moved aside.
             changed = then is None or then.entry != now.entry
             if now.entry[:1] != (None,) and changed and inside(tree, writable):
-                undone.append(_move_aside(os.path.join(tree, ".git")))
+                undone.append(_move_aside(os.path.join(tree, ".git"), writable))
             continue
         if then is None or then.git_dir != now.git_dir:
             then = by_git_dir.get(now.git_dir)
@@ -600,17 +599,46 @@ def quarantine(
             continue
         if now.git_dir in skip or not inside(now.git_dir, writable):
             continue
-        undone += [_move_aside(path) for path in _runs(now, then)]
+        undone += [_move_aside(path, writable) for path in _runs(now, then)]
     return undone
 
 
-def _move_aside(path: str) -> Undone:
-    kept = free_name(path + ASIDE)
+def _move_aside(path: str, writable: Sequence[str]) -> Undone:
+    """Rename `path` to a free `<name>.write-guard-undone` beside it, reaching its folder from
+    the writable root holding it one folder at a time, following no link: a command still
+    running may swap a folder on the way for a link out of the roots after the check."""
+    folder, name = os.path.split(path)
+    root = next((r for r in map(os.path.realpath, writable) if inside(folder, [r])), None)
+    fd = -1
     try:
-        os.replace(path, kept)
+        if root is None:
+            raise OSError("outside the roots")
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+        for part in os.path.relpath(folder, root).split(os.sep):
+            if part in ("", "."):
+                continue
+            below = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = below
+        kept, n = name + ASIDE, 1
+        while _exists(kept, fd):
+            n += 1
+            kept = f"{name}{ASIDE}.{n}"
+        os.replace(name, kept, src_dir_fd=fd, dst_dir_fd=fd)
     except OSError:
         return Undone(path, None, left=True)
-    return Undone(path, kept)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    return Undone(path, os.path.join(folder, kept))
+
+
+def _exists(name: str, fd: int) -> bool:
+    try:
+        os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
