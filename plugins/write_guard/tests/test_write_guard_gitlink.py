@@ -207,14 +207,19 @@ def test_what_would_run_in_a_new_gitlinks_repository_is_moved_aside(tmp_path: Pa
     assert "the-persons" in (ws / ".git" / "config").read_text()
 
 
-def test_a_repository_already_entered_is_judged_again_only_when_it_changes(
-    tmp_path: Path,
-) -> None:
+def _persons_submodule(tmp_path: Path) -> tuple[Path, LinkWatch]:
+    """A workspace whose gitlink `mod` has a setting of the person's, watched."""
     ws = tmp_path / "ws"
     (ws / ".git").mkdir(parents=True)
     _repository(ws / "mod" / ".git", config="[diff]\n\ttool = the-persons\n")
     (ws / ".git" / "index").write_bytes(_index(b"mod"))
-    watch = LinkWatch.start([str(ws)])
+    return ws, LinkWatch.start([str(ws)])
+
+
+def test_a_repository_already_entered_is_judged_again_only_when_it_changes(
+    tmp_path: Path,
+) -> None:
+    ws, watch = _persons_submodule(tmp_path)
     (ws / ".git" / "index").write_bytes(_index(b"mod", b"other"))  # the index changes
     assert watch.finish() == ""
     assert "the-persons" in (ws / "mod" / ".git" / "config").read_text()
@@ -380,11 +385,7 @@ def test_only_settings_added_since_before_the_command_are_judged(
     tmp_path: Path, added: str, aside: bool
 ) -> None:
     # The person's settings stay; a program added beside them is moved aside.
-    ws = tmp_path / "ws"
-    (ws / ".git").mkdir(parents=True)
-    _repository(ws / "mod" / ".git", config="[diff]\n\ttool = the-persons\n")
-    (ws / ".git" / "index").write_bytes(_index(b"mod"))
-    watch = LinkWatch.start([str(ws)])
+    ws, watch = _persons_submodule(tmp_path)
     with open(ws / "mod" / ".git" / "config", "a") as handle:
         handle.write(added)
     assert ("mod/.git/config" in watch.finish()) is aside

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 from write_guard._gitdir import (
     ASIDE,
+    CONFIG_READ_MAX,
     Undone,
     commondir_target,
     gitfile_target,
@@ -73,7 +74,6 @@ IEOT_BLOCKS_MAX = 1024
 """An `IEOT` table of more blocks is refused unread (git writes one per thread)."""
 EXTENSIONS_MAX = 1024
 """An index of more extensions is refused (git writes a handful)."""
-CONFIG_READ_MAX = 65_536
 FINGERPRINTED = ("config", "config.worktree", "commondir", "hooks")
 
 # What git's own `init`, `clone` and `submodule add` write to a new repository's config:
@@ -240,12 +240,15 @@ def parse_index(data: bytes, hash_size: int = 20) -> Found:
     return found
 
 
+def _key(info: os.stat_result) -> StatKey:
+    return (info.st_ino, info.st_ctime_ns, info.st_mtime_ns, info.st_size)
+
+
 def _stat_key(path: str) -> StatKey:
     try:
-        info = os.lstat(path)
+        return _key(os.lstat(path))
     except (OSError, ValueError):
         return None
-    return (info.st_ino, info.st_ctime_ns, info.st_mtime_ns, info.st_size)
 
 
 def _hash_size(git_dir: str) -> int:
@@ -266,12 +269,12 @@ def _file_key(path: str) -> tuple[StatKey, StatKey]:
     read other bytes there."""
     try:
         info = os.lstat(path)
-        own = (info.st_ino, info.st_ctime_ns, info.st_mtime_ns, info.st_size)
+        own = _key(info)
         if stat.S_ISLNK(info.st_mode):
             info = os.stat(path)
     except (OSError, ValueError):
         return (_stat_key(path), None)
-    return (own, (info.st_ino, info.st_ctime_ns, info.st_mtime_ns, info.st_size))
+    return (own, _key(info))
 
 
 _READ: dict[str, tuple[tuple[tuple[str, tuple[StatKey, StatKey]], ...], IndexLinks]] = {}
