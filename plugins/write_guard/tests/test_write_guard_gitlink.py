@@ -160,6 +160,10 @@ def test_only_settings_git_itself_writes_count_as_inert(text: str, inert: bool) 
     assert inert_config(text) is inert
 
 
+CHECKED_OUT = GIT_MADE.replace("../../../mod", "..")
+"""A checked-out repository's config as git makes it (its work tree the `.git`'s folder)."""
+
+
 def _index(*names: bytes, mode: int = 0o160000, extension: bytes = b"") -> bytes:
     """A version-2 index of gitlinks (as git writes one), checksummed."""
     body = b"DIRC" + struct.pack(">II", 2, len(names))
@@ -171,7 +175,7 @@ def _index(*names: bytes, mode: int = 0o160000, extension: bytes = b"") -> bytes
     return body + hashlib.sha1(body).digest()
 
 
-def _repository(git_dir: Path, config: str = GIT_MADE, hooks: tuple[str, ...] = ()) -> None:
+def _repository(git_dir: Path, config: str = CHECKED_OUT, hooks: tuple[str, ...] = ()) -> None:
     (git_dir / "hooks").mkdir(parents=True)
     (git_dir / "config").write_text(config)
     (git_dir / "hooks" / "pre-commit.sample").write_text("#!/bin/sh\n")
@@ -201,7 +205,7 @@ def test_what_would_run_in_a_new_gitlinks_repository_is_moved_aside(tmp_path: Pa
         "b/.git/config.write-guard-undone",
         "c/.git/commondir.write-guard-undone",
     ]
-    assert (ws / "d" / ".git" / "config").read_text() == GIT_MADE
+    assert (ws / "d" / ".git" / "config").read_text() == CHECKED_OUT
     assert "a/.git/hooks" in text and "gitlink" in text
     # The workspace's own config (the person's, read-only to the command) is never judged.
     assert "the-persons" in (ws / ".git" / "config").read_text()
@@ -416,7 +420,7 @@ def test_a_config_or_hooks_folder_that_is_a_link_is_followed(tmp_path: Path) -> 
     ws = tmp_path / "ws"
     (ws / ".git").mkdir(parents=True)
     _repository(ws / "s" / ".git")
-    (ws / "notes.cfg").write_text(GIT_MADE)
+    (ws / "notes.cfg").write_text(CHECKED_OUT)
     (ws / "stash").mkdir()
     os.remove(ws / "s" / ".git" / "config")
     os.symlink("../../notes.cfg", ws / "s" / ".git" / "config")
@@ -495,3 +499,16 @@ def test_a_git_dir_swapped_for_a_link_before_the_move_moves_nothing_outside(
     undone = quarantine(LinkState(), after, [str(ws)], [str(ws / ".git")])
     assert (outside / "config").exists() and not list(outside.glob("*undone*"))
     assert undone and all(item.kept is None for item in undone)
+
+
+@pytest.mark.parametrize(("worktree", "aside"), [("..", False), ("../../.git", True),
+                                                 ("../../other", True)])  # fmt: skip
+def test_core_worktree_counts_as_git_s_own_only_naming_the_tree_entered(
+    tmp_path: Path, worktree: str, aside: bool
+) -> None:
+    # `core.worktree = ../../.git` makes the person's `submodule update` check files out into
+    # the workspace's git dir (its hooks among them).
+    ws, watch = _workspace(tmp_path)
+    _repository(ws / "s" / ".git", config=f"[core]\n\tbare = false\n\tworktree = {worktree}\n")
+    (ws / ".git" / "index").write_bytes(_index(b"s"))
+    assert ("s/.git/config" in watch.finish()) is aside

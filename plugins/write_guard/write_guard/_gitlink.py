@@ -80,7 +80,7 @@ FINGERPRINTED = ("config", "config.worktree", "commondir", "hooks")
 # nothing here names a program, a hook folder, another config or a work tree's filters.
 _INERT_KEYS = frozenset({
     "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates",
-    "core.worktree", "core.symlinks", "core.ignorecase", "core.precomposeunicode",
+    "core.symlinks", "core.ignorecase", "core.precomposeunicode",
     "extensions.objectformat", "user.name", "user.email",
 })  # fmt: skip
 _INERT_SUBSECTION_KEYS = frozenset({
@@ -446,7 +446,7 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
             if found is None:
                 entered[tree] = Entered(tree, None, entry)
                 continue
-            entered[tree] = Entered(tree, found, entry, _fingerprint(found), _settings(found))
+            entered[tree] = Entered(tree, found, entry, _fingerprint(found), _settings(found, tree))
             pending.append((tree, found))
         # A submodule's git dir that no work tree names yet: the person's `git submodule
         # update` checks it out, and runs git there with its config and hooks.
@@ -455,7 +455,7 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
             module = os.path.realpath(module)
             if module not in named:
                 entered[module] = Entered(
-                    module, module, (), _fingerprint(module), _settings(module)
+                    module, module, (), _fingerprint(module), _settings(module, module)
                 )
     return LinkState(entered, tuple(unreadable))
 
@@ -477,7 +477,33 @@ _SETTINGS: dict[str, tuple[tuple[StatKey, StatKey], frozenset[str] | None]] = {}
 """Per config file: its stat when read, and its program settings then."""
 
 
-def _settings(git_dir: str) -> frozenset[str] | None:
+_WORKTREE = "core..worktree="
+
+
+def _settings(git_dir: str, work_tree: str) -> frozenset[str] | None:
+    """`program_settings` of `git_dir/config` (see `_read_settings`), but a `core.worktree`
+    naming the work tree entered (git's own, for a submodule): another one would have the
+    person's git check files out there (into the workspace's `.git`, say). For a git dir no
+    work tree names yet (`work_tree` is `git_dir`), one naming no folder in a `.git`."""
+    found = _read_settings(git_dir)
+    if found is None:
+        return None
+
+    def kept(setting: str) -> bool:
+        if not setting.startswith(_WORKTREE):
+            return True
+        try:
+            target = os.path.realpath(os.path.join(git_dir, setting[len(_WORKTREE) :]))
+        except ValueError:
+            return True
+        if work_tree != git_dir:
+            return target != work_tree
+        return ".git" in target.split(os.sep)
+
+    return frozenset(filter(kept, found))
+
+
+def _read_settings(git_dir: str) -> frozenset[str] | None:
     """`program_settings` of `git_dir/config` (none when there is none), read again only when
     its stat changed (and not kept when it changed just before: racy)."""
     path = os.path.join(git_dir, "config")
@@ -534,9 +560,11 @@ def program_settings(text: str) -> frozenset[str] | None:
 
 
 def inert_config(text: str) -> bool:
-    """Whether a config holds only settings of `_INERT_*` (see above), every line read for
-    sure: a continued line, an include, a key git may read another way is not."""
-    return program_settings(text) == frozenset()
+    """Whether a config holds only settings of `_INERT_*` (see above) and a `core.worktree`
+    (judged where it points: `_settings`), every line read for sure: a continued line, an
+    include, a key git may read another way is not."""
+    found = program_settings(text)
+    return found is not None and all(setting.startswith(_WORKTREE) for setting in found)
 
 
 def _inert_hooks(hooks: str) -> bool:
