@@ -615,3 +615,46 @@ async def test_the_agents_ordinary_git_leaves_the_persons_repository_settings_al
     assert result.denial is None and ran is not None and ran.rc == 0, ran
     assert not [text for kind, text in said if kind == "toast"], said
     assert "rebase = true" in (tree.ws / config).read_text()
+
+
+async def test_what_a_background_command_registers_later_is_undone_at_the_next_command(
+    tree: Tree,
+) -> None:
+    # Its result comes back when it starts; it registers the gitlink and sets the program
+    # afterwards (here: between the two calls). The next, harmless, command of the session
+    # is compared with the state the first one left, so it is judged then.
+    from framework import Host, SessionStart
+
+    import write_guard
+
+    ran: list[Ran] = []
+
+    async def terminal(event: ToolCall) -> ToolResult:
+        ran.append(tree.run(f"cd {tree.ws} && {event.input['command']}"))
+        return ToolResult(output="ran")
+
+    env = {"HOME": str(tree.root / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws),
+           "TMPDIR": str(tree.root / "tmp")}  # fmt: skip
+    toasts: list[str] = []
+    async with Host(
+        plugins=[write_guard], entry_points=False, store="memory://", env=env,
+        options={"write-guard": {"extra_writable_roots": [str(tree.root / "tmp")],
+                                 "snapshots": False}},
+    ) as host:  # fmt: skip
+        await host.dispatch(SessionStart(session_id="s", cwd=str(tree.ws)))
+        for n, command in enumerate(["git init -q s && git -C s commit -q --allow-empty -m s",
+                                     "true"]):  # fmt: skip
+            if n == 1:
+                later = tree.fill(
+                    "git -C s config core.fsmonitor 'touch {OUT}/bg1' && git update-index "
+                    "--add --cacheinfo 160000,$(git -C s rev-parse HEAD),s"
+                )
+                assert tree.run(later).rc == 0
+            call = ToolCall(session_id="s", tool_use_id=f"t{n}", tool="Bash",
+                            input={"command": command})  # fmt: skip
+            outcome = await host.dispatch(call, terminal=terminal)
+            toasts += [a.text for a in outcome.actions if a.kind == "toast"]
+    assert len(ran) == 2 and all(done.rc == 0 for done in ran), ran
+    assert any("s/.git/config" in text for text in toasts), toasts
+    _person(tree, "ws")
+    assert _markers(tree) == []
