@@ -11,6 +11,8 @@ baseline, and peak RSS.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
 import importlib
 import io
 import os
@@ -18,6 +20,7 @@ import re
 import resource
 import shutil
 import statistics
+import struct
 import subprocess
 import sys
 import tarfile
@@ -188,6 +191,36 @@ def sandbox_cost(workspace: str, baseline: ModuleType) -> None:
     )
 
 
+def _crafted_ieot_index(blocks: int) -> bytes:
+    """One entry and an `IEOT` table of `blocks` blocks adding up to it: as a command could
+    write one to stall the gitlink check (git writes one block per thread)."""
+    entry = struct.pack(">10I", 0, 0, 0, 0, 0, 0, 0o100644, 0, 0, 0) + b"\1" * 20
+    entry += struct.pack(">H", 1) + b"a"
+    entry += b"\0" * (8 - len(entry) % 8)
+    table = struct.pack(">III", 1, 12, 1) + struct.pack(">II", 12, 0) * (blocks - 1)
+    body = b"DIRC" + struct.pack(">II", 2, 1) + entry
+    body += b"IEOT" + struct.pack(">I", len(table)) + table
+    return body + hashlib.sha1(body).digest()
+
+
+def _refused(parse: Callable[[bytes], object], data: bytes) -> None:
+    with contextlib.suppress(ValueError):  # UnreadableIndex, this tree's and the baseline's
+        parse(data)
+
+
+def crafted_index_cost(baseline: ModuleType) -> None:
+    """A crafted index (1.6 MB: one entry, 200,000 empty `IEOT` blocks) read by this tree's
+    gitlink check and by the baseline's."""
+    old = importlib.import_module(baseline.__name__ + "._gitlink")
+    data = _crafted_ieot_index(200_000)
+    new_ms = median_us(lambda: _refused(parse_index, data), 20) / 1000
+    old_ms = median_us(lambda: _refused(old.parse_index, data), 3) / 1000
+    print(
+        f"gitlinks_crafted_ieot_index_median_ms = {new_ms:.3f}  baseline = {old_ms:.1f}  "
+        f"ratio = {new_ms / old_ms:.4f}"
+    )
+
+
 def snapshot_cost(files: int, baseline: ModuleType) -> None:
     """The snapshot of a work tree of `files` files, with this tree's `record` (which also
     copies the snapshot and HEAD's history into write-guard's store) and the baseline's, in
@@ -314,6 +347,7 @@ def main(argv: list[str] | None = None) -> None:
         baseline: Any = load_baseline(args.baseline, Path(loaded))
         decisions(workspace, baseline)
         sandbox_cost(workspace, baseline)
+        crafted_index_cost(baseline)
         snapshot_cost(args.files, baseline)
     finally:
         shutil.rmtree(workspace, ignore_errors=True)

@@ -155,6 +155,19 @@ def _made(name: str, folder: str = "sub2", then: str = "") -> str:
     )
 
 
+def _moved_git_dir(name: str, to: str = "gd") -> str:
+    """A repository of the command's making whose git dir is moved to `to`, and a folder `v`."""
+    return (
+        f"git init -q ev && git -C ev commit -q --allow-empty -m e && "
+        f"git -C ev config core.fsmonitor 'touch {{OUT}}/{name}' && mv ev/.git '{to}' && "
+        "rmdir ev && mkdir v && "
+    )
+
+
+def _link_v(to: str = "gd") -> str:
+    return f" && git update-index --add --cacheinfo 160000,$(git --git-dir='{to}' rev-parse HEAD),v"
+
+
 GITLINKS = [
     Redirect("gitlink-index-v4", "git update-index --index-version 4 && " + _made("g1")),
     Redirect("gitlink-split-index", _made("g2") + " && git update-index --split-index"),
@@ -191,6 +204,26 @@ GITLINKS = [
         setup=f"{LIB} && {ADD_LIB} mod && git commit -qm mod",
     ),
     Redirect("gitlink-by-a-script", _script(_made("g8"))),
+    Redirect(
+        # git reads a gitfile up to its first NUL: `../gd` here.
+        "gitlink-gitfile-with-a-nul",
+        _script(_moved_git_dir("g11") + "printf 'gitdir: ../gd\\0x\\n' > v/.git" + _link_v()),
+    ),
+    Redirect(
+        # A split index's own entry replacing a shared one: its name is in the shared part.
+        "gitlink-split-index-replacing-a-shared-entry",
+        _script(
+            "echo x > s && git add s && git update-index --split-index && rm s && "
+            + _made("g13", "s").replace("update-index --add", "update-index")
+        ),
+    ),
+    Redirect(
+        # git keeps a gitfile's path whole but for trailing CRs and LFs: `../gd ` here.
+        "gitlink-gitfile-path-ending-in-a-space",
+        _script(
+            _moved_git_dir("g12", "gd ") + "printf 'gitdir: ../gd \\n' > v/.git" + _link_v("gd ")
+        ),
+    ),
     Redirect(
         # The person's own linked work tree, outside the workspace: its index lives in the
         # workspace's git dir, and a gitlink named `../ws/evil` there is entered from it.
@@ -341,7 +374,10 @@ async def test_the_persons_own_submodule_settings_are_left_alone(tree: Tree) -> 
     assert tree.run(setup).rc == 0
     config = tree.ws / ".git" / "modules" / "mod" / "config"
     before = config.read_text()
-    command = "echo more >> c.txt && git add c.txt && git commit -qm agent && git -C mod log -1"
+    command = (
+        "echo more >> c.txt && git add c.txt && git commit -qm agent && git -C mod log -1 && "
+        "git -C mod commit -q --allow-empty -m agent-in-mod"
+    )
     result, said, ran = await _run_guarded(tree, command, tree.ws)
     assert result.denial is None and ran is not None and ran.rc == 0, ran
     assert not [text for kind, text in said if kind == "toast"], said
@@ -492,3 +528,133 @@ async def test_where_no_wrapper_pins_it_a_moved_git_dir_is_put_back(
     _person(tree, "ws")
     assert _markers(tree) == []
     assert _person_git_works(tree, "ws")
+
+
+async def test_a_gitlink_check_that_runs_over_refuses_the_command(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The check reads files a command wrote (an index crafted to cost seconds): it runs off
+    # the event loop, bounded well under the hook client's wait, and when it runs over the
+    # command is refused (else the client gives up on the hook and the command runs
+    # unsandboxed).
+    import threading
+    import time
+
+    import write_guard._register as wiring
+
+    threads: list[str] = []
+    real = wiring.LinkWatch.start
+
+    def slow(writable: list[str], last: object = None) -> object:
+        threads.append(threading.current_thread().name)
+        time.sleep(wiring.GITLINK_CHECK_S + 1.0)
+        return real(writable)
+
+    monkeypatch.setattr(wiring.LinkWatch, "start", staticmethod(slow))
+    ran: list[str] = []
+
+    async def terminal(event: ToolCall) -> ToolResult:
+        ran.append(str(event.input["command"]))
+        return ToolResult(output="ran")
+
+    result, _actions = await dispatch_bash(tree, "true", terminal, snapshots=False)
+    assert wiring.GITLINK_CHECK_S < 1.5  # well under the client's 2 s
+    assert ran == [] and result.denial is not None, result
+    assert "gitlink" in result.denial.reason
+    assert threads and threads[0] != threading.main_thread().name
+
+
+async def test_a_gitlink_check_that_fails_after_the_command_is_said_and_keeps_the_rest(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # After the command, a fail-closed handler's error would only lose what it had to say:
+    # the redirections already undone are still told, and so is the failed check.
+    import write_guard._register as wiring
+
+    def broken(self: object) -> str:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(wiring.LinkWatch, "finish_with_state", broken)
+    command = 'mkdir -p alt && echo "$PWD/alt" > .git/objects/info/alternates'
+    result, said, ran = await _run_guarded(tree, command, tree.ws)
+    assert ran is not None and result.denial is None
+    toasts = [text for kind, text in said if kind == "toast"]
+    assert any("alternates" in text and "gitlink" in text for text in toasts), said
+    assert any("RuntimeError" in note.text for note in result.notes), result.notes
+
+
+@pytest.mark.parametrize(
+    ("setup", "command", "config"),
+    [
+        (
+            # The person's own nested repository, registered as a gitlink, with settings of
+            # theirs; the agent's ordinary git in it rewrites files of its git dir.
+            "git init -q s && echo a > s/f && git -C s add f && git -C s commit -q -m e && "
+            "git -C s config pull.rebase true && git -C s config lfs.repositoryformatversion 0 "
+            "&& git update-index --add --cacheinfo 160000,$(git -C s rev-parse HEAD),s && "
+            "git commit -qm s",
+            "touch s/f && git -C s status --porcelain && git -C s commit -q --allow-empty -m a",
+            "s/.git/config",
+        ),
+        (
+            # The person's submodule, deinited and inited again (not checked out); the agent's
+            # `submodule update` checks it out (git rewrites its config: `core.worktree`).
+            f"{LIB} && {ADD_LIB} mod && git commit -qm mod && git -C mod config pull.rebase "
+            "true && git submodule deinit -q -f mod && git submodule init -q mod",
+            "git -c protocol.file.allow=always submodule update -q mod",
+            ".git/modules/mod/config",
+        ),
+    ],
+    ids=["nested-repository", "submodule-update"],
+)
+async def test_the_agents_ordinary_git_leaves_the_persons_repository_settings_alone(
+    tree: Tree, setup: str, command: str, config: str
+) -> None:
+    assert tree.run(setup).rc == 0
+    result, said, ran = await _run_guarded(tree, command, tree.ws)
+    assert result.denial is None and ran is not None and ran.rc == 0, ran
+    assert not [text for kind, text in said if kind == "toast"], said
+    assert "rebase = true" in (tree.ws / config).read_text()
+
+
+async def test_what_a_background_command_registers_later_is_undone_at_the_next_command(
+    tree: Tree,
+) -> None:
+    # Its result comes back when it starts; it registers the gitlink and sets the program
+    # afterwards (here: between the two calls). The next, harmless, command of the session
+    # is compared with the state the first one left, so it is judged then.
+    from framework import Host, SessionStart
+
+    import write_guard
+
+    ran: list[Ran] = []
+
+    async def terminal(event: ToolCall) -> ToolResult:
+        ran.append(tree.run(f"cd {tree.ws} && {event.input['command']}"))
+        return ToolResult(output="ran")
+
+    env = {"HOME": str(tree.root / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws),
+           "TMPDIR": str(tree.root / "tmp")}  # fmt: skip
+    toasts: list[str] = []
+    async with Host(
+        plugins=[write_guard], entry_points=False, store="memory://", env=env,
+        options={"write-guard": {"extra_writable_roots": [str(tree.root / "tmp")],
+                                 "snapshots": False}},
+    ) as host:  # fmt: skip
+        await host.dispatch(SessionStart(session_id="s", cwd=str(tree.ws)))
+        for n, command in enumerate(["git init -q s && git -C s commit -q --allow-empty -m s",
+                                     "true"]):  # fmt: skip
+            if n == 1:
+                later = tree.fill(
+                    "git -C s config core.fsmonitor 'touch {OUT}/bg1' && git update-index "
+                    "--add --cacheinfo 160000,$(git -C s rev-parse HEAD),s"
+                )
+                assert tree.run(later).rc == 0
+            call = ToolCall(session_id="s", tool_use_id=f"t{n}", tool="Bash",
+                            input={"command": command})  # fmt: skip
+            outcome = await host.dispatch(call, terminal=terminal)
+            toasts += [a.text for a in outcome.actions if a.kind == "toast"]
+    assert len(ran) == 2 and all(done.rc == 0 for done in ran), ran
+    assert any("s/.git/config" in text for text in toasts), toasts
+    _person(tree, "ws")
+    assert _markers(tree) == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import struct
 import time
 from pathlib import Path
@@ -159,6 +160,10 @@ def test_only_settings_git_itself_writes_count_as_inert(text: str, inert: bool) 
     assert inert_config(text) is inert
 
 
+CHECKED_OUT = GIT_MADE.replace("../../../mod", "..")
+"""A checked-out repository's config as git makes it (its work tree the `.git`'s folder)."""
+
+
 def _index(*names: bytes, mode: int = 0o160000, extension: bytes = b"") -> bytes:
     """A version-2 index of gitlinks (as git writes one), checksummed."""
     body = b"DIRC" + struct.pack(">II", 2, len(names))
@@ -170,7 +175,7 @@ def _index(*names: bytes, mode: int = 0o160000, extension: bytes = b"") -> bytes
     return body + hashlib.sha1(body).digest()
 
 
-def _repository(git_dir: Path, config: str = GIT_MADE, hooks: tuple[str, ...] = ()) -> None:
+def _repository(git_dir: Path, config: str = CHECKED_OUT, hooks: tuple[str, ...] = ()) -> None:
     (git_dir / "hooks").mkdir(parents=True)
     (git_dir / "config").write_text(config)
     (git_dir / "hooks" / "pre-commit.sample").write_text("#!/bin/sh\n")
@@ -200,20 +205,25 @@ def test_what_would_run_in_a_new_gitlinks_repository_is_moved_aside(tmp_path: Pa
         "b/.git/config.write-guard-undone",
         "c/.git/commondir.write-guard-undone",
     ]
-    assert (ws / "d" / ".git" / "config").read_text() == GIT_MADE
+    assert (ws / "d" / ".git" / "config").read_text() == CHECKED_OUT
     assert "a/.git/hooks" in text and "gitlink" in text
     # The workspace's own config (the person's, read-only to the command) is never judged.
     assert "the-persons" in (ws / ".git" / "config").read_text()
 
 
-def test_a_repository_already_entered_is_judged_again_only_when_it_changes(
-    tmp_path: Path,
-) -> None:
+def _persons_submodule(tmp_path: Path) -> tuple[Path, LinkWatch]:
+    """A workspace whose gitlink `mod` has a setting of the person's, watched."""
     ws = tmp_path / "ws"
     (ws / ".git").mkdir(parents=True)
     _repository(ws / "mod" / ".git", config="[diff]\n\ttool = the-persons\n")
     (ws / ".git" / "index").write_bytes(_index(b"mod"))
-    watch = LinkWatch.start([str(ws)])
+    return ws, LinkWatch.start([str(ws)])
+
+
+def test_a_repository_already_entered_is_judged_again_only_when_it_changes(
+    tmp_path: Path,
+) -> None:
+    ws, watch = _persons_submodule(tmp_path)
     (ws / ".git" / "index").write_bytes(_index(b"mod", b"other"))  # the index changes
     assert watch.finish() == ""
     assert "the-persons" in (ws / "mod" / ".git" / "config").read_text()
@@ -291,9 +301,10 @@ def test_a_reading_of_an_index_changed_just_before_is_not_kept(tmp_path: Path) -
     index.write_bytes(_index(b"a"))
     assert index_links(str(git_dir)).links == {b"a"}
     assert str(index) not in _READ
-    old = time.time_ns() - 10 * RACY_NS
-    os.utime(index, ns=(old, old))
-    assert index_links(str(git_dir)).links == {b"a"}
+    later = os.stat(index).st_ctime_ns + 10 * RACY_NS
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(time, "time_ns", lambda: later)
+        assert index_links(str(git_dir)).links == {b"a"}
     assert str(index) in _READ
 
 
@@ -321,3 +332,183 @@ def test_ieot_blocks_are_read_only_when_they_add_up_to_the_index(
     extension += b"IEOT" + struct.pack(">I", len(blocks)) + blocks
     data = _index(b"a", b"b", extension=extension)
     assert parse_index(data).links == ({b"a", b"b", b"hidden"} if read else {b"a", b"b"})
+
+
+def _ieot_index(blocks: int) -> bytes:
+    """One entry, and an `IEOT` table of `blocks` blocks adding up to it (one real, the rest
+    empty): as git never writes, as a command could."""
+    table = struct.pack(">I", 1) + struct.pack(">II", 12, 1)
+    table += struct.pack(">II", 12, 0) * (blocks - 1)
+    return _index(b"a", extension=b"IEOT" + struct.pack(">I", len(table)) + table)
+
+
+def test_a_huge_block_table_is_refused_before_it_is_built() -> None:
+    # 2M blocks (16 MB) took seconds and hundreds of MB to build and read: refused unread,
+    # as an index git would not write (fail closed: the person is told, the work tree judged).
+    assert parse_index(_ieot_index(4)).links == {b"a"}
+    started = time.perf_counter()
+    with pytest.raises(UnreadableIndex, match="IEOT"):
+        parse_index(_ieot_index(2_000_000))
+    assert time.perf_counter() - started < 1.0  # generous: an unbounded read takes seconds
+
+
+def test_an_index_dated_in_the_future_is_still_kept_once_read(tmp_path: Path) -> None:
+    # A command can set an index's mtime in the future (`touch -d 2096`), which a racy test on
+    # mtime takes as changed just now, every time: read again at every command. Its ctime it
+    # cannot set.
+    git_dir = tmp_path / "ws" / ".git"
+    git_dir.mkdir(parents=True)
+    index = git_dir / "index"
+    index.write_bytes(_index(b"a"))
+    future = int(4e18)
+    os.utime(index, ns=(future, future))
+    ctime = os.stat(index).st_ctime_ns
+    real = time.time_ns
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(time, "time_ns", lambda: max(real(), ctime + 10 * RACY_NS))
+        assert index_links(str(git_dir)).links == {b"a"}
+    assert str(index) in _READ
+
+
+@pytest.mark.parametrize("where", ["gitfile", "index"])
+def test_a_name_is_cut_at_its_first_nul_as_git_cuts_it(tmp_path: Path, where: str) -> None:
+    # git reads a gitfile's path, and an entry's name, up to the first NUL: `gd` and `v`.
+    ws, watch = _workspace(tmp_path)
+    _repository(ws / "gd", config="[core]\n\tfsmonitor = x\n")
+    (ws / "v").mkdir()
+    (ws / "v" / ".git").write_bytes(b"gitdir: ../gd" + (b"\0x\n" if where == "gitfile" else b"\n"))
+    (ws / ".git" / "index").write_bytes(_index(b"v\0x" if where == "index" else b"v"))
+    assert "gd/config" in watch.finish()
+    assert (ws / "gd" / "config.write-guard-undone").exists()
+    assert LinkWatch.start([str(ws)]).finish() == ""  # and the next command is checked too
+
+
+@pytest.mark.parametrize(("added", "aside"), [("[user]\n\tname = a\n", False),
+                                              ("[core]\n\tfsmonitor = x\n", True)])  # fmt: skip
+def test_only_settings_added_since_before_the_command_are_judged(
+    tmp_path: Path, added: str, aside: bool
+) -> None:
+    # The person's settings stay; a program added beside them is moved aside.
+    ws, watch = _persons_submodule(tmp_path)
+    with open(ws / "mod" / ".git" / "config", "a") as handle:
+        handle.write(added)
+    assert ("mod/.git/config" in watch.finish()) is aside
+    assert (ws / "mod" / ".git" / "config.write-guard-undone").exists() is aside
+
+
+def test_what_changed_between_commands_is_judged_at_the_next(tmp_path: Path) -> None:
+    # A command run in the background registers and configures a repository after its result
+    # came back: the next command is compared with the state the last one left, not with a
+    # state taken again (which would hold the change already).
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    _repository(ws / "s" / ".git")
+    (ws / ".git" / "index").write_bytes(_index(b"s"))
+    text, last = LinkWatch.start([str(ws)]).finish_with_state()
+    assert text == ""
+    os.remove(ws / "s" / ".git" / "config")
+    (ws / "s" / ".git" / "config").write_text("[core]\n\tfsmonitor = x\n")
+    _repository(ws / "t" / ".git", config="[core]\n\tfsmonitor = y\n")
+    (ws / ".git" / "index").write_bytes(_index(b"s", b"t"))
+    text = LinkWatch.start([str(ws)], last).finish()
+    assert "s/.git/config" in text and "t/.git/config" in text
+
+
+def test_a_config_or_hooks_folder_that_is_a_link_is_followed(tmp_path: Path) -> None:
+    # One command makes them links to files of the workspace (inert then); the next changes
+    # only the targets.
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    _repository(ws / "s" / ".git")
+    (ws / "notes.cfg").write_text(CHECKED_OUT)
+    (ws / "stash").mkdir()
+    os.remove(ws / "s" / ".git" / "config")
+    os.symlink("../../notes.cfg", ws / "s" / ".git" / "config")
+    shutil.rmtree(ws / "s" / ".git" / "hooks")
+    os.symlink("../../stash", ws / "s" / ".git" / "hooks")
+    (ws / ".git" / "index").write_bytes(_index(b"s"))
+    assert LinkWatch.start([str(ws)]).finish() == ""
+    watch = LinkWatch.start([str(ws)])
+    with open(ws / "notes.cfg", "a") as handle:
+        handle.write("[core]\n\tfsmonitor = x\n")
+    (ws / "stash" / "post-checkout").write_text("#!/bin/sh\n")
+    text = watch.finish()
+    assert "s/.git/config" in text and "s/.git/hooks" in text
+
+
+@pytest.mark.parametrize("content", [b"gitdir: ../nowhere\n", b"gitdir:../gd\n", b"junk"])
+def test_a_dot_git_entry_that_names_no_git_dir_is_moved_aside(
+    tmp_path: Path, content: bytes
+) -> None:
+    # Fail closed: git might read it as naming a repository where this reads none.
+    ws, watch = _workspace(tmp_path)
+    _repository(ws / "gd", config="[core]\n\tfsmonitor = x\n")
+    (ws / "v").mkdir()
+    (ws / "v" / ".git").write_bytes(content)
+    (ws / ".git" / "index").write_bytes(_index(b"v"))
+    assert "v/.git" in watch.finish()
+    assert not (ws / "v" / ".git").exists()
+    assert (ws / "v" / ".git.write-guard-undone").read_bytes() == content
+
+
+def test_the_repositories_of_a_workspace_that_is_a_folder_of_them_are_watched(
+    tmp_path: Path,
+) -> None:
+    # The workspace is no repository; `app` in it is, and the command registers a gitlink
+    # there: the person's `git status` in `app` enters it.
+    ws = tmp_path / "ws"
+    (ws / "app" / ".git").mkdir(parents=True)
+    (ws / "app" / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    watch = LinkWatch.start([str(ws)])
+    _repository(ws / "app" / "sub" / ".git", config="[core]\n\tfsmonitor = x\n")
+    (ws / "app" / ".git" / "index").write_bytes(_index(b"sub"))
+    assert "app/sub/.git/config" in watch.finish()
+
+
+def test_gitlinks_are_followed_however_deep_up_to_a_total_said_past_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # git status recurses into every level: a -> a/b -> a/b/c -> a/b/c/d.
+    ws, watch = _workspace(tmp_path)
+    folder = ws
+    for name in "abcd":
+        (folder / ".git").mkdir(parents=True, exist_ok=True)
+        (folder / ".git" / "index").write_bytes(_index(name.encode()))
+        folder = folder / name
+    _repository(folder / ".git", config="[core]\n\tfsmonitor = x\n")
+    assert "a/b/c/d/.git/config" in watch.finish()
+    import write_guard._gitlink as gitlink
+
+    monkeypatch.setattr(gitlink, "ENTERED_MAX", 2)
+    assert "more than 2 repositories" in LinkWatch.start([str(ws)]).finish()
+
+
+def test_a_git_dir_swapped_for_a_link_before_the_move_moves_nothing_outside(
+    tmp_path: Path,
+) -> None:
+    # A command still running swaps the judged `.git` for a link to a folder outside between
+    # the check and the move: the move follows no link.
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    (ws / ".git").mkdir(parents=True)
+    _repository(outside, config="[core]\n\tsshCommand = the-persons\n")
+    _repository(ws / "s" / ".git", config="[core]\n\tfsmonitor = x\n")
+    (ws / ".git" / "index").write_bytes(_index(b"s"))
+    after = link_state([(str(ws), str(ws / ".git"))])
+    shutil.rmtree(ws / "s" / ".git")
+    os.symlink(outside, ws / "s" / ".git")
+    undone = quarantine(LinkState(), after, [str(ws)], [str(ws / ".git")])
+    assert (outside / "config").exists() and not list(outside.glob("*undone*"))
+    assert undone and all(item.kept is None for item in undone)
+
+
+@pytest.mark.parametrize(("worktree", "aside"), [("..", False), ("../../.git", True),
+                                                 ("../../other", True)])  # fmt: skip
+def test_core_worktree_counts_as_git_s_own_only_naming_the_tree_entered(
+    tmp_path: Path, worktree: str, aside: bool
+) -> None:
+    # `core.worktree = ../../.git` makes the person's `submodule update` check files out into
+    # the workspace's git dir (its hooks among them).
+    ws, watch = _workspace(tmp_path)
+    _repository(ws / "s" / ".git", config=f"[core]\n\tbare = false\n\tworktree = {worktree}\n")
+    (ws / ".git" / "index").write_bytes(_index(b"s"))
+    assert ("s/.git/config" in watch.finish()) is aside

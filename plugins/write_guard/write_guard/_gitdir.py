@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -304,3 +305,37 @@ def undone_text(undone: Sequence[Undone]) -> str:
         + "; ".join(parts)
         + "."
     )
+
+
+GITFILE_READ_MAX = 1 << 20
+"""A `.git` file or `commondir` bigger than this names nothing (git refuses one too)."""
+
+
+def gitfile_target(dot_git: str) -> str | None:
+    """The git dir a `.git` file names, read by git's rules (`read_gitfile_gently`): a regular
+    file starting `gitdir: `, the path after it kept whole but for trailing CRs and LFs, and
+    only up to a NUL (git reads it as a C string); relative to the file's folder. None where
+    git would find none (not a file, another form); the path need not exist."""
+    path = _path_in(dot_git, b"gitdir: ")
+    return None if path is None else os.path.join(os.path.dirname(dot_git), path)
+
+
+def commondir_target(git_dir: str) -> str | None:
+    """The common dir `git_dir/commondir` names (same rules, relative to `git_dir`)."""
+    path = _path_in(os.path.join(git_dir, "commondir"), b"")
+    return None if path is None else os.path.normpath(os.path.join(git_dir, path))
+
+
+def _path_in(file: str, prefix: bytes) -> str | None:
+    try:
+        # Only a regular file, as git checks: a FIFO would block the reader for good.
+        if not stat.S_ISREG(os.stat(file).st_mode):
+            return None
+        with open(file, "rb") as handle:
+            data = handle.read(GITFILE_READ_MAX + 1)
+    except (OSError, ValueError):
+        return None
+    if len(data) > GITFILE_READ_MAX or not data.startswith(prefix):
+        return None
+    path = data.rstrip(b"\r\n")[len(prefix) :].split(b"\0", 1)[0]
+    return os.fsdecode(path) if path else None

@@ -10,17 +10,17 @@ and so not bound read-only), or check a repository out under a gitlink already t
 
 So, around each command, the gitlinks of the roots' indexes (and of their repositories' other
 work trees, whose indexes are in the git dir the command can write, and of the repositories
-they reach, 3 deep) are read and each checked-out one's git dir fingerprinted (its `.git`
-entry, `config`, `config.worktree`, `commondir`, `hooks`), and so is each git dir under their
-`modules/` (a submodule's that no work tree names yet: the person's `git submodule update`
-checks it out and runs git there). Reading an index is skipped while its stat is unchanged
-(cached), so a command that touches no index costs a few stats per index. A repository whose
-fingerprint changed, or that a gitlink reaches for the first time, is judged by what would run
-there: a config holding only settings git's own `init`, `clone` and `submodule add` write (an
-allow-list: anything else, an include, a line not read for sure counts as a program), hooks
-only `*.sample`, no `commondir`. What fails is moved aside to `<name>.write-guard-undone` (as
-`_gitdir` does; nothing deleted) and the person and model are told. The roots' own git dirs are
-never touched (their configs are read-only to the command).
+they reach, however deep, at most ENTERED_MAX) are read and each checked-out one's git dir
+fingerprinted (its `.git` entry, `config`, `config.worktree`, `commondir`, `hooks`), and so is
+each git dir under their `modules/` (a submodule's that no work tree names yet: the person's
+`git submodule update` checks it out and runs git there). Reading an index is skipped while its
+stat is unchanged (cached), so a command that touches no index costs a few stats per index. A
+repository whose fingerprint changed, or that a gitlink reaches for the first time, is judged
+by what would run there: a config holding only settings git's own `init`, `clone` and
+`submodule add` write (an allow-list: anything else, an include, a line not read for sure
+counts as a program), hooks only `*.sample`, no `commondir`. What fails is moved aside to
+`<name>.write-guard-undone` (as `_gitdir` does; nothing deleted) and the person and model are
+told. The roots' own git dirs are never touched (their configs are read-only to the command).
 
 The index is parsed here as git reads it (versions 2-4, SHA-1 or SHA-256 names, a split
 index's shared part, the blocks of an `IEOT` extension read on their own too, as threaded git
@@ -44,13 +44,22 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from write_guard._gitdir import ASIDE, Undone, free_name, inside, subfolders
-from write_guard._sandbox import git_dirs, module_git_dirs
+from write_guard._gitdir import (
+    ASIDE,
+    CONFIG_READ_MAX,
+    Undone,
+    commondir_target,
+    gitfile_target,
+    inside,
+    subfolders,
+)
+from write_guard._sandbox import git_dirs, module_git_dirs, nested_git_dirs
 
 INDEX_READ_MAX = 256 * 1024 * 1024
 """An index bigger than this is not read (named as unreadable)."""
-LINK_DEPTH = 3
-"""Gitlinks followed this deep: a submodule's submodules, and theirs."""
+ENTERED_MAX = 2_000
+"""Repositories followed at most through gitlinks, however deep (git recurses without a
+limit; `entered` stops cycles); past it the rest is not judged, and the person is told."""
 SPARSE_DEPTH = 3
 SPARSE_MAX = 16
 ENTRIES_MAX = 20_000
@@ -59,15 +68,19 @@ tree whose index cannot be read)."""
 READ_KEPT = 256
 """Indexes whose reading is kept (the roots' and their submodules')."""
 RACY_NS = 2_000_000_000
-"""An index changed less than this before it was read is read again next time."""
-CONFIG_READ_MAX = 65_536
+"""An index changed (its ctime: a command cannot set that one ahead) less than this before it
+was read is read again next time."""
+IEOT_BLOCKS_MAX = 1024
+"""An `IEOT` table of more blocks is refused unread (git writes one per thread)."""
+EXTENSIONS_MAX = 1024
+"""An index of more extensions is refused (git writes a handful)."""
 FINGERPRINTED = ("config", "config.worktree", "commondir", "hooks")
 
 # What git's own `init`, `clone` and `submodule add` write to a new repository's config:
 # nothing here names a program, a hook folder, another config or a work tree's filters.
 _INERT_KEYS = frozenset({
     "core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates",
-    "core.worktree", "core.symlinks", "core.ignorecase", "core.precomposeunicode",
+    "core.symlinks", "core.ignorecase", "core.precomposeunicode",
     "extensions.objectformat", "user.name", "user.email",
 })  # fmt: skip
 _INERT_SUBSECTION_KEYS = frozenset({
@@ -75,6 +88,7 @@ _INERT_SUBSECTION_KEYS = frozenset({
     "submodule.active",
 })  # fmt: skip
 _HEADER = re.compile(r'^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\\n]|\\.)*)")?\s*\]\s*(.*)$')
+_INCLUDE = re.compile(r"include(?:if)?\.").match
 _KEY = re.compile(r"^([A-Za-z][A-Za-z0-9-]*)\s*(?:=(.*))?$")
 _SHA256 = re.compile(r"^\s*objectformat\s*=\s*sha256\s*$", re.IGNORECASE | re.MULTILINE)
 
@@ -174,7 +188,10 @@ def _found(found: Found, mode: int, name: bytes) -> None:
     if mode == _IFDIR:
         found.sparse.add(name)
     elif kind in (_IFGITLINK, _IFDIR):
-        found.links.add(name)
+        # An empty name: a split index's entry replacing a shared one (through the `link`
+        # extension's replace bitmap, not read here), whose name is the shared entry's.
+        # Fail closed: every repository in the work tree counts.
+        (found.links if name else found.sparse).add(name)
 
 
 def parse_index(data: bytes, hash_size: int = 20) -> Found:
@@ -189,7 +206,11 @@ def parse_index(data: bytes, hash_size: int = 20) -> Found:
             raise UnreadableIndex(f"index version {version}")
         pos = _entries(data, 12, count, version, hash_size, found)
         end = len(data) - hash_size
+        extensions = 0
         while pos + 8 <= end:
+            extensions += 1
+            if extensions > EXTENSIONS_MAX:
+                raise UnreadableIndex(f"more than {EXTENSIONS_MAX} extensions")
             signature, size = data[pos : pos + 4], _U32(data, pos + 4)[0]
             body = data[pos + 8 : pos + 8 + size]
             if signature == b"link" and len(body) >= hash_size:
@@ -198,7 +219,10 @@ def parse_index(data: bytes, hash_size: int = 20) -> Found:
                 # Threaded git reads each block from its own offset, names afresh: read them
                 # the same way too, so that no entry reads differently there. Blocks that do
                 # not add up to the index's entries are not git's (and would cost more than
-                # one reading of the index).
+                # one reading of the index). A table bigger than git writes is refused
+                # before it is built: its size alone would stall the host.
+                if (len(body) - 4) // 8 > IEOT_BLOCKS_MAX:
+                    raise UnreadableIndex(f"an IEOT table of more than {IEOT_BLOCKS_MAX} blocks")
                 blocks = [
                     (_U32(body, at)[0], _U32(body, at + 4)[0]) for at in range(4, len(body) - 7, 8)
                 ]
@@ -216,16 +240,19 @@ def parse_index(data: bytes, hash_size: int = 20) -> Found:
     return found
 
 
-def _stat_key(path: str) -> StatKey:
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return None
+def _key(info: os.stat_result) -> StatKey:
     return (info.st_ino, info.st_ctime_ns, info.st_mtime_ns, info.st_size)
 
 
+def _stat_key(path: str) -> StatKey:
+    try:
+        return _key(os.lstat(path))
+    except (OSError, ValueError):
+        return None
+
+
 def _hash_size(git_dir: str) -> int:
-    for folder in (git_dir, _commondir(git_dir)):
+    for folder in (git_dir, commondir_target(git_dir)):
         if folder is None:
             continue
         try:
@@ -237,26 +264,17 @@ def _hash_size(git_dir: str) -> int:
     return 20
 
 
-def _commondir(git_dir: str) -> str | None:
-    try:
-        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as handle:
-            common = handle.readline().strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    return os.path.normpath(os.path.join(git_dir, common)) if common else None
-
-
 def _file_key(path: str) -> tuple[StatKey, StatKey]:
     """A file's stat and, when it is a link, its target's: either changes when git would
     read other bytes there."""
     try:
         info = os.lstat(path)
-        own = (info.st_ino, info.st_ctime_ns, info.st_mtime_ns, info.st_size)
+        own = _key(info)
         if stat.S_ISLNK(info.st_mode):
             info = os.stat(path)
-    except OSError:
+    except (OSError, ValueError):
         return (_stat_key(path), None)
-    return (own, (info.st_ino, info.st_ctime_ns, info.st_mtime_ns, info.st_size))
+    return (own, _key(info))
 
 
 _READ: dict[str, tuple[tuple[tuple[str, tuple[StatKey, StatKey]], ...], IndexLinks]] = {}
@@ -279,8 +297,9 @@ def index_links(git_dir: str) -> IndexLinks:
     keys += [_file_key(file) for file in files[2:]]
     index = keys[1][1]
     # Racy, as git says: a file changed again within the timestamps' granularity of this
-    # read could keep the same stat. Such a reading is not kept.
-    if index is not None and index[2] >= time.time_ns() - RACY_NS:
+    # read could keep the same stat. Such a reading is not kept. Judged by ctime: a command
+    # can date the mtime ahead (`touch -d 2096`) to have it read again at every command.
+    if index is not None and index[1] >= time.time_ns() - RACY_NS:
         return read
     if len(_READ) > READ_KEPT:
         _READ.clear()
@@ -319,8 +338,13 @@ class Entered:
     work_tree: str
     git_dir: str | None
     """Its git dir, resolved (None: not checked out)."""
-    key: tuple[object, ...]
-    """Its `.git` entry's and fingerprinted files' stat (see FINGERPRINTED)."""
+    entry: tuple[object, ...] = ()
+    """Its `.git` entry's identity (device, inode: not its stat, which git's own writes in a
+    `.git` folder change) and the git dir it names."""
+    fingerprint: tuple[object, ...] = ()
+    """The stat of its git dir's FINGERPRINTED files."""
+    settings: frozenset[str] | None = None
+    """What in its config can run a program (see `program_settings`); None: not read for sure."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -336,14 +360,10 @@ def _git_dir_of(work_tree: str) -> str | None:
     dot_git = os.path.join(work_tree, ".git")
     if os.path.isdir(dot_git):
         return os.path.realpath(dot_git)
-    try:
-        with open(dot_git, encoding="utf-8", errors="replace") as handle:
-            first = handle.readline(4096).strip()
-    except OSError:
+    target = gitfile_target(dot_git)
+    if target is None:
         return None
-    if not first.startswith("gitdir:"):
-        return None
-    target = os.path.realpath(os.path.join(work_tree, first[len("gitdir:") :].strip()))
+    target = os.path.realpath(target)
     return target if os.path.isdir(target) else None
 
 
@@ -392,12 +412,17 @@ def work_trees(git_dir: str) -> list[tuple[str, str]]:
 
 def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
     """The repositories git enters from each (work tree, git dir) of `repositories`,
-    through gitlinks, LINK_DEPTH deep."""
+    through gitlinks, however deep (at most ENTERED_MAX)."""
     entered: dict[str, Entered] = {}
     unreadable: list[str] = []
-    pending = [(work_tree, git_dir, 0) for work_tree, git_dir in repositories]
+    pending = list(repositories)
     while pending:
-        work_tree, git_dir, depth = pending.pop()
+        if len(entered) > ENTERED_MAX:
+            unreadable.append(
+                f"more than {ENTERED_MAX} repositories entered through gitlinks: not all judged"
+            )
+            break
+        work_tree, git_dir = pending.pop()
         try:
             read = index_links(git_dir)
         except UnreadableIndex as error:
@@ -406,62 +431,140 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
             read = IndexLinks(sparse=frozenset({b""}))
         # Joined as git joins them (a name is relative even with a leading slash), resolved
         # as the kernel resolves them (through links the command may have made).
-        trees = [work_tree + "/" + os.fsdecode(name) for name in read.links]
+        # A name holding a NUL: git's paths end there.
+        trees = [work_tree + "/" + os.fsdecode(name.split(b"\0", 1)[0]) for name in read.links]
         # Past a few sparse directories, one bounded walk of the work tree covers them all.
         sparse = read.sparse if len(read.sparse) <= SPARSE_MAX else frozenset({b""})
         for folder in sparse:
-            trees += _repositories_below(work_tree + "/" + os.fsdecode(folder))
+            trees += _repositories_below(work_tree + "/" + os.fsdecode(folder.split(b"\0", 1)[0]))
         for tree in trees:
             tree = os.path.realpath(tree)
             if tree in entered or tree == os.path.realpath(work_tree):
                 continue
             found = _git_dir_of(tree)
-            key: tuple[object, ...] = (_stat_key(os.path.join(tree, ".git")), found)
-            if found is not None:
-                key += _fingerprint(found)
-                if depth + 1 < LINK_DEPTH:
-                    pending.append((tree, found, depth + 1))
-            entered[tree] = Entered(tree, found, key)
+            entry = (_identity(os.path.join(tree, ".git")), found)
+            if found is None:
+                entered[tree] = Entered(tree, None, entry)
+                continue
+            entered[tree] = Entered(tree, found, entry, _fingerprint(found), _settings(found, tree))
+            pending.append((tree, found))
         # A submodule's git dir that no work tree names yet: the person's `git submodule
         # update` checks it out, and runs git there with its config and hooks.
         named = {seen.git_dir for seen in entered.values()}
         for module in module_git_dirs(os.path.join(git_dir, "modules")):
             module = os.path.realpath(module)
             if module not in named:
-                entered[module] = Entered(module, module, _fingerprint(module))
+                entered[module] = Entered(
+                    module, module, (), _fingerprint(module), _settings(module, module)
+                )
     return LinkState(entered, tuple(unreadable))
 
 
-def _fingerprint(git_dir: str) -> tuple[StatKey, ...]:
-    return tuple(_stat_key(os.path.join(git_dir, name)) for name in FINGERPRINTED)
+def _fingerprint(git_dir: str) -> tuple[object, ...]:
+    # Through links: a config (or hooks folder) that is a link changes with its target.
+    return tuple(_file_key(os.path.join(git_dir, name)) for name in FINGERPRINTED)
 
 
-def inert_config(text: str) -> bool:
-    """Whether a config holds only settings of `_INERT_*` (see above), every line read for
-    sure: a continued line, an include, a key git may read another way is not."""
-    section = ""
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        info = os.lstat(path)
+    except (OSError, ValueError):
+        return None
+    return (info.st_dev, info.st_ino)
+
+
+_SETTINGS: dict[str, tuple[tuple[StatKey, StatKey], frozenset[str] | None]] = {}
+"""Per config file: its stat when read, and its program settings then."""
+
+
+_WORKTREE = "core..worktree="
+
+
+def _settings(git_dir: str, work_tree: str) -> frozenset[str] | None:
+    """`program_settings` of `git_dir/config` (see `_read_settings`), but a `core.worktree`
+    naming the work tree entered (git's own, for a submodule): another one would have the
+    person's git check files out there (into the workspace's `.git`, say). For a git dir no
+    work tree names yet (`work_tree` is `git_dir`), one naming no folder in a `.git`."""
+    found = _read_settings(git_dir)
+    if found is None:
+        return None
+
+    def kept(setting: str) -> bool:
+        if not setting.startswith(_WORKTREE):
+            return True
+        try:
+            target = os.path.realpath(os.path.join(git_dir, setting[len(_WORKTREE) :]))
+        except ValueError:
+            return True
+        if work_tree != git_dir:
+            return target != work_tree
+        return ".git" in target.split(os.sep)
+
+    return frozenset(filter(kept, found))
+
+
+def _read_settings(git_dir: str) -> frozenset[str] | None:
+    """`program_settings` of `git_dir/config` (none when there is none), read again only when
+    its stat changed (and not kept when it changed just before: racy)."""
+    path = os.path.join(git_dir, "config")
+    key = _file_key(path)
+    known = _SETTINGS.get(path)
+    if known is not None and known[0] == key:
+        return known[1]
+    target = key[1]
+    if target is None:
+        return frozenset() if key[0] is None else None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read(CONFIG_READ_MAX + 1)
+    except OSError:
+        return None
+    found = None if len(text) > CONFIG_READ_MAX else program_settings(text)
+    if target[1] < time.time_ns() - RACY_NS:
+        if len(_SETTINGS) > READ_KEPT:
+            _SETTINGS.clear()
+        _SETTINGS[path] = (key, found)
+    return found
+
+
+def program_settings(text: str) -> frozenset[str] | None:
+    """The settings of a config outside `_INERT_*` (see above), each as `section.sub.key=value`;
+    None when a line is not read for sure (a continued line, a header git may read another
+    way)."""
+    found: set[str] = set()
+    section, sub = "", ""
     subsection = False
     for raw in text.splitlines():
         line = raw.strip()
         if line.endswith("\\"):
-            return False
+            return None
         if line.startswith("["):
             header = _HEADER.match(line)
             if header is None:
-                return False
+                return None
             name = header.group(1).casefold()
-            section, _, sub = name.partition(".")
-            subsection = header.group(2) is not None or bool(sub)
+            section, _, dotted = name.partition(".")
+            subsection = header.group(2) is not None or bool(dotted)
+            sub = header.group(2) if header.group(2) is not None else dotted
             line = header.group(3).strip()
         if not line or line[0] in "#;":
             continue
         key = _KEY.match(line)
         if key is None or not section:
-            return False
+            return None
         name = f"{section}.{key.group(1).casefold()}"
         if name not in (_INERT_SUBSECTION_KEYS if subsection else _INERT_KEYS):
-            return False
-    return True
+            value = (key.group(2) or "").strip()
+            found.add(f"{section}.{sub}.{key.group(1).casefold()}={value}")
+    return frozenset(found)
+
+
+def inert_config(text: str) -> bool:
+    """Whether a config holds only settings of `_INERT_*` (see above) and a `core.worktree`
+    (judged where it points: `_settings`), every line read for sure: a continued line, an
+    include, a key git may read another way is not."""
+    found = program_settings(text)
+    return found is not None and all(setting.startswith(_WORKTREE) for setting in found)
 
 
 def _inert_hooks(hooks: str) -> bool:
@@ -474,23 +577,29 @@ def _inert_hooks(hooks: str) -> bool:
         return False
 
 
-def _runs(git_dir: str) -> list[str]:
-    """What in `git_dir` could run a program (or name more that does) when git runs there."""
+def _runs(now: Entered, then: Entered | None) -> list[str]:
+    """What in `now`'s git dir could run a program (or name more that does) when git runs
+    there, and is new since `then` (its state before: the files whose stat changed, and of a
+    config the settings added)."""
+    assert now.git_dir is not None
+    git_dir = now.git_dir
+
+    def changed(name: str) -> bool:
+        at = FINGERPRINTED.index(name)
+        return then is None or then.fingerprint[at : at + 1] != now.fingerprint[at : at + 1]
+
     found = []
     commondir = os.path.join(git_dir, "commondir")
-    if os.path.lexists(commondir):
+    if changed("commondir") and os.path.lexists(commondir):
         found.append(commondir)
     config = os.path.join(git_dir, "config")
-    if os.path.lexists(config):
-        try:
-            with open(config, encoding="utf-8", errors="replace") as handle:
-                text = handle.read(CONFIG_READ_MAX + 1)
-        except OSError:
-            text = "["
-        if len(text) > CONFIG_READ_MAX or not inert_config(text):
+    if changed("config") and os.path.lexists(config):
+        before = frozenset() if then is None or then.settings is None else then.settings
+        # An include counts whenever the config changed: what it names may change unseen.
+        if now.settings is None or now.settings - before or any(map(_INCLUDE, now.settings)):
             found.append(config)
     hooks = os.path.join(git_dir, "hooks")
-    if not _inert_hooks(hooks):
+    if changed("hooks") and not _inert_hooks(hooks):
         found.append(hooks)
     return found
 
@@ -500,24 +609,67 @@ def quarantine(
 ) -> list[Undone]:
     """After a command: in each repository git enters that the command could have made or
     changed (new to `after`, or its fingerprint changed), move aside what would run a
-    program. Never in `own` (the roots' git dirs: read-only to the command), nor outside
-    `writable`."""
+    program and is new (see `_runs`). Never in `own` (the roots' git dirs: read-only to the
+    command), nor outside `writable`. A repository is known by its git dir as well as by its
+    work tree (a submodule's, checked out again)."""
     undone: list[Undone] = []
     skip = {os.path.realpath(path) for path in own}
+    by_git_dir = {seen.git_dir: seen for seen in before.entered.values() if seen.git_dir}
     for tree, now in after.entered.items():
         then = before.entered.get(tree)
-        if now.git_dir is None or (then is not None and then.key == now.key):
+        if now.git_dir is None:
+            # A `.git` entry, new or changed, that names no git dir here: git might read one
+            # there (fail closed); the entry itself is moved aside.
+            changed = then is None or then.entry != now.entry
+            if now.entry[:1] != (None,) and changed and inside(tree, writable):
+                undone.append(_move_aside(os.path.join(tree, ".git"), writable))
+            continue
+        if then is None or then.git_dir != now.git_dir:
+            then = by_git_dir.get(now.git_dir)
+        if then is not None and then.fingerprint == now.fingerprint:
             continue
         if now.git_dir in skip or not inside(now.git_dir, writable):
             continue
-        for path in _runs(now.git_dir):
-            kept = free_name(path + ASIDE)
-            try:
-                os.replace(path, kept)
-                undone.append(Undone(path, kept))
-            except OSError:
-                undone.append(Undone(path, None, left=True))
+        undone += [_move_aside(path, writable) for path in _runs(now, then)]
     return undone
+
+
+def _move_aside(path: str, writable: Sequence[str]) -> Undone:
+    """Rename `path` to a free `<name>.write-guard-undone` beside it, reaching its folder from
+    the writable root holding it one folder at a time, following no link: a command still
+    running may swap a folder on the way for a link out of the roots after the check."""
+    folder, name = os.path.split(path)
+    root = next((r for r in map(os.path.realpath, writable) if inside(folder, [r])), None)
+    fd = -1
+    try:
+        if root is None:
+            raise OSError("outside the roots")
+        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+        for part in os.path.relpath(folder, root).split(os.sep):
+            if part in ("", "."):
+                continue
+            below = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = below
+        kept, n = name + ASIDE, 1
+        while _exists(kept, fd):
+            n += 1
+            kept = f"{name}{ASIDE}.{n}"
+        os.replace(name, kept, src_dir_fd=fd, dst_dir_fd=fd)
+    except OSError:
+        return Undone(path, None, left=True)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    return Undone(path, os.path.join(folder, kept))
+
+
+def _exists(name: str, fd: int) -> bool:
+    try:
+        os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -530,26 +682,46 @@ class LinkWatch:
     before: LinkState
 
     @classmethod
-    def start(cls, writable: Sequence[str]) -> LinkWatch:
+    def start(cls, writable: Sequence[str], last: LinkState | None = None) -> LinkWatch:
         """Before a command, in the writable roots' repositories and in every other work
         tree of theirs (the person's, outside the roots too: their indexes are in the git
-        dir the command can write)."""
+        dir the command can write). `last`: the state the session's last command left
+        (`finish_with_state`): what changed since (a command still running in the
+        background) is judged with this command, as a state taken now would hold it."""
         dirs = {root: git_dirs(root) for root in writable}
         repositories = {found[0]: root for root, found in dirs.items() if found}
         for found in dirs.values():
             for git_dir in found:
                 for work_tree, index_dir in work_trees(git_dir):
                     repositories.setdefault(index_dir, work_tree)
-        pairs = tuple((work_tree, index_dir) for index_dir, work_tree in repositories.items())
         own = (*(d for found in dirs.values() for d in found), *repositories)
-        return cls(pairs, tuple(dict.fromkeys(own)), tuple(writable), link_state(pairs))
+        # The repositories inside the roots too (a workspace that is a folder of them, a
+        # nested clone): the person's git in one enters its gitlinks. Not the roots' own,
+        # so judged like any repository a gitlink reaches.
+        for root in writable:
+            nested, gitfiles = nested_git_dirs(root)
+            seeds = [(os.path.dirname(d), d) for d in nested if os.path.basename(d) == ".git"]
+            for gitfile in gitfiles:
+                found = git_dirs(os.path.dirname(gitfile))
+                if found:
+                    seeds.append((os.path.dirname(gitfile), found[0]))
+            for work_tree, index_dir in seeds:
+                repositories.setdefault(index_dir, work_tree)
+        pairs = tuple((work_tree, index_dir) for index_dir, work_tree in repositories.items())
+        before = link_state(pairs) if last is None else last
+        return cls(pairs, tuple(dict.fromkeys(own)), tuple(writable), before)
 
     def finish(self) -> str:
         """After it: what was moved aside (see `quarantine`), as the person and model are
         told; empty when nothing was."""
+        return self.finish_with_state()[0]
+
+    def finish_with_state(self) -> tuple[str, LinkState]:
+        """`finish`, and the state after it, for the session's next command."""
         after = link_state(self.repositories)
         undone = quarantine(self.before, after, self.writable, self.own)
-        return quarantine_text(undone, after.unreadable)
+        text = quarantine_text(undone, after.unreadable)
+        return text, link_state(self.repositories) if undone else after
 
 
 def quarantine_text(undone: Sequence[Undone], unreadable: Sequence[str] = ()) -> str:

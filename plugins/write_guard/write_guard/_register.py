@@ -3,18 +3,45 @@
 
 from __future__ import annotations
 
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+import anyio
+import anyio.to_thread
 from framework import CallNext, Engine, ToolCall, ToolResult, hookimpl
 
 from write_guard._gitdir import aside_state, identities, put_back, undo, undone_text
-from write_guard._gitlink import LinkWatch
+from write_guard._gitlink import LinkState, LinkWatch
 from write_guard._options import Options
 from write_guard._runtime import PLUGIN, RECORD_TTL_S, Guard, gated, is_shell_tool, is_write_tool
 from write_guard._sandbox import redirect_surface
 
 # After every other plugin's handler of a tool call (they order themselves well below this).
 CONFINE_ORDER = 10_000
+
+GITLINK_CHECK_S = 1.0
+"""How long the gitlink check may take, before and after a command (in a worker thread):
+well under the hook client's 2 s, past which it gives up on the hook and the command would
+run unsandboxed. Past it, the command is refused (before) or the person told (after)."""
+GITLINK_OVERRUN = (
+    f"write-guard could not check, within {GITLINK_CHECK_S:g} s, the gitlinks the workspace's "
+    "git enters (an index that costs that much to read is not one git writes), so the command "
+    "is refused: check `git ls-files -s | grep ^160000` and the size of `.git/index`"
+)
+GITLINK_UNFINISHED = (
+    f"write-guard could not finish, within {GITLINK_CHECK_S:g} s, checking the gitlinks the "
+    "command left: check `git ls-files -s | grep ^160000` (and each such repository's config "
+    "and hooks) before running git in the workspace"
+)
+GITLINK_FAILED = (
+    "write-guard failed checking the gitlinks the command left: check `git ls-files -s | "
+    "grep ^160000` (and each such repository's config and hooks) before running git in the "
+    "workspace"
+)
+LAST_KEPT = 64
+"""Sessions (and roots) whose last gitlinks' state is kept."""
+_T = TypeVar("_T")
 
 __all__ = ["PLUGIN", "RECORD_TTL_S", "Guard", "gated", "is_shell_tool", "is_write_tool", "register"]
 
@@ -23,6 +50,24 @@ __all__ = ["PLUGIN", "RECORD_TTL_S", "Guard", "gated", "is_shell_tool", "is_writ
 def register(on: Any, options: Options | None) -> None:
     guard = Guard(options if options is not None else Options())
     match = {"tool": is_write_tool}
+    # One check at a time: one that ran over and was left to end in its thread makes the
+    # next wait (and run over too) rather than threads pile up.
+    busy = threading.Lock()
+    # Per session and roots: the gitlinks' state the last command left (see LinkWatch.start).
+    last: dict[tuple[str, tuple[str, ...]], LinkState] = {}
+
+    def serial(work: Callable[[], _T]) -> _T:
+        if not busy.acquire(timeout=GITLINK_CHECK_S):
+            raise TimeoutError
+        try:
+            return work()
+        finally:
+            busy.release()
+
+    async def bounded(work: Callable[[], _T]) -> _T:
+        """`work` in a worker thread, off the event loop; TimeoutError past GITLINK_CHECK_S."""
+        with anyio.fail_after(GITLINK_CHECK_S):
+            return await anyio.to_thread.run_sync(serial, work, abandon_on_cancel=True)
 
     async def redirections(engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
         """The files that would redirect git, checked again when the command's result comes
@@ -35,11 +80,25 @@ def register(on: Any, options: Options | None) -> None:
         roots = () if policy.preset == "read-only" else (policy.workspace_root, *policy.extra_roots)
         surface, writable = redirect_surface(roots)
         before, pinned = aside_state(surface.absent), identities(surface.pinned)
-        links = LinkWatch.start(writable)
+        seen = (event.session_id, tuple(writable))
+        try:
+            links = await bounded(lambda: LinkWatch.start(writable, last.get(seen)))
+        except TimeoutError:
+            return ToolResult.denied(GITLINK_OVERRUN, by=PLUGIN)
         result = await call_next(event)
         undone = [*put_back(pinned), *undo(surface.absent, before, writable)]
         said = [undone_text(undone)] if undone else []
-        text = " ".join(part for part in [*said, links.finish()] if part)
+        try:
+            checked, state = await bounded(links.finish_with_state)
+            if len(last) >= LAST_KEPT:
+                last.clear()
+            last[seen] = state
+            said.append(checked)
+        except TimeoutError:
+            said.append(GITLINK_UNFINISHED)
+        except Exception as error:  # said, never dropping what was undone
+            said.append(f"{GITLINK_FAILED} ({type(error).__name__})")
+        text = " ".join(part for part in said if part)
         if not text:
             return result
         engine.ui.toast(text)

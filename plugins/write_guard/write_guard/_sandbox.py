@@ -22,7 +22,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from write_guard._gitdir import GitSurface, after_check, git_surface, inside, subfolders
+from write_guard._gitdir import (
+    GitSurface,
+    after_check,
+    commondir_target,
+    git_surface,
+    gitfile_target,
+    inside,
+    subfolders,
+)
 
 SandboxChoice = Literal["auto", "bwrap", "off"]
 
@@ -108,25 +116,18 @@ def _run_probe(path: str) -> Availability:
 
 
 def git_dirs(root: str) -> list[str]:
-    """The git dir of a work tree at `root` and, for a linked work tree, its common dir."""
+    """The git dir of a work tree at `root` and, for a linked work tree, its common dir (a
+    `.git` file and `commondir` read as git reads them: `gitfile_target`)."""
     dot_git = os.path.join(root, ".git")
     if os.path.isdir(dot_git):
         return [dot_git]
-    try:
-        with open(dot_git, encoding="utf-8") as handle:
-            first = handle.readline().strip()
-    except (OSError, UnicodeDecodeError):
+    git_dir = gitfile_target(dot_git)
+    if git_dir is None:
         return []
-    if not first.startswith("gitdir:"):
-        return []
-    git_dir = os.path.normpath(os.path.join(root, first[len("gitdir:") :].strip()))
-    found = [git_dir]
-    try:
-        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as handle:
-            common = handle.readline().strip()
-        found.append(os.path.normpath(os.path.join(git_dir, common)))
-    except (OSError, UnicodeDecodeError):
-        pass
+    found = [os.path.normpath(git_dir)]
+    common = commondir_target(found[0])
+    if common is not None:
+        found.append(common)
     return [path for path in found if os.path.isdir(path)]
 
 
