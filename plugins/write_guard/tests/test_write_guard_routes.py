@@ -315,6 +315,8 @@ async def test_the_comparison_is_redone_only_when_a_settings_file_changes(
     settings = tree.ws / ".claude" / "settings.json"
     _claude_settings(tree)
     _age(settings, 60)
+    # The user's settings come from the template, written moments ago when this test runs first.
+    _age(tree.root / "home" / ".claude" / "settings.json", 60)
     narrowed, _command, _difference = _narrowed(tree)
     monkeypatch.setattr(runtime, "expected_settings", counted)
 
