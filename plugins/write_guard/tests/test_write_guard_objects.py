@@ -263,3 +263,36 @@ def test_a_ref_naming_a_lost_object_stays_and_the_others_come_back(git_env: Tree
     assert "refs/heads/main" in recovered.refs and "refs/heads/feature" not in recovered.refs
     assert (refs / "feature").read_text() == "1" * 40 + "\n"
     assert tree.run("git log -1 --format=%s main").stdout == "first\n"
+
+
+@pytest.fixture
+def scratch_env(git_env: Tree, monkeypatch: pytest.MonkeyPatch) -> Tree:
+    """`git_env` with TMPDIR in the tree too: every file the host's git makes stays there."""
+    monkeypatch.setenv("TMPDIR", str(git_env.root / "tmp"))
+    return git_env
+
+
+def test_recover_writes_through_no_symlink_a_command_left_in_git(scratch_env: Tree) -> None:
+    tree = scratch_env
+    assert _snapshot.record(str(tree.ws), "x") is not None
+    outside = tree.root / "home" / ".config-autostart-new"
+    head = tree.ws / ".git" / "HEAD"
+    head.unlink()
+    head.symlink_to(outside)  # dangling: a naive exists() calls HEAD missing
+    with pytest.raises(RuntimeError, match="symlink"):
+        _snapshot.recover(str(tree.ws))
+    assert not os.path.lexists(outside)
+    head.unlink()
+    head.write_text("ref: refs/heads/main\n")
+    # A folder git writes the objects into, pointing out of the repository.
+    elsewhere = tree.root / "out" / "packs"
+    elsewhere.mkdir(parents=True)
+    pack = tree.ws / ".git" / "objects" / "pack"
+    for name in os.listdir(pack):
+        os.remove(pack / name)
+    pack.rmdir()
+    pack.symlink_to(elsewhere)
+    with pytest.raises(RuntimeError, match="symlink"):
+        _snapshot.recover(str(tree.ws))
+    assert os.listdir(elsewhere) == []
+

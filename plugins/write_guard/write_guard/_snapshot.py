@@ -442,6 +442,24 @@ def locate(cwd: str) -> tuple[str, str, str]:
     return path, found[0], found[-1]
 
 
+# The folders of the common git dir that `recover` writes into (git does, below them).
+_RECOVERED_FOLDERS = ("objects", "objects/pack", "objects/info", "refs", "refs/heads", "refs/tags")
+
+
+def _refuse_symlinks(git_dir: str, common: str) -> None:
+    """Refuse to write into a repository whose git dirs, HEAD or folders written into are
+    symlinks: a command may leave one pointing anywhere, and what `recover` writes would
+    land there (with the person's rights)."""
+    paths = [git_dir, common, os.path.join(git_dir, "HEAD")]
+    paths += [os.path.join(common, folder) for folder in _RECOVERED_FOLDERS]
+    linked = [path for path in dict.fromkeys(paths) if os.path.islink(path)]
+    if linked:
+        raise RuntimeError(
+            f"{', '.join(linked)}: a symlink (a command may have left it); nothing was written "
+            "through it: remove it (or put the real folder or file back) and run restore again"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Recovered:
     objects: int
@@ -464,16 +482,19 @@ def recover(cwd: str) -> Recovered:
     store = store_of(common)
     if not os.path.isdir(os.path.join(store, "objects")):
         return Recovered(0, (), False, False)
-    for folder in ("objects/pack", "objects/info", "refs/heads", "refs/tags"):
+    _refuse_symlinks(git_dir, common)
+    for folder in _RECOVERED_FOLDERS:
         os.makedirs(os.path.join(common, folder), exist_ok=True)
     head_file = os.path.join(git_dir, "HEAD")
-    head = not os.path.exists(head_file)
+    head = not os.path.lexists(head_file)
     if head:
         with open(os.path.join(store, "HEAD"), encoding="utf-8") as handle:
             symbolic = handle.read(1024).strip()
         if not symbolic.startswith("ref: refs/heads/"):
             symbolic = "ref: refs/heads/main"
-        with open(head_file, "w", encoding="utf-8") as handle:
+        # Made, never opened: a file that appeared meanwhile (a symlink) is not followed.
+        created = os.open(head_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(created, "w", encoding="utf-8") as handle:
             handle.write(symbolic + "\n")
     stored = _git(store, f"--git-dir={store}", "cat-file", "--batch-all-objects",
                   "--batch-check=%(objectname)")  # fmt: skip
