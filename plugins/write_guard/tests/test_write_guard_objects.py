@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import zlib
 from pathlib import Path
 
 import pytest
@@ -296,3 +297,28 @@ def test_recover_writes_through_no_symlink_a_command_left_in_git(scratch_env: Tr
         _snapshot.recover(str(tree.ws))
     assert os.listdir(elsewhere) == []
 
+
+def _blob_of(tree: Tree, commit: str, name: str) -> str:
+    return _sh(tree.ws, "git", "rev-parse", f"{commit}:{name}").strip()
+
+
+@pytest.mark.parametrize("forgery", ["replace", "overwrite"])
+def test_restore_trusts_no_object_a_command_replaced_or_overwrote(
+    scratch_env: Tree, forgery: str
+) -> None:
+    tree = scratch_env
+    snap = _snapshot.record(str(tree.ws), "x")
+    assert snap is not None
+    blob = _blob_of(tree, snap.commit, "a.txt")
+    if forgery == "replace":  # `.git/refs` is writable: a replace ref swaps the content
+        garbage = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=tree.ws,
+                                 input="GARBAGE\n", capture_output=True, text=True,
+                                 check=True, timeout=30).stdout.strip()  # fmt: skip
+        _sh(tree.ws, "git", "replace", blob, garbage)
+    else:  # the loose object's file, rewritten with other content under the same name
+        loose = tree.ws / ".git" / "objects" / blob[:2] / blob[2:]
+        loose.chmod(0o644)
+        loose.write_bytes(zlib.compress(b"blob 8\0GARBAGE\n"))
+    _sh(tree.ws, "git", "checkout", "--", "a.txt")
+    _snapshot.restore(str(tree.ws), snap.commit[:12])
+    assert (tree.ws / "a.txt").read_text() == DIRTY

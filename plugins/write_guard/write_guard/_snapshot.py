@@ -59,7 +59,8 @@ HEAD_REF = PREFIX + "head"
 TREES_FILE = "write-guard.trees"
 _HEX = frozenset("0123456789abcdef")
 # The host runs git on the agent's work tree: no program of the repository's configuration.
-_SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat")
+_SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat",
+         "-c", "core.commitGraph=false", "-c", "advice.graftFileDeprecated=false")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,13 @@ class Snapshot:
     commit: str
     created: str
     subject: str
+
+
+def _env() -> dict[str, str]:
+    # A command can write `.git/refs/replace`, `.git/info/grafts` and the commit-graph: none of
+    # them may change what a snapshot holds or what comes back.
+    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}  # fmt: skip
 
 
 def _git(
@@ -79,7 +87,7 @@ def _git(
     alternate: str | None = None,
     timeout: float = GIT_TIMEOUT_S,
 ) -> str:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+    env = _env()
     if index is not None:
         env["GIT_INDEX_FILE"] = index
     if alternate is not None:
@@ -554,6 +562,7 @@ def restore(cwd: str, which: str) -> Restored:
     recovered = recover(cwd)
     for snap in snapshots(cwd):
         if which in {snap.ref, snap.ref[len(REF_PREFIX) :]} or snap.commit.startswith(which):
+            _trust(cwd, snap.commit)
             return _apply(cwd, snap, recovered)
     raise LookupError(f"no write-guard snapshot matches {which!r}")
 
@@ -584,3 +593,66 @@ def _apply(cwd: str, snap: Snapshot, recovered: Recovered) -> Restored:
                 _git(top, "read-tree", untracked_commit, index=index)
                 _git(top, "checkout-index", "-z", "--stdin", index=index, stdin="\0".join(back))
     return Restored(snapshot=snap, untracked=tuple(back), kept=tuple(kept), recovered=recovered)
+
+
+def _forged(cwd: str, names: list[str]) -> list[str]:
+    """Those of `names` whose content in the repository at `cwd` does not hash to the name
+    (an object file a command rewrote), or that it lacks."""
+    done = subprocess.run(["git", *_SAFE, "cat-file", "--batch"], cwd=cwd, env=_env(),
+                          input=("\n".join(names) + "\n").encode(), capture_output=True,
+                          timeout=STORE_TIMEOUT_S, check=False)  # fmt: skip
+    out, at, bad = done.stdout, 0, []
+    for number, name in enumerate(names):
+        end = out.find(b"\n", at)
+        header = out[at:end].split() if end >= 0 else []
+        if len(header) == 2 and header[0].decode() == name:  # `<name> missing`
+            bad.append(name)
+            at = end + 1
+            continue
+        if len(header) != 3 or header[0].decode() != name:
+            bad += names[number:]  # the output cut short: none of the rest is vouched for
+            break
+        size = int(header[2])
+        body = out[end + 1 : end + 1 + size]
+        digest = hashlib.new("sha1" if len(name) == 40 else "sha256")
+        digest.update(header[1] + b" %d\0" % size + body)
+        if digest.hexdigest() != name:
+            bad.append(name)
+        at = end + 1 + size + 1
+    return bad
+
+
+def _trust(cwd: str, commit: str) -> None:
+    """Make sure the objects `restore` reads for the snapshot `commit` are the store's: those
+    of the repository whose content is not what their name says are put back from the store
+    (their loose file removed first, a pack of the store's copy added); refused, naming them,
+    when that does not mend them."""
+    top, _git_dir, common = locate(cwd)
+    store = store_of(common)
+    if not os.path.isdir(os.path.join(store, "objects")):
+        return  # nothing to check against: the repository's objects are all there is
+    wanted = [commit] + [f"{commit}^{n}" for n in (1, 2, 3)]
+    tips = _git(store, f"--git-dir={store}", "rev-parse", *wanted[:3])
+    third = _git(store, f"--git-dir={store}", "rev-parse", "--verify", "-q", wanted[3],
+                 check=False)  # fmt: skip
+    listed = _git(store, f"--git-dir={store}", "rev-list", "--objects", "--no-walk",
+                  *tips.split(), *third.split())  # fmt: skip
+    names = list(dict.fromkeys(line.split(" ", 1)[0] for line in listed.splitlines() if line))
+    bad = _forged(top, names)
+    if not bad:
+        return
+    objects = os.path.join(common, "objects")
+    for name in bad:
+        loose = os.path.join(objects, name[:2], name[2:])
+        if not os.path.islink(os.path.join(objects, name[:2])):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(loose)
+    _git(store, f"--git-dir={store}", "pack-objects", "-q", os.path.join(objects, "pack", "pack"),
+         stdin="\n".join(bad) + "\n", timeout=STORE_TIMEOUT_S)  # fmt: skip
+    still = _forged(top, bad)
+    if still:
+        raise RuntimeError(
+            f"{len(still)} objects of the snapshot in the repository are not what write-guard "
+            f"copied ({', '.join(still[:5])}): a command rewrote them; nothing was restored "
+            "(remove those objects from .git/objects, then run restore again)"
+        )
