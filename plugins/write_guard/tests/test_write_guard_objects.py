@@ -7,6 +7,7 @@ own copy, in hookchain's data dir out of the sandbox's reach, brings them back w
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import zlib
 from pathlib import Path
@@ -322,3 +323,26 @@ def test_restore_trusts_no_object_a_command_replaced_or_overwrote(
     _sh(tree.ws, "git", "checkout", "--", "a.txt")
     _snapshot.restore(str(tree.ws), snap.commit[:12])
     assert (tree.ws / "a.txt").read_text() == DIRTY
+
+
+def test_a_repository_inside_another_is_never_taken_for_the_outer_one(scratch_env: Tree) -> None:
+    tree = scratch_env
+    outer_refs = _sh(tree.ws, "git", "for-each-ref", "--format=%(refname)")
+    inner = tree.ws / "proj"
+    inner.mkdir()
+    _sh(inner, "git", "init", "-q", "-b", "main")
+    (inner / "a.txt").write_text("a\n")
+    _sh(inner, "git", "add", "-A")
+    _sh(inner, "git", "-c", "user.name=a", "-c", "user.email=a@x.invalid", "commit", "-qm", "i")
+    (inner / "a.txt").write_text("precious\n")
+    snap = _snapshot.record(str(inner), "x")
+    assert snap is not None
+    shutil.rmtree(inner / ".git" / "objects")
+    assert _snapshot.locate(str(inner))[0] == str(inner)
+    assert [found.ref for found in _snapshot.snapshots(str(inner))] == [snap.ref]
+    assert _snapshot.record(str(inner), "y") is None  # git cannot read it: nothing recorded
+    assert _sh(tree.ws, "git", "for-each-ref", "--format=%(refname)") == outer_refs
+    assert _snapshot.recover(str(inner)).objects > 0
+    _sh(inner, "git", "checkout", "--", "a.txt")
+    _snapshot.restore(str(inner), snap.commit[:12])
+    assert (inner / "a.txt").read_text() == "precious\n"

@@ -86,12 +86,15 @@ def _git(
     stdin: str | None = None,
     alternate: str | None = None,
     timeout: float = GIT_TIMEOUT_S,
+    ceiling: str | None = None,
 ) -> str:
     env = _env()
     if index is not None:
         env["GIT_INDEX_FILE"] = index
     if alternate is not None:
         env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = alternate
+    if ceiling is not None and os.path.dirname(ceiling) != ceiling:
+        env["GIT_CEILING_DIRECTORIES"] = os.path.dirname(ceiling)
     done = subprocess.run(
         ["git", *_SAFE, *args],
         cwd=cwd,
@@ -108,16 +111,23 @@ def _git(
     return done.stdout.strip()
 
 
-def is_work_tree(cwd: str) -> bool:
-    """Whether `cwd` lies in a git work tree (found without running git: a `.git` above)."""
+def holder(cwd: str) -> str:
+    """The nearest folder at or above `cwd` holding a `.git` (found without running git), or
+    "". git is told to look no higher (`GIT_CEILING_DIRECTORIES`): when this repository is
+    broken, git's own search would walk on to a repository around it (a project in a
+    monorepo, or in a home folder kept in git) and write-guard would read and write that one."""
     path = os.path.abspath(cwd)
-    while True:
-        if os.path.exists(os.path.join(path, ".git")):
-            return True
+    while not os.path.lexists(os.path.join(path, ".git")):
         parent = os.path.dirname(path)
         if parent == path:
-            return False
+            return ""
         path = parent
+    return path
+
+
+def is_work_tree(cwd: str) -> bool:
+    """Whether `cwd` lies in a git work tree (found without running git: a `.git` above)."""
+    return bool(holder(cwd))
 
 
 def untracked(top: str, index: str | None = None) -> tuple[list[str], int]:
@@ -162,12 +172,14 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
     write-guard ref; None when clean, or when they are what `last` (cwd → the trees of the last
     snapshot, kept by the caller) says was recorded last: one ref per state, not one per
     command."""
-    if not is_work_tree(cwd):
+    found = holder(cwd)
+    if not found:
         return None
     subject = f"write-guard: before {why[:60]}"
     # One git for all five (each process counts: this runs before every shell command).
     asked = ("--show-toplevel", "--git-path", "index", "--git-dir", "--git-common-dir")
-    located = _git(cwd, "rev-parse", *asked, "--verify", "-q", "HEAD", check=False).splitlines()
+    located = _git(cwd, "rev-parse", *asked, "--verify", "-q", "HEAD", check=False,
+                   ceiling=found).splitlines()  # fmt: skip
     if len(located) != 5:
         return None  # no commit yet: nothing a stash could be applied onto
     top, head = located[0], located[4]
@@ -434,16 +446,13 @@ def snapshots(cwd: str) -> list[Snapshot]:
 def locate(cwd: str) -> tuple[str, str, str]:
     """The work tree's top folder, its git dir and common git dir; found without git when git
     no longer sees a repository there (its objects, refs or HEAD deleted): the `.git` above."""
+    path = holder(cwd)
+    if not path:
+        raise LookupError(f"no git repository at or above {cwd}")
     located = _git(cwd, "rev-parse", "--show-toplevel", "--git-dir", "--git-common-dir",
-                   check=False).splitlines()  # fmt: skip
+                   check=False, ceiling=path).splitlines()  # fmt: skip
     if len(located) == 3:
         return located[0], os.path.join(cwd, located[1]), os.path.join(cwd, located[2])
-    path = os.path.abspath(cwd)
-    while not os.path.lexists(os.path.join(path, ".git")):
-        parent = os.path.dirname(path)
-        if parent == path:
-            raise LookupError(f"no git repository at or above {cwd}")
-        path = parent
     found = git_dirs(path)
     if not found:
         raise LookupError(f"{path}/.git names no git dir")
