@@ -6,6 +6,7 @@ own copy, in hookchain's data dir out of the sandbox's reach, brings them back w
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -346,3 +347,23 @@ def test_a_repository_inside_another_is_never_taken_for_the_outer_one(scratch_en
     _sh(inner, "git", "checkout", "--", "a.txt")
     _snapshot.restore(str(inner), snap.commit[:12])
     assert (inner / "a.txt").read_text() == "precious\n"
+
+
+def test_an_object_planted_under_the_name_of_work_to_come_is_not_what_the_store_keeps(
+    scratch_env: Tree,
+) -> None:
+    tree = scratch_env
+    assert _snapshot.record(str(tree.ws), "warm") is not None  # the first copy is done
+    content = b"precious\n"
+    blob = hashlib.sha1(b"blob %d\0" % len(content) + content).hexdigest()
+    loose = tree.ws / ".git" / "objects" / blob[:2] / blob[2:]
+    loose.parent.mkdir(exist_ok=True)
+    loose.write_bytes(zlib.compress(b"blob 8\0GARBAGE\n"))  # the name, other content
+    (tree.ws / "a.txt").write_bytes(content)  # the person's work, written after
+    snap = _snapshot.record(str(tree.ws), "x")
+    assert snap is not None
+    store = _snapshot.store_of(str(tree.ws / ".git"))
+    shown = subprocess.run(["git", f"--git-dir={store}", "cat-file", "-p", blob],
+                           capture_output=True, check=False, timeout=30)  # fmt: skip
+    assert shown.stdout == content
+    assert _sh(tree.ws, "git", f"--git-dir={store}", "fsck", "--connectivity-only") == ""

@@ -17,7 +17,8 @@ The objects of a snapshot live in the repository's `.git/objects`, which a comma
 (everything in `.git` but its config, hooks and write-guard's refs stays writable so that
 `git commit` works). So each snapshot is also copied into a store of write-guard's own: a bare
 repository per repository in hookchain's data dir (hidden from the sandbox, never writable by
-a command), written incrementally with `git pack-objects` — only what the store lacks, the
+a command), written incrementally with `git pack-objects` piped into the store's
+`git index-pack --strict` (every object hashed again) — only what the store lacks, the
 objects reachable from the snapshot and not from the store's last tips. HEAD is kept there too
 (its branch under the same name, the first time every branch and tag): a commit seen at HEAD
 is recoverable, with its history, even from a clean work tree. `recover` brings the store's
@@ -373,20 +374,21 @@ def _copy(top: str, store: str, updates: dict[str, str], trees: tuple[str, ...])
     wanted = [sha for sha in dict.fromkeys(updates.values()) if sha not in tips]
     objects = os.path.join(store, "objects")
     if wanted:
-        pack = os.path.join(objects, "pack", "pack")
         # The last snapshot's trees too: it is no parent of the next one, so without them
         # every file changed since HEAD would be copied again at every snapshot.
         known = [*tips, *_read_shas(os.path.join(store, TREES_FILE))]
         for leave_out in [known, []] if known else [[]]:
+            revs = "\n".join([*wanted, "--not", *leave_out]) + "\n"
             try:
-                _git(top, "pack-objects", "--revs", "-q", pack,
-                     stdin="\n".join([*wanted, "--not", *leave_out]) + "\n",
-                     alternate=objects, timeout=STORE_TIMEOUT_S)  # fmt: skip
+                _pack_into(top, store, ["--revs"], revs, strict=True)
                 break
             except RuntimeError:
                 # One of them not in the store (it never should be): all is copied instead.
-                if not leave_out:
-                    raise
+                if leave_out:
+                    continue
+                # Or an object whose content is not what its name says (planted under the
+                # name of work about to be written): copied object by object instead.
+                _copy_checked(top, store, wanted)
     try:
         _set_refs(store, updates)
     except RuntimeError:
@@ -405,6 +407,67 @@ def _copy(top: str, store: str, updates: dict[str, str], trees: tuple[str, ...])
             # which is everything the store was given).
             _git(store, f"--git-dir={store}", "repack", "-q", "-a", "-d",
                  timeout=STORE_TIMEOUT_S)  # fmt: skip
+
+
+def _pack_into(top: str, store: str, how: list[str], stdin: str, strict: bool) -> None:
+    """`git pack-objects` in the repository at `top` (the store as its alternate) piped into
+    the store's `git index-pack`, which hashes every object again: with `strict`, one whose
+    content is not what its name says (or a link to an object neither has) fails loudly
+    rather than lands in the store."""
+    env = {**_env(), "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.path.join(store, "objects")}
+    checks = ["--strict"] if strict else []
+    with subprocess.Popen(["git", *_SAFE, "pack-objects", *how, "-q", "--stdout"], cwd=top,
+                          env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE) as packer:  # fmt: skip
+        assert packer.stdin is not None
+        assert packer.stdout is not None
+        indexed: subprocess.Popen[bytes] | None = None
+        try:
+            indexed = subprocess.Popen(
+                ["git", *_SAFE, f"--git-dir={store}", "index-pack", "--stdin", *checks],
+                cwd=store, env=_env(), stdin=packer.stdout, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE)  # fmt: skip
+            packer.stdout.close()
+            packer.stdin.write(stdin.encode())
+            packer.stdin.close()
+            _out, why = indexed.communicate(timeout=STORE_TIMEOUT_S)
+            packer.wait(timeout=STORE_TIMEOUT_S)
+        except BaseException:
+            packer.kill()
+            if indexed is not None:
+                indexed.kill()
+                indexed.wait()
+            raise
+    if packer.returncode or indexed.returncode:
+        raise RuntimeError(f"git index-pack failed: {why.decode(errors='replace')[:200]}")
+
+
+def _copy_checked(top: str, store: str, wanted: list[str]) -> None:
+    """The objects the commits `wanted` reach, copied into the store after each was hashed as the
+    repository holds it: a blob whose content there is not what its name says is written
+    from the work tree's file instead (the person's content, when it is the named one);
+    those that cannot be mended so are not copied, and named."""
+    listed = _git(top, "rev-list", "--objects", *wanted, "--",
+                  alternate=os.path.join(store, "objects"))  # fmt: skip
+    paths: dict[str, str] = {}  # name -> its path in its tree ("" for a commit)
+    for line in filter(None, listed.splitlines()):
+        name, _space, path = line.partition(" ")
+        paths[name] = path
+    bad = set(_forged(top, list(paths)))
+    files = sorted({paths[name] for name in bad if paths[name]})
+    if files:
+        env = {**_env(), "GIT_OBJECT_DIRECTORY": os.path.join(store, "objects")}
+        subprocess.run(["git", *_SAFE, "hash-object", "-w", "--no-filters", "--stdin-paths"],
+                       cwd=top, env=env, input="\n".join(files) + "\n", capture_output=True,
+                       text=True, timeout=STORE_TIMEOUT_S, check=False)  # fmt: skip
+    good = [name for name in paths if name not in bad]
+    _pack_into(top, store, [], "\n".join(good) + "\n", strict=False)
+    left = [name for name in bad if _forged(store, [name])]
+    if left:
+        raise RuntimeError(
+            f"{len(left)} objects of the repository are not what their names say "
+            f"({', '.join(sorted(left)[:5])}): not copied into write-guard's store"
+        )
 
 
 def _listed(cwd: str, *git_dir: str) -> list[Snapshot]:
