@@ -195,7 +195,7 @@ def test_a_copy_under_way_is_not_waited_for_and_one_that_died_is_taken_over(
     lock = store / "write-guard.lock"
     lock.write_text("")
     under_way = _snapshot.record(str(tree.ws), "x")
-    assert under_way is not None
+    assert under_way is not None and "under way" in under_way.unstored
     listed = "--format=%(refname)"
     assert _sh(tree.ws, "git", f"--git-dir={store}", "for-each-ref", listed) == ""
     os.utime(lock, (0, 0))  # its copy died long ago
@@ -203,10 +203,11 @@ def test_a_copy_under_way_is_not_waited_for_and_one_that_died_is_taken_over(
     taken_over = _snapshot.record(str(tree.ws), "y")
     assert taken_over is not None and not lock.exists()
     refs = _sh(tree.ws, "git", f"--git-dir={store}", "for-each-ref", listed).split()
-    # The first copy that finished: every branch and tag, HEAD, this snapshot.
+    # The first copy that finished: every branch and tag, HEAD, this snapshot and the one
+    # the copy under way kept from the store.
     assert refs == sorted(
         ["refs/heads/feature", "refs/heads/main", "refs/tags/v1", _snapshot.HEAD_REF,
-         taken_over.ref]
+         taken_over.ref, under_way.ref]
     )  # fmt: skip
 
 
@@ -367,3 +368,26 @@ def test_an_object_planted_under_the_name_of_work_to_come_is_not_what_the_store_
                            capture_output=True, check=False, timeout=30)  # fmt: skip
     assert shown.stdout == content
     assert _sh(tree.ws, "git", f"--git-dir={store}", "fsck", "--connectivity-only") == ""
+
+
+def test_a_store_that_cannot_be_written_keeps_the_snapshot_and_is_tried_again(
+    scratch_env: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = scratch_env
+    blocker = tree.root / "data-file"
+    blocker.write_text("not a folder\n")
+    monkeypatch.setenv("HOOKCHAIN_DATA_DIR", str(blocker / "d"))
+    last: dict[str, str] = {}
+    first = _snapshot.record(str(tree.ws), "x", last)
+    # In the repository, and said to be there only (not "no snapshot").
+    assert first is not None and "NotADirectoryError" in first.unstored
+    assert _sh(tree.ws, "git", "rev-parse", first.ref).strip() == first.commit
+    assert last == {}  # not taken for copied: the same state is offered again
+    monkeypatch.setenv("HOOKCHAIN_DATA_DIR", str(tree.root / "data"))
+    again = _snapshot.record(str(tree.ws), "y", last)
+    assert again is not None and again.unstored == ""
+    store = _snapshot.store_of(str(tree.ws / ".git"))
+    listed = _sh(tree.ws, "git", f"--git-dir={store}", "for-each-ref", "--format=%(refname)",
+                 _snapshot.REF_PREFIX).split()  # fmt: skip
+    assert first.ref in listed and again.ref in listed
+    assert _snapshot.record(str(tree.ws), "z", last) is None  # now recorded and copied

@@ -70,6 +70,9 @@ class Snapshot:
     commit: str
     created: str
     subject: str
+    unstored: str = ""
+    """Why write-guard's store does not hold it (kept in the repository only; offered to the
+    store again at the next snapshot); "" when copied."""
 
 
 def _env() -> dict[str, str]:
@@ -220,18 +223,51 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
         untracked_commit, untracked_tree = _untracked_commit(top, names)
         parents = ["-p", head, "-p", index_commit, "-p", untracked_commit]
         commit = _git(cwd, "commit-tree", work, *parents, "-m", subject)
-    if last is not None:
-        trees = f"{work} {index_tree} {untracked_tree}"
-        if last.get(cwd) == trees:
-            _keep(top, store, kept, branch)
-            return None
-        last[cwd] = trees
+    trees = f"{work} {index_tree} {untracked_tree}"
+    if last is not None and last.get(cwd) == trees:
+        _keep(top, store, kept, branch)
+        return None
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     ref = f"{REF_PREFIX}{stamp}-{commit[:12]}"
     _git(cwd, "update-ref", "-m", "write-guard snapshot", ref, commit)
-    # In the repository first: a store that cannot be written loses no snapshot.
-    _keep(top, store, {**kept, ref: commit}, branch, (work, index_tree, untracked_tree))
-    return Snapshot(ref=ref, commit=commit, created=stamp, subject=subject)
+    # In the repository first: a store that cannot be written loses no snapshot, and the
+    # snapshots it missed are offered to it again with this one.
+    missed = _unstored(common, store)
+    made = (work, index_tree, untracked_tree)
+    unstored = _keep_or_why(top, store, {**missed, **kept, ref: commit}, branch, made)
+    if unstored and missed:
+        # One of those missed may have lost its objects since: not worth losing this one.
+        unstored = _keep_or_why(top, store, {**kept, ref: commit}, branch, made)
+    if last is not None and not unstored:
+        last[cwd] = trees  # only once copied: until then the same state is offered again
+    return Snapshot(ref=ref, commit=commit, created=stamp, subject=subject, unstored=unstored)
+
+
+def _unstored(common: str, store: str) -> dict[str, str]:
+    """The repository's snapshot refs (the loose ones: `update-ref` writes them so) that the
+    store lacks: those a store that could not be written missed. Two folder reads."""
+    try:
+        names = os.listdir(os.path.join(common, REF_PREFIX))
+    except OSError:
+        return {}  # no snapshot
+    try:
+        have = set(os.listdir(os.path.join(store, REF_PREFIX)))
+    except OSError:
+        have = set()  # none copied yet
+    found = {REF_PREFIX + name: _read_ref(common, REF_PREFIX + name) for name in names}
+    return {ref: sha for ref, sha in found.items() if sha and ref[len(REF_PREFIX) :] not in have}
+
+
+def _keep_or_why(
+    top: str, store: str, updates: dict[str, str], branch: str, trees: tuple[str, ...]
+) -> str:
+    """`_keep`, and why the store does not hold the snapshot ("" when it does)."""
+    try:
+        if _keep(top, store, updates, branch, trees):
+            return ""
+        return "another copy into write-guard's store is under way"
+    except (OSError, RuntimeError, subprocess.SubprocessError) as error:
+        return f"write-guard's store could not be written: {type(error).__name__}: {error}"[:300]
 
 
 def store_of(common: str) -> str:
@@ -317,13 +353,14 @@ def _init_store(store: str, head: str) -> None:
 
 def _keep(
     top: str, store: str, updates: dict[str, str], branch: str, trees: tuple[str, ...] = ()
-) -> None:
+) -> bool:
     """Copy into the store the objects reachable from `updates`' commits that it lacks (read
     from the repository at `top`, the store as its alternate), then set its refs to them;
     the store's HEAD names `branch`, the branch HEAD is on (for `recover`); `trees`: the
-    snapshot's (work tree, index, untracked), left out of the next copy."""
+    snapshot's (work tree, index, untracked), left out of the next copy. False when another
+    copy is under way (nothing copied)."""
     if not updates:
-        return
+        return True
     if not os.path.isdir(os.path.join(store, "objects")):
         _init_store(store, next(iter(updates.values())))
     if not _read_ref(store, HEAD_REF):
@@ -336,11 +373,12 @@ def _keep(
     if not _locked(lock):
         # Another copy is under way (a first copy of a large repository): this snapshot
         # stays in the repository only; HEAD, not yet recorded, is copied by the next one.
-        return
+        return False
     try:
         _copy(top, store, updates, trees)
         if branch:
             _write_file(os.path.join(store, "HEAD"), f"ref: {branch}\n")
+        return True
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.remove(lock)
