@@ -391,3 +391,20 @@ def test_a_store_that_cannot_be_written_keeps_the_snapshot_and_is_tried_again(
                  _snapshot.REF_PREFIX).split()  # fmt: skip
     assert first.ref in listed and again.ref in listed
     assert _snapshot.record(str(tree.ws), "z", last) is None  # now recorded and copied
+
+
+def test_a_detached_head_comes_back_detached_at_its_commit(scratch_env: Tree) -> None:
+    tree = scratch_env
+    _sh(tree.ws, "git", "checkout", "-q", "--detach")
+    _sh(tree.ws, "git", "commit", "-q", "--allow-empty", "-m", "detached work")
+    detached = _sh(tree.ws, "git", "rev-parse", "HEAD").strip()
+    assert _snapshot.record(str(tree.ws), "x") is not None
+    git = tree.ws / ".git"
+    for folder in ("objects", "refs/heads"):
+        shutil.rmtree(git / folder)
+    (git / "HEAD").unlink()
+    (git / "index").unlink()
+    recovered = _snapshot.recover(str(tree.ws))
+    assert recovered.head
+    assert (git / "HEAD").read_text() == detached + "\n"
+    assert tree.run("git log -1 --format=%s").stdout == "detached work\n"

@@ -378,6 +378,9 @@ def _keep(
         _copy(top, store, updates, trees)
         if branch:
             _write_file(os.path.join(store, "HEAD"), f"ref: {branch}\n")
+        elif HEAD_REF in updates:
+            # A detached HEAD that moved: `recover` makes it again detached, at its commit.
+            _write_file(os.path.join(store, "HEAD"), f"{updates[HEAD_REF]}\n")
         return True
     finally:
         with contextlib.suppress(FileNotFoundError):
@@ -564,6 +567,21 @@ def locate(cwd: str) -> tuple[str, str, str]:
 _RECOVERED_FOLDERS = ("objects", "objects/pack", "objects/info", "refs", "refs/heads", "refs/tags")
 
 
+def _stored_head(store: str) -> str:
+    """What `.git/HEAD` held when the store saw it last: its branch, when the store holds
+    that branch; else the commit the store saw at HEAD, detached (a detached HEAD, or a
+    branch the store never held: naming it would leave HEAD on no commit)."""
+    with (
+        contextlib.suppress(OSError, UnicodeDecodeError),
+        open(os.path.join(store, "HEAD"), encoding="utf-8") as handle,
+    ):
+        symbolic = handle.read(1024).strip()
+        if symbolic.startswith("ref: refs/heads/") and _read_ref(store, symbolic[5:]):
+            return symbolic
+    seen = _read_ref(store, HEAD_REF)
+    return seen or "ref: refs/heads/main"
+
+
 def _refuse_symlinks(git_dir: str, common: str) -> None:
     """Refuse to write into a repository whose git dirs, HEAD or folders written into are
     symlinks: a command may leave one pointing anywhere, and what `recover` writes would
@@ -585,7 +603,8 @@ class Recovered:
     refs: tuple[str, ...]
     """Refs made again (branches, tags, snapshots): each was missing."""
     head: bool
-    """HEAD was missing: made again, on the branch the store saw last."""
+    """HEAD was missing: made again, on the branch the store saw last (detached at the
+    commit it saw at HEAD when it held no such branch)."""
     index: bool
     """The index was missing: read again from HEAD (the work tree is not touched)."""
 
@@ -606,10 +625,7 @@ def recover(cwd: str) -> Recovered:
     head_file = os.path.join(git_dir, "HEAD")
     head = not os.path.lexists(head_file)
     if head:
-        with open(os.path.join(store, "HEAD"), encoding="utf-8") as handle:
-            symbolic = handle.read(1024).strip()
-        if not symbolic.startswith("ref: refs/heads/"):
-            symbolic = "ref: refs/heads/main"
+        symbolic = _stored_head(store)
         # Made, never opened: a file that appeared meanwhile (a symlink) is not followed.
         created = os.open(head_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         with os.fdopen(created, "w", encoding="utf-8") as handle:
