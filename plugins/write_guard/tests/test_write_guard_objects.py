@@ -14,6 +14,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+import typer
 from wg_jail import (
     BWRAP,
     DIRTY,
@@ -25,6 +26,7 @@ from wg_jail import (
     guard_decides,
     restore_the_snapshot,
 )
+from write_guard._cli import restore as restore_cli
 
 from write_guard import _snapshot
 
@@ -408,3 +410,18 @@ def test_a_detached_head_comes_back_detached_at_its_commit(scratch_env: Tree) ->
     assert recovered.head
     assert (git / "HEAD").read_text() == detached + "\n"
     assert tree.run("git log -1 --format=%s").stdout == "detached work\n"
+
+
+def test_restore_history_says_what_it_found_and_refuses_a_snapshot_name(
+    scratch_env: Tree, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = scratch_env
+    repo = str(tree.ws)
+    restore_cli(None, repo=repo, history=True)  # nothing recorded yet: no store
+    assert "no write-guard store" in capsys.readouterr().out
+    assert _snapshot.record(repo, "x") is not None
+    restore_cli(None, repo=repo, history=True)
+    assert "nothing was missing" in capsys.readouterr().out
+    with pytest.raises(typer.Exit):
+        restore_cli("20260101", repo=repo, history=True)
+    assert "not both" in capsys.readouterr().err

@@ -607,6 +607,8 @@ class Recovered:
     commit it saw at HEAD when it held no such branch)."""
     index: bool
     """The index was missing: read again from HEAD (the work tree is not touched)."""
+    stored: bool = True
+    """write-guard has a store for the repository (none: nothing could be brought back)."""
 
 
 def recover(cwd: str) -> Recovered:
@@ -618,7 +620,7 @@ def recover(cwd: str) -> Recovered:
     top, git_dir, common = locate(cwd)
     store = store_of(common)
     if not os.path.isdir(os.path.join(store, "objects")):
-        return Recovered(0, (), False, False)
+        return Recovered(0, (), False, False, stored=False)
     _refuse_symlinks(git_dir, common)
     for folder in _RECOVERED_FOLDERS:
         os.makedirs(os.path.join(common, folder), exist_ok=True)
