@@ -304,6 +304,18 @@ def _write_file(path: str, text: str) -> None:
     os.replace(path + ".write-guard", path)
 
 
+def _branch_in(head_file: str) -> str:
+    """The branch a HEAD file (the repository's or the store's) is on, or "" (detached,
+    unreadable, or a name that would lead out of the refs)."""
+    try:
+        with open(head_file, encoding="utf-8") as handle:
+            symbolic = handle.read(1024).strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    branch = symbolic[len("ref: ") :] if symbolic.startswith("ref: refs/heads/") else ""
+    return "" if ".." in branch else branch
+
+
 def _head_updates(store: str, git_dir: str, head: str) -> tuple[dict[str, str], str]:
     """The store's refs that HEAD has moved past (its own record of HEAD and the branch HEAD
     is on), and that branch. Three small reads when nothing moved (every command of a clean
@@ -311,14 +323,7 @@ def _head_updates(store: str, git_dir: str, head: str) -> tuple[dict[str, str], 
     updates: dict[str, str] = {}
     if _read_ref(store, HEAD_REF) != head:
         updates[HEAD_REF] = head
-    try:
-        with open(os.path.join(git_dir, "HEAD"), encoding="utf-8") as handle:
-            symbolic = handle.read(1024).strip()
-    except (OSError, UnicodeDecodeError):
-        symbolic = ""
-    branch = symbolic[len("ref: ") :] if symbolic.startswith("ref: refs/heads/") else ""
-    if ".." in branch:
-        branch = ""
+    branch = _branch_in(os.path.join(git_dir, "HEAD"))
     if branch and _read_ref(store, branch) != head:
         updates[branch] = head
     return updates, branch
@@ -571,13 +576,9 @@ def _stored_head(store: str) -> str:
     """What `.git/HEAD` held when the store saw it last: its branch, when the store holds
     that branch; else the commit the store saw at HEAD, detached (a detached HEAD, or a
     branch the store never held: naming it would leave HEAD on no commit)."""
-    with (
-        contextlib.suppress(OSError, UnicodeDecodeError),
-        open(os.path.join(store, "HEAD"), encoding="utf-8") as handle,
-    ):
-        symbolic = handle.read(1024).strip()
-        if symbolic.startswith("ref: refs/heads/") and _read_ref(store, symbolic[5:]):
-            return symbolic
+    branch = _branch_in(os.path.join(store, "HEAD"))
+    if branch and _read_ref(store, branch):
+        return f"ref: {branch}"
     seen = _read_ref(store, HEAD_REF)
     return seen or "ref: refs/heads/main"
 
