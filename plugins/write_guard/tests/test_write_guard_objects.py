@@ -425,3 +425,22 @@ def test_restore_history_says_what_it_found_and_refuses_a_snapshot_name(
     with pytest.raises(typer.Exit):
         restore_cli("20260101", repo=repo, history=True)
     assert "not both" in capsys.readouterr().err
+
+
+def test_an_unborn_branch_is_not_a_broken_head_and_lacking_refs_are_named(
+    scratch_env: Tree, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = scratch_env
+    assert _snapshot.record(str(tree.ws), "x") is not None  # the store holds feature, v1
+    _sh(tree.ws, "git", "branch", "-qD", "feature")
+    _sh(tree.ws, "git", "checkout", "-q", "--orphan", "fresh")
+    recovered = _snapshot.recover(str(tree.ws))
+    # A sound repository: the branch deleted on purpose stays deleted, and is named.
+    assert recovered.refs == () and "refs/heads/feature" not in _refs(tree)
+    assert "refs/heads/feature" in dict(recovered.absent)
+    # A tag deleted, HEAD's branch intact: `restore --history` names it and how to make it.
+    _sh(tree.ws, "git", "checkout", "-q", "-f", "main")
+    _sh(tree.ws, "git", "tag", "-d", "v1")
+    restore_cli(None, repo=str(tree.ws), history=True)
+    shown = capsys.readouterr().out
+    assert "refs/tags/v1" in shown and "git update-ref refs/tags/v1" in shown

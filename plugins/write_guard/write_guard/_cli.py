@@ -132,6 +132,9 @@ def _report(done: _snapshot.Recovered) -> None:
         typer.echo(f"made {ref} again (it was missing)")
     if done.index:
         typer.echo("read the index again from HEAD (it was missing)")
+    for ref, sha in done.absent:
+        typer.echo(f"write-guard's store holds {ref}, which the repository lacks (left so: "
+                   f"`git update-ref {ref} {sha}` makes it again)")  # fmt: skip
 
 
 def sandbox_settings(

@@ -608,6 +608,9 @@ class Recovered:
     commit it saw at HEAD when it held no such branch)."""
     index: bool
     """The index was missing: read again from HEAD (the work tree is not touched)."""
+    absent: tuple[tuple[str, str], ...] = ()
+    """Branches and tags the store holds and the repository lacks, not made again (ref,
+    commit): the repository is sound, and one may have been deleted on purpose."""
     stored: bool = True
     """write-guard has a store for the repository (none: nothing could be brought back)."""
 
@@ -642,13 +645,17 @@ def recover(cwd: str) -> Recovered:
         _git(store, f"--git-dir={store}", "pack-objects", "-q", pack,
              stdin="\n".join(missing) + "\n", timeout=STORE_TIMEOUT_S)  # fmt: skip
     made: list[str] = []
-    broken = not _git(top, "rev-parse", "--verify", "-q", "HEAD", check=False)
+    form = "--format=%(refname) %(objectname)"
+    theirs = _git(store, f"--git-dir={store}", "for-each-ref", form).splitlines()
+    ours = {line.split(" ", 1)[0] for line in _git(top, "for-each-ref", form).splitlines()}
+    wanted = [line.split(" ", 1) for line in theirs if line.split(" ", 1)[0] not in ours]
+    wanted = [pair for pair in wanted if pair[0] != HEAD_REF]
+    # HEAD on a branch not born yet (`checkout --orphan`, which the store never saw) is a
+    # sound repository; HEAD on a branch the store holds and the repository lost is not.
+    branch = _branch_in(head_file)
+    unborn = bool(branch) and not _read_ref(store, branch)
+    broken = not unborn and not _git(top, "rev-parse", "--verify", "-q", "HEAD", check=False)
     if head or broken:
-        form = "--format=%(refname) %(objectname)"
-        theirs = _git(store, f"--git-dir={store}", "for-each-ref", form).splitlines()
-        ours = {line.split(" ", 1)[0] for line in _git(top, "for-each-ref", form).splitlines()}
-        wanted = [line.split(" ", 1) for line in theirs if line.split(" ", 1)[0] not in ours]
-        wanted = [pair for pair in wanted if pair[0] != HEAD_REF]
         lines = "".join(f"create {ref} {sha}\n" for ref, sha in wanted)
         try:
             if wanted:
@@ -666,7 +673,10 @@ def recover(cwd: str) -> Recovered:
     )
     if rebuilt:
         _git(top, "read-tree", "HEAD")
-    return Recovered(len(missing), tuple(made), head, rebuilt)
+    absent = tuple(
+        (ref, sha) for ref, sha in wanted if ref not in made and not ref.startswith(PREFIX)
+    )
+    return Recovered(len(missing), tuple(made), head, rebuilt, absent=absent)
 
 
 @dataclass(frozen=True, slots=True)
