@@ -444,3 +444,20 @@ def test_an_unborn_branch_is_not_a_broken_head_and_lacking_refs_are_named(
     restore_cli(None, repo=str(tree.ws), history=True)
     shown = capsys.readouterr().out
     assert "refs/tags/v1" in shown and "git update-ref refs/tags/v1" in shown
+
+
+def test_a_copy_leaves_the_lock_of_one_that_took_over_from_it(
+    scratch_env: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = scratch_env
+    store = Path(_snapshot.store_of(str(tree.ws / ".git")))
+    lock = store / "write-guard.lock"
+    copy = _snapshot._copy
+
+    def taken_over_meanwhile(*args: object, **kwargs: object) -> None:
+        copy(*args, **kwargs)  # type: ignore[arg-type]
+        lock.write_text("another copier's\n")  # it judged this one dead and took the lock
+
+    monkeypatch.setattr(_snapshot, "_copy", taken_over_meanwhile)
+    assert _snapshot.record(str(tree.ws), "x") is not None
+    assert lock.read_text() == "another copier's\n"  # theirs: left for them to remove

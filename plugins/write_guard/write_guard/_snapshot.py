@@ -49,9 +49,11 @@ UNTRACKED_FILES_MAX = 2_000
 # `<data dir>/write-guard/git/`. Its first copy holds every object of the repository's
 # branches and tags (a few tenths of a second on 10,000 files); it may take this long in the
 # background (the snapshot's own budget abandons it, not git), and a second copy into the
-# same store waits for none: it is left to the next snapshot (a lock younger than this).
+# same store waits for none: it is left to the next snapshot (a lock younger than
+# STORE_LOCK_STALE_S: a copy runs a few git processes in turn, each bounded by this).
 STORE_FOLDER = ("write-guard", "git")
 STORE_TIMEOUT_S = 120.0
+STORE_LOCK_STALE_S = 6 * STORE_TIMEOUT_S
 # More packs than this in a store (one per snapshot): the small ones are rolled into one
 # (`repack --geometric`, whose work grows with the small packs, not with the store).
 STORE_PACKS_MAX = 24
@@ -375,7 +377,8 @@ def _keep(
                       "refs/tags")  # fmt: skip
         updates = {**dict(line.split(" ", 1) for line in listed.splitlines()), **updates}
     lock = os.path.join(store, "write-guard.lock")
-    if not _locked(lock):
+    mine = _locked(lock)
+    if not mine:
         # Another copy is under way (a first copy of a large repository): this snapshot
         # stays in the repository only; HEAD, not yet recorded, is copied by the next one.
         return False
@@ -388,8 +391,10 @@ def _keep(
             _write_file(os.path.join(store, "HEAD"), f"{updates[HEAD_REF]}\n")
         return True
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(lock)
+        # Only our own: a copier that judged this one dead holds the lock now.
+        if _read_lock(lock) == mine:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(lock)
 
 
 def _set_refs(store: str, updates: dict[str, str]) -> None:
@@ -399,20 +404,33 @@ def _set_refs(store: str, updates: dict[str, str]) -> None:
          "--stdin", stdin=lines)  # fmt: skip
 
 
-def _locked(lock: str) -> bool:
-    """Whether this copy may go on: the lock made, or taken over from a copy that died."""
+def _locked(lock: str) -> str:
+    """The lock's mark when this copy may go on (the lock made, or taken over from a copy
+    that died), else ""."""
+    mark = f"{os.getpid()} {os.urandom(8).hex()}\n"
     try:
-        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-        return True
+        made = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
         pass
+    else:
+        with os.fdopen(made, "w", encoding="ascii") as handle:
+            handle.write(mark)
+        return mark
     try:
-        if time.time() - os.stat(lock).st_mtime < STORE_TIMEOUT_S:
-            return False
-        os.utime(lock)
+        if time.time() - os.lstat(lock).st_mtime < STORE_LOCK_STALE_S:
+            return ""
     except FileNotFoundError:
-        return False  # released this instant: the next snapshot is copied
-    return True
+        return ""  # released this instant: the next snapshot is copied
+    _write_file(lock, mark)  # taken over: whole, so the one that died never removes it
+    return mark
+
+
+def _read_lock(lock: str) -> str:
+    try:
+        with open(lock, encoding="ascii") as handle:
+            return handle.read(100)
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def _copy(top: str, store: str, updates: dict[str, str], trees: tuple[str, ...]) -> None:
