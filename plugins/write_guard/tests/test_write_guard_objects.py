@@ -461,3 +461,24 @@ def test_a_copy_leaves_the_lock_of_one_that_took_over_from_it(
     monkeypatch.setattr(_snapshot, "_copy", taken_over_meanwhile)
     assert _snapshot.record(str(tree.ws), "x") is not None
     assert lock.read_text() == "another copier's\n"  # theirs: left for them to remove
+
+
+def test_a_copy_that_keeps_failing_is_tried_again_only_after_a_while(
+    scratch_env: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = scratch_env
+    tried: list[int] = []
+
+    def failing(*_args: object) -> None:
+        tried.append(1)
+        raise RuntimeError("git pack-objects failed: timed out")
+
+    monkeypatch.setattr(_snapshot, "_copy", failing)
+    reasons = []
+    for round_ in range(3):
+        (tree.ws / "c.txt").write_text(f"round {round_}\n")
+        snap = _snapshot.record(str(tree.ws), "x")
+        assert snap is not None
+        reasons.append(snap.unstored)
+    assert len(tried) == 1  # not a full attempt at every command
+    assert "timed out" in reasons[0] and "tried again" in reasons[1]

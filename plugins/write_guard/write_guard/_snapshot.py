@@ -54,6 +54,11 @@ UNTRACKED_FILES_MAX = 2_000
 STORE_FOLDER = ("write-guard", "git")
 STORE_TIMEOUT_S = 120.0
 STORE_LOCK_STALE_S = 6 * STORE_TIMEOUT_S
+# A copy that failed is tried again only after this, doubled at each failure up to an hour:
+# a first copy that never finishes in time would otherwise cost its full time at every
+# command. `FAILED_FILE` in the store counts the failures (removed by a copy that succeeds).
+STORE_RETRY_S = 60.0
+FAILED_FILE = "write-guard.failed"
 # More packs than this in a store (one per snapshot): the small ones are rolled into one
 # (`repack --geometric`, whose work grows with the small packs, not with the store).
 STORE_PACKS_MAX = 24
@@ -206,7 +211,8 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
         commit = _git(cwd, "stash", "create", subject, check=False, index=copy)
         names, left_out = untracked(top, copy)
     if not commit and not names:
-        _keep(top, store, kept, branch)
+        with contextlib.suppress(_BackingOff):  # said with the last snapshot
+            _keep(top, store, kept, branch)
         return None
     if left_out:
         subject += f" ({left_out} untracked files over the size cap not kept)"
@@ -227,19 +233,20 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
         commit = _git(cwd, "commit-tree", work, *parents, "-m", subject)
     trees = f"{work} {index_tree} {untracked_tree}"
     if last is not None and last.get(cwd) == trees:
-        _keep(top, store, kept, branch)
+        with contextlib.suppress(_BackingOff):
+            _keep(top, store, kept, branch)
         return None
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     ref = f"{REF_PREFIX}{stamp}-{commit[:12]}"
+    missed = _unstored(common, store)
     _git(cwd, "update-ref", "-m", "write-guard snapshot", ref, commit)
     # In the repository first: a store that cannot be written loses no snapshot, and the
     # snapshots it missed are offered to it again with this one.
-    missed = _unstored(common, store)
     made = (work, index_tree, untracked_tree)
     unstored = _keep_or_why(top, store, {**missed, **kept, ref: commit}, branch, made)
-    if unstored and missed:
+    if unstored and missed and not unstored.startswith(_BACKING_OFF):
         # One of those missed may have lost its objects since: not worth losing this one.
-        unstored = _keep_or_why(top, store, {**kept, ref: commit}, branch, made)
+        unstored = _keep_or_why(top, store, {**kept, ref: commit}, branch, made, force=True)
     if last is not None and not unstored:
         last[cwd] = trees  # only once copied: until then the same state is offered again
     return Snapshot(ref=ref, commit=commit, created=stamp, subject=subject, unstored=unstored)
@@ -261,13 +268,20 @@ def _unstored(common: str, store: str) -> dict[str, str]:
 
 
 def _keep_or_why(
-    top: str, store: str, updates: dict[str, str], branch: str, trees: tuple[str, ...]
+    top: str,
+    store: str,
+    updates: dict[str, str],
+    branch: str,
+    trees: tuple[str, ...],
+    force: bool = False,
 ) -> str:
     """`_keep`, and why the store does not hold the snapshot ("" when it does)."""
     try:
-        if _keep(top, store, updates, branch, trees):
+        if _keep(top, store, updates, branch, trees, force=force):
             return ""
         return "another copy into write-guard's store is under way"
+    except _BackingOff as error:
+        return str(error)
     except (OSError, RuntimeError, subprocess.SubprocessError) as error:
         return f"write-guard's store could not be written: {type(error).__name__}: {error}"[:300]
 
@@ -359,23 +373,33 @@ def _init_store(store: str, head: str) -> None:
 
 
 def _keep(
-    top: str, store: str, updates: dict[str, str], branch: str, trees: tuple[str, ...] = ()
+    top: str,
+    store: str,
+    updates: dict[str, str],
+    branch: str,
+    trees: tuple[str, ...] = (),
+    force: bool = False,
 ) -> bool:
     """Copy into the store the objects reachable from `updates`' commits that it lacks (read
     from the repository at `top`, the store as its alternate), then set its refs to them;
     the store's HEAD names `branch`, the branch HEAD is on (for `recover`); `trees`: the
     snapshot's (work tree, index, untracked), left out of the next copy. False when another
-    copy is under way (nothing copied)."""
+    copy is under way (nothing copied); `_BackingOff` when copies failed lately (unless
+    `force`: a second try right after a failure)."""
     if not updates:
         return True
     if not os.path.isdir(os.path.join(store, "objects")):
         _init_store(store, next(iter(updates.values())))
-    if not _read_ref(store, HEAD_REF):
-        # The first copy (or one that never finished): every branch and tag, so that their
-        # history is kept too.
-        listed = _git(top, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads",
-                      "refs/tags")  # fmt: skip
-        updates = {**dict(line.split(" ", 1) for line in listed.splitlines()), **updates}
+    failed = os.path.join(store, FAILED_FILE)
+    failures = len(_read_lock(failed).split())
+    if failures and not force:
+        wait = min(STORE_RETRY_S * 2 ** (failures - 1), 3600.0)
+        with contextlib.suppress(FileNotFoundError):
+            if time.time() - os.stat(failed).st_mtime < wait:
+                raise _BackingOff(
+                    f"{_BACKING_OFF} {failures} times in a row: "
+                    f"tried again {wait:.0f} s after the last failure"
+                )
     lock = os.path.join(store, "write-guard.lock")
     mine = _locked(lock)
     if not mine:
@@ -383,7 +407,20 @@ def _keep(
         # stays in the repository only; HEAD, not yet recorded, is copied by the next one.
         return False
     try:
-        _copy(top, store, updates, trees)
+        if not _read_ref(store, HEAD_REF):
+            # The first copy (or one that never finished): every branch and tag, so that
+            # their history is kept too.
+            listed = _git(top, "for-each-ref", "--format=%(refname) %(objectname)",
+                          "refs/heads", "refs/tags")  # fmt: skip
+            updates = {**dict(line.split(" ", 1) for line in listed.splitlines()), **updates}
+        try:
+            _copy(top, store, updates, trees)
+        except (OSError, RuntimeError, subprocess.SubprocessError):
+            with contextlib.suppress(OSError):
+                _write_file(failed, "x " * (failures + 1))
+            raise
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(failed)
         if branch:
             _write_file(os.path.join(store, "HEAD"), f"ref: {branch}\n")
         elif HEAD_REF in updates:
@@ -395,6 +432,13 @@ def _keep(
         if _read_lock(lock) == mine:
             with contextlib.suppress(FileNotFoundError):
                 os.remove(lock)
+
+
+_BACKING_OFF = "the copy into write-guard's store failed"
+
+
+class _BackingOff(RuntimeError):
+    """The store's copy failed lately: not tried again yet."""
 
 
 def _set_refs(store: str, updates: dict[str, str]) -> None:
