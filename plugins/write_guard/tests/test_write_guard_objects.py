@@ -482,3 +482,27 @@ def test_a_copy_that_keeps_failing_is_tried_again_only_after_a_while(
         reasons.append(snap.unstored)
     assert len(tried) == 1  # not a full attempt at every command
     assert "timed out" in reasons[0] and "tried again" in reasons[1]
+
+
+def test_a_branch_the_store_cannot_hold_is_not_tried_again_at_every_command(
+    scratch_env: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = scratch_env
+    _sh(tree.ws, "git", "add", "-A")
+    _sh(tree.ws, "git", "commit", "-qm", "clean")
+    assert _snapshot.record(str(tree.ws), "x") is None  # the store holds `feature`
+    _sh(tree.ws, "git", "branch", "-qD", "feature")
+    _sh(tree.ws, "git", "checkout", "-q", "-b", "feature/x")
+    assert _snapshot.record(str(tree.ws), "y") is None  # HEAD kept, its branch cannot be
+    ran: list[list[str]] = []
+    real = subprocess.run
+
+    def counting(args: list[str], *rest: object, **kwargs: object) -> object:
+        ran.append(args)
+        return real(args, *rest, **kwargs)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(subprocess, "run", counting)
+    for _ in range(3):
+        assert _snapshot.record(str(tree.ws), "z") is None
+    monkeypatch.setattr(subprocess, "run", real)
+    assert not [args for args in ran if "update-ref" in args]

@@ -59,6 +59,8 @@ STORE_LOCK_STALE_S = 6 * STORE_TIMEOUT_S
 # command. `FAILED_FILE` in the store counts the failures (removed by a copy that succeeds).
 STORE_RETRY_S = 60.0
 FAILED_FILE = "write-guard.failed"
+# The branches (at their commits) the store refused last (`a/b` when it keeps `a`).
+CLASH_FILE = "write-guard.clash"
 # More packs than this in a store (one per snapshot): the small ones are rolled into one
 # (`repack --geometric`, whose work grows with the small packs, not with the store).
 STORE_PACKS_MAX = 24
@@ -332,6 +334,17 @@ def _branch_in(head_file: str) -> str:
     return "" if ".." in branch else branch
 
 
+def _clashed(store: str, branch: str, head: str) -> bool:
+    """Whether the store refused `branch` at `head` already (its name clashes with one it
+    keeps): not offered again until HEAD or the branch moves."""
+    with (
+        contextlib.suppress(OSError, UnicodeDecodeError),
+        open(os.path.join(store, CLASH_FILE), encoding="utf-8") as handle,
+    ):
+        return f"{branch} {head}" in handle.read(4096).splitlines()
+    return False
+
+
 def _head_updates(store: str, git_dir: str, head: str) -> tuple[dict[str, str], str]:
     """The store's refs that HEAD has moved past (its own record of HEAD and the branch HEAD
     is on), and that branch. Three small reads when nothing moved (every command of a clean
@@ -340,7 +353,7 @@ def _head_updates(store: str, git_dir: str, head: str) -> tuple[dict[str, str], 
     if _read_ref(store, HEAD_REF) != head:
         updates[HEAD_REF] = head
     branch = _branch_in(os.path.join(git_dir, "HEAD"))
-    if branch and _read_ref(store, branch) != head:
+    if branch and _read_ref(store, branch) != head and not _clashed(store, branch, head):
         updates[branch] = head
     return updates, branch
 
@@ -503,6 +516,8 @@ def _copy(top: str, store: str, updates: dict[str, str], trees: tuple[str, ...])
         # A branch whose name clashes with one the store kept (`a` then `a/b`): the objects
         # are copied; write-guard's own refs are set without the branches.
         _set_refs(store, {ref: sha for ref, sha in updates.items() if ref.startswith(PREFIX)})
+        refused = [f"{ref} {sha}" for ref, sha in updates.items() if not ref.startswith(PREFIX)]
+        _write_file(os.path.join(store, CLASH_FILE), "\n".join(refused) + "\n")
     if any(trees):
         _write_file(os.path.join(store, TREES_FILE), " ".join(filter(None, trees)) + "\n")
     packs = [name for name in os.listdir(os.path.join(objects, "pack")) if name.endswith(".pack")]
