@@ -506,3 +506,16 @@ def test_a_branch_the_store_cannot_hold_is_not_tried_again_at_every_command(
         assert _snapshot.record(str(tree.ws), "z") is None
     monkeypatch.setattr(subprocess, "run", real)
     assert not [args for args in ran if "update-ref" in args]
+
+
+def test_a_snapshot_the_store_never_got_still_comes_back(scratch_env: Tree) -> None:
+    tree = scratch_env
+    store = Path(_snapshot.store_of(str(tree.ws / ".git")))
+    store.mkdir(parents=True)
+    _sh(tree.ws, "git", "init", "-q", "--bare", str(store))
+    (store / "write-guard.lock").write_text("")  # a copy under way: this one is not copied
+    snap = _snapshot.record(str(tree.ws), "x")
+    assert snap is not None and snap.unstored
+    _sh(tree.ws, "git", "checkout", "--", "a.txt")
+    _snapshot.restore(str(tree.ws), snap.commit[:12])
+    assert (tree.ws / "a.txt").read_text() == DIRTY

@@ -845,8 +845,11 @@ def _trust(cwd: str, commit: str) -> None:
     when that does not mend them."""
     top, _git_dir, common = locate(cwd)
     store = store_of(common)
-    if not os.path.isdir(os.path.join(store, "objects")):
-        return  # nothing to check against: the repository's objects are all there is
+    if not os.path.isdir(os.path.join(store, "objects")) or not _git(
+        store, f"--git-dir={store}", "rev-parse", "--verify", "-q", f"{commit}^{{commit}}",
+        check=False,
+    ):  # fmt: skip
+        return  # nothing to check against (the store never got it): the repository's alone
     wanted = [commit] + [f"{commit}^{n}" for n in (1, 2, 3)]
     tips = _git(store, f"--git-dir={store}", "rev-parse", *wanted[:3])
     third = _git(store, f"--git-dir={store}", "rev-parse", "--verify", "-q", wanted[3],
