@@ -519,3 +519,16 @@ def test_a_snapshot_the_store_never_got_still_comes_back(scratch_env: Tree) -> N
     _sh(tree.ws, "git", "checkout", "--", "a.txt")
     _snapshot.restore(str(tree.ws), snap.commit[:12])
     assert (tree.ws / "a.txt").read_text() == DIRTY
+
+
+def test_a_git_symlink_planted_in_a_folder_records_nothing_into_its_target(
+    scratch_env: Tree,
+) -> None:
+    tree = scratch_env
+    planted = tree.root / "out" / "not-a-repo"
+    planted.mkdir(parents=True)
+    (planted / ".git").symlink_to(tree.ws / ".git")
+    (planted / "x.txt").write_text("x\n")
+    before = _sh(tree.ws, "git", "for-each-ref", "refs/write-guard")
+    assert _snapshot.record(str(planted), "x") is None
+    assert _sh(tree.ws, "git", "for-each-ref", "refs/write-guard") == before

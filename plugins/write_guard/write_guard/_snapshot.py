@@ -186,7 +186,11 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
     snapshot, kept by the caller) says was recorded last: one ref per state, not one per
     command."""
     found = holder(cwd)
-    if not found:
+    if not found or os.path.islink(os.path.join(found, ".git")):
+        # A `.git` symlink (a command can plant one in any folder it writes): git would
+        # take that folder for the work tree of the repository it names, and the snapshot
+        # and its store copy would go there. Refused rather than guessed: a work tree whose
+        # `.git` the person made a symlink is not snapshotted either.
         return None
     subject = f"write-guard: before {why[:60]}"
     # One git for all five (each process counts: this runs before every shell command).
