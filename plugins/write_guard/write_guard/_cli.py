@@ -86,9 +86,21 @@ def restore(
     comes back even after `.git/objects` or `.git/refs` were deleted (what the repository
     lost of it is put back first)."""
     where = os.path.abspath(repo)
+    if history and snapshot is not None:
+        typer.echo(
+            "write-guard: give a snapshot or --history, not both (restore SNAPSHOT brings "
+            "the history back first)",
+            err=True,
+        )
+        raise typer.Exit(2)
     try:
         if history:
-            _report(_snapshot.recover(where))
+            recovered = _snapshot.recover(where)
+            _report(recovered)
+            if not recovered.stored:
+                typer.echo("no write-guard store for this repository: nothing to bring back")
+            elif recovered == _snapshot.Recovered(0, (), False, False):
+                typer.echo("nothing was missing: the repository holds all of write-guard's store")
             return
         if snapshot is None:
             found = _snapshot.snapshots(where)
@@ -120,6 +132,9 @@ def _report(done: _snapshot.Recovered) -> None:
         typer.echo(f"made {ref} again (it was missing)")
     if done.index:
         typer.echo("read the index again from HEAD (it was missing)")
+    for ref, sha in done.absent:
+        typer.echo(f"write-guard's store holds {ref}, which the repository lacks (left so: "
+                   f"`git update-ref {ref} {sha}` makes it again)")  # fmt: skip
 
 
 def sandbox_settings(

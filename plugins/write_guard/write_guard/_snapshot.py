@@ -17,7 +17,8 @@ The objects of a snapshot live in the repository's `.git/objects`, which a comma
 (everything in `.git` but its config, hooks and write-guard's refs stays writable so that
 `git commit` works). So each snapshot is also copied into a store of write-guard's own: a bare
 repository per repository in hookchain's data dir (hidden from the sandbox, never writable by
-a command), written incrementally with `git pack-objects` — only what the store lacks, the
+a command), written incrementally with `git pack-objects` piped into the store's
+`git index-pack --strict` (every object hashed again) — only what the store lacks, the
 objects reachable from the snapshot and not from the store's last tips. HEAD is kept there too
 (its branch under the same name, the first time every branch and tag): a commit seen at HEAD
 is recoverable, with its history, even from a clean work tree. `recover` brings the store's
@@ -48,9 +49,18 @@ UNTRACKED_FILES_MAX = 2_000
 # `<data dir>/write-guard/git/`. Its first copy holds every object of the repository's
 # branches and tags (a few tenths of a second on 10,000 files); it may take this long in the
 # background (the snapshot's own budget abandons it, not git), and a second copy into the
-# same store waits for none: it is left to the next snapshot (a lock younger than this).
+# same store waits for none: it is left to the next snapshot (a lock younger than
+# STORE_LOCK_STALE_S: a copy runs a few git processes in turn, each bounded by this).
 STORE_FOLDER = ("write-guard", "git")
 STORE_TIMEOUT_S = 120.0
+STORE_LOCK_STALE_S = 6 * STORE_TIMEOUT_S
+# A copy that failed is tried again only after this, doubled at each failure up to an hour:
+# a first copy that never finishes in time would otherwise cost its full time at every
+# command. `FAILED_FILE` in the store counts the failures (removed by a copy that succeeds).
+STORE_RETRY_S = 60.0
+FAILED_FILE = "write-guard.failed"
+# The branches (at their commits) the store refused last (`a/b` when it keeps `a`).
+CLASH_FILE = "write-guard.clash"
 # More packs than this in a store (one per snapshot): the small ones are rolled into one
 # (`repack --geometric`, whose work grows with the small packs, not with the store).
 STORE_PACKS_MAX = 24
@@ -59,7 +69,8 @@ HEAD_REF = PREFIX + "head"
 TREES_FILE = "write-guard.trees"
 _HEX = frozenset("0123456789abcdef")
 # The host runs git on the agent's work tree: no program of the repository's configuration.
-_SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat")
+_SAFE = ("-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat",
+         "-c", "core.commitGraph=false", "-c", "advice.graftFileDeprecated=false")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +79,16 @@ class Snapshot:
     commit: str
     created: str
     subject: str
+    unstored: str = ""
+    """Why write-guard's store does not hold it (kept in the repository only; offered to the
+    store again at the next snapshot); "" when copied."""
+
+
+def _env() -> dict[str, str]:
+    # A command can write `.git/refs/replace`, `.git/info/grafts` and the commit-graph: none of
+    # them may change what a snapshot holds or what comes back.
+    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}  # fmt: skip
 
 
 def _git(
@@ -78,12 +99,15 @@ def _git(
     stdin: str | None = None,
     alternate: str | None = None,
     timeout: float = GIT_TIMEOUT_S,
+    ceiling: str | None = None,
 ) -> str:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0"}
+    env = _env()
     if index is not None:
         env["GIT_INDEX_FILE"] = index
     if alternate is not None:
         env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = alternate
+    if ceiling is not None and os.path.dirname(ceiling) != ceiling:
+        env["GIT_CEILING_DIRECTORIES"] = os.path.dirname(ceiling)
     done = subprocess.run(
         ["git", *_SAFE, *args],
         cwd=cwd,
@@ -100,16 +124,23 @@ def _git(
     return done.stdout.strip()
 
 
-def is_work_tree(cwd: str) -> bool:
-    """Whether `cwd` lies in a git work tree (found without running git: a `.git` above)."""
+def holder(cwd: str) -> str:
+    """The nearest folder at or above `cwd` holding a `.git` (found without running git), or
+    "". git is told to look no higher (`GIT_CEILING_DIRECTORIES`): when this repository is
+    broken, git's own search would walk on to a repository around it (a project in a
+    monorepo, or in a home folder kept in git) and write-guard would read and write that one."""
     path = os.path.abspath(cwd)
-    while True:
-        if os.path.exists(os.path.join(path, ".git")):
-            return True
+    while not os.path.lexists(os.path.join(path, ".git")):
         parent = os.path.dirname(path)
         if parent == path:
-            return False
+            return ""
         path = parent
+    return path
+
+
+def is_work_tree(cwd: str) -> bool:
+    """Whether `cwd` lies in a git work tree (found without running git: a `.git` above)."""
+    return bool(holder(cwd))
 
 
 def untracked(top: str, index: str | None = None) -> tuple[list[str], int]:
@@ -154,12 +185,18 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
     write-guard ref; None when clean, or when they are what `last` (cwd → the trees of the last
     snapshot, kept by the caller) says was recorded last: one ref per state, not one per
     command."""
-    if not is_work_tree(cwd):
+    found = holder(cwd)
+    if not found or os.path.islink(os.path.join(found, ".git")):
+        # A `.git` symlink (a command can plant one in any folder it writes): git would
+        # take that folder for the work tree of the repository it names, and the snapshot
+        # and its store copy would go there. Refused rather than guessed: a work tree whose
+        # `.git` the person made a symlink is not snapshotted either.
         return None
     subject = f"write-guard: before {why[:60]}"
     # One git for all five (each process counts: this runs before every shell command).
     asked = ("--show-toplevel", "--git-path", "index", "--git-dir", "--git-common-dir")
-    located = _git(cwd, "rev-parse", *asked, "--verify", "-q", "HEAD", check=False).splitlines()
+    located = _git(cwd, "rev-parse", *asked, "--verify", "-q", "HEAD", check=False,
+                   ceiling=found).splitlines()  # fmt: skip
     if len(located) != 5:
         return None  # no commit yet: nothing a stash could be applied onto
     top, head = located[0], located[4]
@@ -180,7 +217,8 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
         commit = _git(cwd, "stash", "create", subject, check=False, index=copy)
         names, left_out = untracked(top, copy)
     if not commit and not names:
-        _keep(top, store, kept, branch)
+        with contextlib.suppress(_BackingOff):  # said with the last snapshot
+            _keep(top, store, kept, branch)
         return None
     if left_out:
         subject += f" ({left_out} untracked files over the size cap not kept)"
@@ -199,18 +237,59 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
         untracked_commit, untracked_tree = _untracked_commit(top, names)
         parents = ["-p", head, "-p", index_commit, "-p", untracked_commit]
         commit = _git(cwd, "commit-tree", work, *parents, "-m", subject)
-    if last is not None:
-        trees = f"{work} {index_tree} {untracked_tree}"
-        if last.get(cwd) == trees:
+    trees = f"{work} {index_tree} {untracked_tree}"
+    if last is not None and last.get(cwd) == trees:
+        with contextlib.suppress(_BackingOff):
             _keep(top, store, kept, branch)
-            return None
-        last[cwd] = trees
+        return None
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     ref = f"{REF_PREFIX}{stamp}-{commit[:12]}"
+    missed = _unstored(common, store)
     _git(cwd, "update-ref", "-m", "write-guard snapshot", ref, commit)
-    # In the repository first: a store that cannot be written loses no snapshot.
-    _keep(top, store, {**kept, ref: commit}, branch, (work, index_tree, untracked_tree))
-    return Snapshot(ref=ref, commit=commit, created=stamp, subject=subject)
+    # In the repository first: a store that cannot be written loses no snapshot, and the
+    # snapshots it missed are offered to it again with this one.
+    made = (work, index_tree, untracked_tree)
+    unstored = _keep_or_why(top, store, {**missed, **kept, ref: commit}, branch, made)
+    if unstored and missed and not unstored.startswith(_BACKING_OFF):
+        # One of those missed may have lost its objects since: not worth losing this one.
+        unstored = _keep_or_why(top, store, {**kept, ref: commit}, branch, made, force=True)
+    if last is not None and not unstored:
+        last[cwd] = trees  # only once copied: until then the same state is offered again
+    return Snapshot(ref=ref, commit=commit, created=stamp, subject=subject, unstored=unstored)
+
+
+def _unstored(common: str, store: str) -> dict[str, str]:
+    """The repository's snapshot refs (the loose ones: `update-ref` writes them so) that the
+    store lacks: those a store that could not be written missed. Two folder reads."""
+    try:
+        names = os.listdir(os.path.join(common, REF_PREFIX))
+    except OSError:
+        return {}  # no snapshot
+    try:
+        have = set(os.listdir(os.path.join(store, REF_PREFIX)))
+    except OSError:
+        have = set()  # none copied yet
+    found = {REF_PREFIX + name: _read_ref(common, REF_PREFIX + name) for name in names}
+    return {ref: sha for ref, sha in found.items() if sha and ref[len(REF_PREFIX) :] not in have}
+
+
+def _keep_or_why(
+    top: str,
+    store: str,
+    updates: dict[str, str],
+    branch: str,
+    trees: tuple[str, ...],
+    force: bool = False,
+) -> str:
+    """`_keep`, and why the store does not hold the snapshot ("" when it does)."""
+    try:
+        if _keep(top, store, updates, branch, trees, force=force):
+            return ""
+        return "another copy into write-guard's store is under way"
+    except _BackingOff as error:
+        return str(error)
+    except (OSError, RuntimeError, subprocess.SubprocessError) as error:
+        return f"write-guard's store could not be written: {type(error).__name__}: {error}"[:300]
 
 
 def store_of(common: str) -> str:
@@ -247,6 +326,29 @@ def _write_file(path: str, text: str) -> None:
     os.replace(path + ".write-guard", path)
 
 
+def _branch_in(head_file: str) -> str:
+    """The branch a HEAD file (the repository's or the store's) is on, or "" (detached,
+    unreadable, or a name that would lead out of the refs)."""
+    try:
+        with open(head_file, encoding="utf-8") as handle:
+            symbolic = handle.read(1024).strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    branch = symbolic[len("ref: ") :] if symbolic.startswith("ref: refs/heads/") else ""
+    return "" if ".." in branch else branch
+
+
+def _clashed(store: str, branch: str, head: str) -> bool:
+    """Whether the store refused `branch` at `head` already (its name clashes with one it
+    keeps): not offered again until HEAD or the branch moves."""
+    with (
+        contextlib.suppress(OSError, UnicodeDecodeError),
+        open(os.path.join(store, CLASH_FILE), encoding="utf-8") as handle,
+    ):
+        return f"{branch} {head}" in handle.read(4096).splitlines()
+    return False
+
+
 def _head_updates(store: str, git_dir: str, head: str) -> tuple[dict[str, str], str]:
     """The store's refs that HEAD has moved past (its own record of HEAD and the branch HEAD
     is on), and that branch. Three small reads when nothing moved (every command of a clean
@@ -254,15 +356,8 @@ def _head_updates(store: str, git_dir: str, head: str) -> tuple[dict[str, str], 
     updates: dict[str, str] = {}
     if _read_ref(store, HEAD_REF) != head:
         updates[HEAD_REF] = head
-    try:
-        with open(os.path.join(git_dir, "HEAD"), encoding="utf-8") as handle:
-            symbolic = handle.read(1024).strip()
-    except (OSError, UnicodeDecodeError):
-        symbolic = ""
-    branch = symbolic[len("ref: ") :] if symbolic.startswith("ref: refs/heads/") else ""
-    if ".." in branch:
-        branch = ""
-    if branch and _read_ref(store, branch) != head:
+    branch = _branch_in(os.path.join(git_dir, "HEAD"))
+    if branch and _read_ref(store, branch) != head and not _clashed(store, branch, head):
         updates[branch] = head
     return updates, branch
 
@@ -295,34 +390,72 @@ def _init_store(store: str, head: str) -> None:
 
 
 def _keep(
-    top: str, store: str, updates: dict[str, str], branch: str, trees: tuple[str, ...] = ()
-) -> None:
+    top: str,
+    store: str,
+    updates: dict[str, str],
+    branch: str,
+    trees: tuple[str, ...] = (),
+    force: bool = False,
+) -> bool:
     """Copy into the store the objects reachable from `updates`' commits that it lacks (read
     from the repository at `top`, the store as its alternate), then set its refs to them;
     the store's HEAD names `branch`, the branch HEAD is on (for `recover`); `trees`: the
-    snapshot's (work tree, index, untracked), left out of the next copy."""
+    snapshot's (work tree, index, untracked), left out of the next copy. False when another
+    copy is under way (nothing copied); `_BackingOff` when copies failed lately (unless
+    `force`: a second try right after a failure)."""
     if not updates:
-        return
+        return True
     if not os.path.isdir(os.path.join(store, "objects")):
         _init_store(store, next(iter(updates.values())))
-    if not _read_ref(store, HEAD_REF):
-        # The first copy (or one that never finished): every branch and tag, so that their
-        # history is kept too.
-        listed = _git(top, "for-each-ref", "--format=%(refname) %(objectname)", "refs/heads",
-                      "refs/tags")  # fmt: skip
-        updates = {**dict(line.split(" ", 1) for line in listed.splitlines()), **updates}
+    failed = os.path.join(store, FAILED_FILE)
+    failures = len(_read_lock(failed).split())
+    if failures and not force:
+        wait = min(STORE_RETRY_S * 2 ** (failures - 1), 3600.0)
+        with contextlib.suppress(FileNotFoundError):
+            if time.time() - os.stat(failed).st_mtime < wait:
+                raise _BackingOff(
+                    f"{_BACKING_OFF} {failures} times in a row: "
+                    f"tried again {wait:.0f} s after the last failure"
+                )
     lock = os.path.join(store, "write-guard.lock")
-    if not _locked(lock):
+    mine = _locked(lock)
+    if not mine:
         # Another copy is under way (a first copy of a large repository): this snapshot
         # stays in the repository only; HEAD, not yet recorded, is copied by the next one.
-        return
+        return False
     try:
-        _copy(top, store, updates, trees)
+        if not _read_ref(store, HEAD_REF):
+            # The first copy (or one that never finished): every branch and tag, so that
+            # their history is kept too.
+            listed = _git(top, "for-each-ref", "--format=%(refname) %(objectname)",
+                          "refs/heads", "refs/tags")  # fmt: skip
+            updates = {**dict(line.split(" ", 1) for line in listed.splitlines()), **updates}
+        try:
+            _copy(top, store, updates, trees)
+        except (OSError, RuntimeError, subprocess.SubprocessError):
+            with contextlib.suppress(OSError):
+                _write_file(failed, "x " * (failures + 1))
+            raise
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(failed)
         if branch:
             _write_file(os.path.join(store, "HEAD"), f"ref: {branch}\n")
+        elif HEAD_REF in updates:
+            # A detached HEAD that moved: `recover` makes it again detached, at its commit.
+            _write_file(os.path.join(store, "HEAD"), f"{updates[HEAD_REF]}\n")
+        return True
     finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(lock)
+        # Only our own: a copier that judged this one dead holds the lock now.
+        if _read_lock(lock) == mine:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(lock)
+
+
+_BACKING_OFF = "the copy into write-guard's store failed"
+
+
+class _BackingOff(RuntimeError):
+    """The store's copy failed lately: not tried again yet."""
 
 
 def _set_refs(store: str, updates: dict[str, str]) -> None:
@@ -332,20 +465,33 @@ def _set_refs(store: str, updates: dict[str, str]) -> None:
          "--stdin", stdin=lines)  # fmt: skip
 
 
-def _locked(lock: str) -> bool:
-    """Whether this copy may go on: the lock made, or taken over from a copy that died."""
+def _locked(lock: str) -> str:
+    """The lock's mark when this copy may go on (the lock made, or taken over from a copy
+    that died), else ""."""
+    mark = f"{os.getpid()} {os.urandom(8).hex()}\n"
     try:
-        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-        return True
+        made = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
     except FileExistsError:
         pass
+    else:
+        with os.fdopen(made, "w", encoding="ascii") as handle:
+            handle.write(mark)
+        return mark
     try:
-        if time.time() - os.stat(lock).st_mtime < STORE_TIMEOUT_S:
-            return False
-        os.utime(lock)
+        if time.time() - os.lstat(lock).st_mtime < STORE_LOCK_STALE_S:
+            return ""
     except FileNotFoundError:
-        return False  # released this instant: the next snapshot is copied
-    return True
+        return ""  # released this instant: the next snapshot is copied
+    _write_file(lock, mark)  # taken over: whole, so the one that died never removes it
+    return mark
+
+
+def _read_lock(lock: str) -> str:
+    try:
+        with open(lock, encoding="ascii") as handle:
+            return handle.read(100)
+    except (OSError, UnicodeDecodeError):
+        return ""
 
 
 def _copy(top: str, store: str, updates: dict[str, str], trees: tuple[str, ...]) -> None:
@@ -353,26 +499,29 @@ def _copy(top: str, store: str, updates: dict[str, str], trees: tuple[str, ...])
     wanted = [sha for sha in dict.fromkeys(updates.values()) if sha not in tips]
     objects = os.path.join(store, "objects")
     if wanted:
-        pack = os.path.join(objects, "pack", "pack")
         # The last snapshot's trees too: it is no parent of the next one, so without them
         # every file changed since HEAD would be copied again at every snapshot.
         known = [*tips, *_read_shas(os.path.join(store, TREES_FILE))]
         for leave_out in [known, []] if known else [[]]:
+            revs = "\n".join([*wanted, "--not", *leave_out]) + "\n"
             try:
-                _git(top, "pack-objects", "--revs", "-q", pack,
-                     stdin="\n".join([*wanted, "--not", *leave_out]) + "\n",
-                     alternate=objects, timeout=STORE_TIMEOUT_S)  # fmt: skip
+                _pack_into(top, store, ["--revs"], revs, strict=True)
                 break
             except RuntimeError:
                 # One of them not in the store (it never should be): all is copied instead.
-                if not leave_out:
-                    raise
+                if leave_out:
+                    continue
+                # Or an object whose content is not what its name says (planted under the
+                # name of work about to be written): copied object by object instead.
+                _copy_checked(top, store, wanted)
     try:
         _set_refs(store, updates)
     except RuntimeError:
         # A branch whose name clashes with one the store kept (`a` then `a/b`): the objects
         # are copied; write-guard's own refs are set without the branches.
         _set_refs(store, {ref: sha for ref, sha in updates.items() if ref.startswith(PREFIX)})
+        refused = [f"{ref} {sha}" for ref, sha in updates.items() if not ref.startswith(PREFIX)]
+        _write_file(os.path.join(store, CLASH_FILE), "\n".join(refused) + "\n")
     if any(trees):
         _write_file(os.path.join(store, TREES_FILE), " ".join(filter(None, trees)) + "\n")
     packs = [name for name in os.listdir(os.path.join(objects, "pack")) if name.endswith(".pack")]
@@ -385,6 +534,67 @@ def _copy(top: str, store: str, updates: dict[str, str], trees: tuple[str, ...])
             # which is everything the store was given).
             _git(store, f"--git-dir={store}", "repack", "-q", "-a", "-d",
                  timeout=STORE_TIMEOUT_S)  # fmt: skip
+
+
+def _pack_into(top: str, store: str, how: list[str], stdin: str, strict: bool) -> None:
+    """`git pack-objects` in the repository at `top` (the store as its alternate) piped into
+    the store's `git index-pack`, which hashes every object again: with `strict`, one whose
+    content is not what its name says (or a link to an object neither has) fails loudly
+    rather than lands in the store."""
+    env = {**_env(), "GIT_ALTERNATE_OBJECT_DIRECTORIES": os.path.join(store, "objects")}
+    checks = ["--strict"] if strict else []
+    with subprocess.Popen(["git", *_SAFE, "pack-objects", *how, "-q", "--stdout"], cwd=top,
+                          env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE) as packer:  # fmt: skip
+        assert packer.stdin is not None
+        assert packer.stdout is not None
+        indexed: subprocess.Popen[bytes] | None = None
+        try:
+            indexed = subprocess.Popen(
+                ["git", *_SAFE, f"--git-dir={store}", "index-pack", "--stdin", *checks],
+                cwd=store, env=_env(), stdin=packer.stdout, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE)  # fmt: skip
+            packer.stdout.close()
+            packer.stdin.write(stdin.encode())
+            packer.stdin.close()
+            _out, why = indexed.communicate(timeout=STORE_TIMEOUT_S)
+            packer.wait(timeout=STORE_TIMEOUT_S)
+        except BaseException:
+            packer.kill()
+            if indexed is not None:
+                indexed.kill()
+                indexed.wait()
+            raise
+    if packer.returncode or indexed.returncode:
+        raise RuntimeError(f"git index-pack failed: {why.decode(errors='replace')[:200]}")
+
+
+def _copy_checked(top: str, store: str, wanted: list[str]) -> None:
+    """The objects the commits `wanted` reach, copied into the store after each was hashed as the
+    repository holds it: a blob whose content there is not what its name says is written
+    from the work tree's file instead (the person's content, when it is the named one);
+    those that cannot be mended so are not copied, and named."""
+    listed = _git(top, "rev-list", "--objects", *wanted, "--",
+                  alternate=os.path.join(store, "objects"))  # fmt: skip
+    paths: dict[str, str] = {}  # name -> its path in its tree ("" for a commit)
+    for line in filter(None, listed.splitlines()):
+        name, _space, path = line.partition(" ")
+        paths[name] = path
+    bad = set(_forged(top, list(paths)))
+    files = sorted({paths[name] for name in bad if paths[name]})
+    if files:
+        env = {**_env(), "GIT_OBJECT_DIRECTORY": os.path.join(store, "objects")}
+        subprocess.run(["git", *_SAFE, "hash-object", "-w", "--no-filters", "--stdin-paths"],
+                       cwd=top, env=env, input="\n".join(files) + "\n", capture_output=True,
+                       text=True, timeout=STORE_TIMEOUT_S, check=False)  # fmt: skip
+    good = [name for name in paths if name not in bad]
+    _pack_into(top, store, [], "\n".join(good) + "\n", strict=False)
+    left = [name for name in bad if _forged(store, [name])]
+    if left:
+        raise RuntimeError(
+            f"{len(left)} objects of the repository are not what their names say "
+            f"({', '.join(sorted(left)[:5])}): not copied into write-guard's store"
+        )
 
 
 def _listed(cwd: str, *git_dir: str) -> list[Snapshot]:
@@ -426,20 +636,46 @@ def snapshots(cwd: str) -> list[Snapshot]:
 def locate(cwd: str) -> tuple[str, str, str]:
     """The work tree's top folder, its git dir and common git dir; found without git when git
     no longer sees a repository there (its objects, refs or HEAD deleted): the `.git` above."""
+    path = holder(cwd)
+    if not path:
+        raise LookupError(f"no git repository at or above {cwd}")
     located = _git(cwd, "rev-parse", "--show-toplevel", "--git-dir", "--git-common-dir",
-                   check=False).splitlines()  # fmt: skip
+                   check=False, ceiling=path).splitlines()  # fmt: skip
     if len(located) == 3:
         return located[0], os.path.join(cwd, located[1]), os.path.join(cwd, located[2])
-    path = os.path.abspath(cwd)
-    while not os.path.lexists(os.path.join(path, ".git")):
-        parent = os.path.dirname(path)
-        if parent == path:
-            raise LookupError(f"no git repository at or above {cwd}")
-        path = parent
     found = git_dirs(path)
     if not found:
         raise LookupError(f"{path}/.git names no git dir")
     return path, found[0], found[-1]
+
+
+# The folders of the common git dir that `recover` writes into (git does, below them).
+_RECOVERED_FOLDERS = ("objects", "objects/pack", "objects/info", "refs", "refs/heads", "refs/tags")
+
+
+def _stored_head(store: str) -> str:
+    """What `.git/HEAD` held when the store saw it last: its branch, when the store holds
+    that branch; else the commit the store saw at HEAD, detached (a detached HEAD, or a
+    branch the store never held: naming it would leave HEAD on no commit)."""
+    branch = _branch_in(os.path.join(store, "HEAD"))
+    if branch and _read_ref(store, branch):
+        return f"ref: {branch}"
+    seen = _read_ref(store, HEAD_REF)
+    return seen or "ref: refs/heads/main"
+
+
+def _refuse_symlinks(git_dir: str, common: str) -> None:
+    """Refuse to write into a repository whose git dirs, HEAD or folders written into are
+    symlinks: a command may leave one pointing anywhere, and what `recover` writes would
+    land there (with the person's rights)."""
+    paths = [git_dir, common, os.path.join(git_dir, "HEAD")]
+    paths += [os.path.join(common, folder) for folder in _RECOVERED_FOLDERS]
+    linked = [path for path in dict.fromkeys(paths) if os.path.islink(path)]
+    if linked:
+        raise RuntimeError(
+            f"{', '.join(linked)}: a symlink (a command may have left it); nothing was written "
+            "through it: remove it (or put the real folder or file back) and run restore again"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,9 +685,15 @@ class Recovered:
     refs: tuple[str, ...]
     """Refs made again (branches, tags, snapshots): each was missing."""
     head: bool
-    """HEAD was missing: made again, on the branch the store saw last."""
+    """HEAD was missing: made again, on the branch the store saw last (detached at the
+    commit it saw at HEAD when it held no such branch)."""
     index: bool
     """The index was missing: read again from HEAD (the work tree is not touched)."""
+    absent: tuple[tuple[str, str], ...] = ()
+    """Branches and tags the store holds and the repository lacks, not made again (ref,
+    commit): the repository is sound, and one may have been deleted on purpose."""
+    stored: bool = True
+    """write-guard has a store for the repository (none: nothing could be brought back)."""
 
 
 def recover(cwd: str) -> Recovered:
@@ -463,17 +705,17 @@ def recover(cwd: str) -> Recovered:
     top, git_dir, common = locate(cwd)
     store = store_of(common)
     if not os.path.isdir(os.path.join(store, "objects")):
-        return Recovered(0, (), False, False)
-    for folder in ("objects/pack", "objects/info", "refs/heads", "refs/tags"):
+        return Recovered(0, (), False, False, stored=False)
+    _refuse_symlinks(git_dir, common)
+    for folder in _RECOVERED_FOLDERS:
         os.makedirs(os.path.join(common, folder), exist_ok=True)
     head_file = os.path.join(git_dir, "HEAD")
-    head = not os.path.exists(head_file)
+    head = not os.path.lexists(head_file)
     if head:
-        with open(os.path.join(store, "HEAD"), encoding="utf-8") as handle:
-            symbolic = handle.read(1024).strip()
-        if not symbolic.startswith("ref: refs/heads/"):
-            symbolic = "ref: refs/heads/main"
-        with open(head_file, "w", encoding="utf-8") as handle:
+        symbolic = _stored_head(store)
+        # Made, never opened: a file that appeared meanwhile (a symlink) is not followed.
+        created = os.open(head_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(created, "w", encoding="utf-8") as handle:
             handle.write(symbolic + "\n")
     stored = _git(store, f"--git-dir={store}", "cat-file", "--batch-all-objects",
                   "--batch-check=%(objectname)")  # fmt: skip
@@ -484,13 +726,17 @@ def recover(cwd: str) -> Recovered:
         _git(store, f"--git-dir={store}", "pack-objects", "-q", pack,
              stdin="\n".join(missing) + "\n", timeout=STORE_TIMEOUT_S)  # fmt: skip
     made: list[str] = []
-    broken = not _git(top, "rev-parse", "--verify", "-q", "HEAD", check=False)
+    form = "--format=%(refname) %(objectname)"
+    theirs = _git(store, f"--git-dir={store}", "for-each-ref", form).splitlines()
+    ours = {line.split(" ", 1)[0] for line in _git(top, "for-each-ref", form).splitlines()}
+    wanted = [line.split(" ", 1) for line in theirs if line.split(" ", 1)[0] not in ours]
+    wanted = [pair for pair in wanted if pair[0] != HEAD_REF]
+    # HEAD on a branch not born yet (`checkout --orphan`, which the store never saw) is a
+    # sound repository; HEAD on a branch the store holds and the repository lost is not.
+    branch = _branch_in(head_file)
+    unborn = bool(branch) and not _read_ref(store, branch)
+    broken = not unborn and not _git(top, "rev-parse", "--verify", "-q", "HEAD", check=False)
     if head or broken:
-        form = "--format=%(refname) %(objectname)"
-        theirs = _git(store, f"--git-dir={store}", "for-each-ref", form).splitlines()
-        ours = {line.split(" ", 1)[0] for line in _git(top, "for-each-ref", form).splitlines()}
-        wanted = [line.split(" ", 1) for line in theirs if line.split(" ", 1)[0] not in ours]
-        wanted = [pair for pair in wanted if pair[0] != HEAD_REF]
         lines = "".join(f"create {ref} {sha}\n" for ref, sha in wanted)
         try:
             if wanted:
@@ -508,7 +754,10 @@ def recover(cwd: str) -> Recovered:
     )
     if rebuilt:
         _git(top, "read-tree", "HEAD")
-    return Recovered(len(missing), tuple(made), head, rebuilt)
+    absent = tuple(
+        (ref, sha) for ref, sha in wanted if ref not in made and not ref.startswith(PREFIX)
+    )
+    return Recovered(len(missing), tuple(made), head, rebuilt, absent=absent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -533,6 +782,7 @@ def restore(cwd: str, which: str) -> Restored:
     recovered = recover(cwd)
     for snap in snapshots(cwd):
         if which in {snap.ref, snap.ref[len(REF_PREFIX) :]} or snap.commit.startswith(which):
+            _trust(cwd, snap.commit)
             return _apply(cwd, snap, recovered)
     raise LookupError(f"no write-guard snapshot matches {which!r}")
 
@@ -563,3 +813,69 @@ def _apply(cwd: str, snap: Snapshot, recovered: Recovered) -> Restored:
                 _git(top, "read-tree", untracked_commit, index=index)
                 _git(top, "checkout-index", "-z", "--stdin", index=index, stdin="\0".join(back))
     return Restored(snapshot=snap, untracked=tuple(back), kept=tuple(kept), recovered=recovered)
+
+
+def _forged(cwd: str, names: list[str]) -> list[str]:
+    """Those of `names` whose content in the repository at `cwd` does not hash to the name
+    (an object file a command rewrote), or that it lacks."""
+    done = subprocess.run(["git", *_SAFE, "cat-file", "--batch"], cwd=cwd, env=_env(),
+                          input=("\n".join(names) + "\n").encode(), capture_output=True,
+                          timeout=STORE_TIMEOUT_S, check=False)  # fmt: skip
+    out, at, bad = done.stdout, 0, []
+    for number, name in enumerate(names):
+        end = out.find(b"\n", at)
+        header = out[at:end].split() if end >= 0 else []
+        if len(header) == 2 and header[0].decode() == name:  # `<name> missing`
+            bad.append(name)
+            at = end + 1
+            continue
+        if len(header) != 3 or header[0].decode() != name:
+            bad += names[number:]  # the output cut short: none of the rest is vouched for
+            break
+        size = int(header[2])
+        body = out[end + 1 : end + 1 + size]
+        digest = hashlib.new("sha1" if len(name) == 40 else "sha256")
+        digest.update(header[1] + b" %d\0" % size + body)
+        if digest.hexdigest() != name:
+            bad.append(name)
+        at = end + 1 + size + 1
+    return bad
+
+
+def _trust(cwd: str, commit: str) -> None:
+    """Make sure the objects `restore` reads for the snapshot `commit` are the store's: those
+    of the repository whose content is not what their name says are put back from the store
+    (their loose file removed first, a pack of the store's copy added); refused, naming them,
+    when that does not mend them."""
+    top, _git_dir, common = locate(cwd)
+    store = store_of(common)
+    if not os.path.isdir(os.path.join(store, "objects")) or not _git(
+        store, f"--git-dir={store}", "rev-parse", "--verify", "-q", f"{commit}^{{commit}}",
+        check=False,
+    ):  # fmt: skip
+        return  # nothing to check against (the store never got it): the repository's alone
+    wanted = [commit] + [f"{commit}^{n}" for n in (1, 2, 3)]
+    tips = _git(store, f"--git-dir={store}", "rev-parse", *wanted[:3])
+    third = _git(store, f"--git-dir={store}", "rev-parse", "--verify", "-q", wanted[3],
+                 check=False)  # fmt: skip
+    listed = _git(store, f"--git-dir={store}", "rev-list", "--objects", "--no-walk",
+                  *tips.split(), *third.split())  # fmt: skip
+    names = list(dict.fromkeys(line.split(" ", 1)[0] for line in listed.splitlines() if line))
+    bad = _forged(top, names)
+    if not bad:
+        return
+    objects = os.path.join(common, "objects")
+    for name in bad:
+        loose = os.path.join(objects, name[:2], name[2:])
+        if not os.path.islink(os.path.join(objects, name[:2])):
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(loose)
+    _git(store, f"--git-dir={store}", "pack-objects", "-q", os.path.join(objects, "pack", "pack"),
+         stdin="\n".join(bad) + "\n", timeout=STORE_TIMEOUT_S)  # fmt: skip
+    still = _forged(top, bad)
+    if still:
+        raise RuntimeError(
+            f"{len(still)} objects of the snapshot in the repository are not what write-guard "
+            f"copied ({', '.join(still[:5])}): a command rewrote them; nothing was restored "
+            "(remove those objects from .git/objects, then run restore again)"
+        )
