@@ -530,7 +530,13 @@ class Guard:
             return
         if scope.cancelled_caught:
             engine.ui.log("no snapshot of the work tree: git took too long", level="warning")
-        if snap is not None:
+        if snap is not None and snap.unstored:
+            engine.ui.log(
+                f"recorded the work tree's changes as {snap.ref}, kept in the repository only "
+                f"(not in write-guard's store: {snap.unstored})",
+                level="warning",
+            )
+        elif snap is not None:
             engine.ui.log(f"recorded the work tree's changes as {snap.ref}")
 
     async def enforce(self, engine: Engine, event: ToolCall, call_next: CallNext) -> ToolResult:
