@@ -526,3 +526,82 @@ def test_sandbox_settings_prints_what_install_is_asked_for(
     assert shown.exit_code == 0, shown.output
     asked = write_guard.harness_settings("claude-code", "local", str(tree.ws), _options(tree))
     assert json.loads(shown.output) == asked  # the project's hookchain.toml was read
+
+
+# -- settings beside `sandbox` that loosen it: Claude Code's sandbox builder applies them ----------
+
+
+def _loosening(tree: Tree) -> dict[str, tuple[dict[str, Any], str]]:
+    """Per shape, a `.claude/settings.local.json` that lets a command do more than the policy
+    (Claude Code writes some of them itself), and the words the difference is said in."""
+    out = str(tree.root / "out")
+    return {
+        "additionalDirectories": (
+            {"permissions": {"additionalDirectories": [out]}},
+            f"permissions make {out} writable",
+        ),
+        "allow-Edit-absolute": (
+            {"permissions": {"allow": [f"Edit(/{out}/**)"]}},
+            f"permissions make {out} writable",
+        ),
+        "allow-Edit-home": ({"permissions": {"allow": ["Edit(~/**)"]}}, "writable"),
+        "excludedCommands": (
+            {"sandbox": {"excludedCommands": ["python3"]}},
+            'excludedCommands runs ["python3"] outside the sandbox',
+        ),
+        "allowRead": (
+            {"sandbox": {"filesystem": {"allowRead": [str(tree.root / "run")]}}},
+            "allowRead re-allows",
+        ),
+        "allowAllUnixSockets": (
+            {"sandbox": {"network": {"allowAllUnixSockets": True}}},
+            "network.allowAllUnixSockets is true",
+        ),
+        "allowUnixSockets": (
+            {"sandbox": {"network": {"allowUnixSockets": ["/run/docker.sock"]}}},
+            "network.allowUnixSockets is",
+        ),
+        "enableWeakerNestedSandbox": (
+            {"sandbox": {"enableWeakerNestedSandbox": True}},
+            "enableWeakerNestedSandbox is true",
+        ),
+    }
+
+
+LOOSENING = (
+    "additionalDirectories", "allow-Edit-absolute", "allow-Edit-home", "excludedCommands",
+    "allowRead", "allowAllUnixSockets", "allowUnixSockets", "enableWeakerNestedSandbox",
+)  # fmt: skip
+
+
+@needs_bwrap
+@pytest.mark.parametrize("shape", LOOSENING)
+async def test_settings_that_loosen_claude_codes_sandbox_beside_it_are_not_counted_on(
+    tree: Tree, shape: str
+) -> None:
+    _claude_settings(tree)
+    local, said = _loosening(tree)[shape]
+    (tree.ws / ".claude" / "settings.local.json").write_text(json.dumps(local), encoding="utf-8")
+    out = str(tree.root / "out")
+    reached: list[str] = []
+    calls = [{"command": python_write(f"{out}/e.txt"), "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls, reached=reached)
+    assert result.denial is not None and reached == []
+    assert any(said in text and "differ" in text for text in _toasts(actions)), _toasts(actions)
+
+
+@needs_bwrap
+async def test_what_claude_code_itself_adds_inside_the_workspace_keeps_its_sandbox(
+    tree: Tree,
+) -> None:
+    # Rules within what the policy lets write already (Claude Code's own "allow edits here").
+    _claude_settings(tree)
+    inside = "Edit(/" + str(tree.ws) + "/**)"  # `//ws/**`: the workspace, absolute
+    allow = ["Bash(npm test:*)", "Edit(src/**)", inside]
+    local = {"permissions": {"allow": allow, "additionalDirectories": [str(tree.root / "tmp")]}}
+    (tree.ws / ".claude" / "settings.local.json").write_text(json.dumps(local), encoding="utf-8")
+    (result,), actions = await _session(
+        tree, [{"command": UNREADABLE, "permission_mode": "default"}]
+    )
+    assert result.denial is None and result.updated_input is None
+    assert _toasts(actions) == []

@@ -256,6 +256,8 @@ class Guard:
             (workspace, home, config_dir),
             settings_files(workspace, home or self.default_home, config_dir),
             lambda: self.claude_expected(workspace, home),
+            workspace,
+            home or self.default_home,
         )
 
     def claude_expected(self, workspace: str, home: str | None) -> dict[str, Any]:
