@@ -605,3 +605,17 @@ async def test_what_claude_code_itself_adds_inside_the_workspace_keeps_its_sandb
     )
     assert result.denial is None and result.updated_input is None
     assert _toasts(actions) == []
+
+
+@needs_bwrap
+async def test_the_agent_sdk_never_takes_claude_codes_sandbox_from_the_workspaces_files(
+    tree: Tree,
+) -> None:
+    # Its sessions load no workspace settings (setting_sources=[]): those never switch its
+    # sandbox on, whatever they say.
+    _claude_settings(tree)
+    out = str(tree.root / "out")
+    reached: list[str] = []
+    calls = [{"command": python_write(f"{out}/e.txt"), "permission_mode": "default"}]
+    (result,), _actions = await _session(tree, calls, harness="claude-agent-sdk", reached=reached)
+    assert result.denial is not None and reached == []

@@ -16,6 +16,10 @@ from write_guard._claude_sandbox import ClaudeSettings
 
 Route = Literal["claude-sandbox", "bwrap-rewrite", "none"]
 
+SETTINGS_HARNESS = "claude-code"
+"""The one harness whose sandbox comes from the workspace's settings files: the Agent SDK loads
+none of them unless told (`setting_sources`), so they never switch its sandbox on."""
+
 UNCHECKED_MODE = "bypassPermissions"
 """The one Claude Code permission mode that runs a command without checking its rules."""
 

@@ -62,6 +62,7 @@ from write_guard._paths import PathContext, PathRejection
 from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, Policy, prepare_patterns
 from write_guard._quick import writes_nothing
 from write_guard._routes import (
+    SETTINGS_HARNESS,
     Facts,
     Route,
     checks_warning,
@@ -230,7 +231,7 @@ class Guard:
         if event.harness not in CLAUDE_TOOL_NAMES:
             return "none", False
         # A replay or a test host runs nothing: the recorded workspace's files are not read.
-        if not engine.sandboxed:
+        if not engine.sandboxed and event.harness == SETTINGS_HARNESS:
             claude = self.claude_settings(engine, policy.workspace_root)
             if claude.holds:
                 return "claude-sandbox", False
@@ -630,7 +631,8 @@ class Guard:
         claude_like = event.harness in CLAUDE_TOOL_NAMES
         workspace = self.options.workspace_root or engine.env.get("CLAUDE_PROJECT_DIR") or event.cwd
         available = self.sandbox
-        claude = self.claude_settings(engine, workspace) if claude_like else OFF
+        ours = event.harness == SETTINGS_HARNESS
+        claude = self.claude_settings(engine, workspace) if ours else OFF
         facts = Facts(
             claude=claude, bwrap_reason=available.reason, bwrap_works=available.bwrap is not None
         )
