@@ -619,3 +619,30 @@ async def test_the_agent_sdk_never_takes_claude_codes_sandbox_from_the_workspace
     calls = [{"command": python_write(f"{out}/e.txt"), "permission_mode": "default"}]
     (result,), _actions = await _session(tree, calls, harness="claude-agent-sdk", reached=reached)
     assert result.denial is not None and reached == []
+
+
+@needs_bwrap
+async def test_a_settings_file_with_a_bom_is_read_as_claude_code_reads_it(tree: Tree) -> None:
+    # Claude Code strips a leading BOM and applies the file: here its sandbox is switched off,
+    # so it is not the route (the rewrite is).
+    _claude_settings(tree)
+    local = tree.ws / ".claude" / "settings.local.json"
+    local.write_text(json.dumps({"sandbox": {"enabled": False}}), encoding="utf-8-sig")
+    calls = [{"command": "ls -la", "permission_mode": "bypassPermissions"}]
+    (result,), _actions = await _session(tree, calls)
+    assert result.updated_input is not None and "bwrap" in result.updated_input["command"]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("content", [b"{not json", b"[]"])
+async def test_a_settings_file_that_cannot_be_read_counts_as_looser(
+    tree: Tree, content: bytes
+) -> None:
+    _claude_settings(tree)
+    local = tree.ws / ".claude" / "settings.local.json"
+    local.write_bytes(content)
+    reached: list[str] = []
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls, reached=reached)
+    assert result.denial is not None and reached == []
+    assert any(f"cannot read {local}" in text for text in _toasts(actions)), _toasts(actions)

@@ -155,6 +155,9 @@ class Found:
     `additionalDirectories`."""
     loosening: tuple[str, ...] = ()
     """Settings beside the lists that let a command do more, said as differences."""
+    unreadable: tuple[str, ...] = ()
+    """Files that exist but cannot be read as settings, said as differences: whether they
+    switch the sandbox on or loosen it is unknown, so they count as looser."""
 
 
 def _loosening(sandbox: dict[str, Any]) -> list[str]:
@@ -184,13 +187,20 @@ def workspace_sandbox(files: Sequence[str], workspace: str = "", home: str | Non
     paths: dict[str, list[str]] = {}
     writable: list[str] = []
     loosening: list[str] = []
+    unreadable: list[str] = []
     for path in files:
         try:
-            with open(path, encoding="utf-8") as handle:
+            # Claude Code strips a leading BOM and applies the file.
+            with open(path, encoding="utf-8-sig") as handle:
                 settings = json.load(handle)
-        except (OSError, ValueError):
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except (OSError, ValueError) as error:
+            # What Claude Code makes of it is unknown here: counted as looser.
+            unreadable.append(f"cannot read {path} ({type(error).__name__})")
             continue
         if not isinstance(settings, dict):
+            unreadable.append(f"cannot read {path} (not a JSON object)")
             continue
         # A project's settings belong to its folder, the user's to the folder above theirs.
         root = os.path.dirname(os.path.dirname(path))
@@ -217,7 +227,7 @@ def workspace_sandbox(files: Sequence[str], workspace: str = "", home: str | Non
                     paths.setdefault(key, []).extend(str(item) for item in value)
     if paths:
         found["filesystem"] = paths
-    return Found(found, tuple(writable), tuple(loosening))
+    return Found(found, tuple(writable), tuple(loosening), tuple(unreadable))
 
 
 def _within(path: str, roots: Sequence[str]) -> bool:
@@ -239,7 +249,7 @@ def settings_differences(
         for key, value in REQUIRED.items()
         if sandbox.get(key) is not value
     ]
-    looser += found.loosening
+    looser += [*found.unreadable, *found.loosening]
     stated = sandbox.get("filesystem")
     files: dict[str, Any] = stated if isinstance(stated, dict) else {}
     wanted = expected["filesystem"]
@@ -301,7 +311,7 @@ def compare_settings(
     """The settings in `files` against `expected()` (called only when the sandbox is on), for a
     session in `workspace` with `home`."""
     found = workspace_sandbox(files, workspace, home)
-    if found.sandbox.get("enabled") is not True:
+    if found.sandbox.get("enabled") is not True and not found.unreadable:
         return OFF
     looser, narrower = settings_differences(found, expected(), workspace)
     mismatch = "; ".join([*looser, *narrower]) or None
@@ -372,7 +382,7 @@ def write_sandbox_settings(workspace: str, value: dict[str, Any]) -> str:
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "settings.json")
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:
             settings = json.load(handle)
     except FileNotFoundError:
         settings = {}
