@@ -646,3 +646,43 @@ async def test_a_settings_file_that_cannot_be_read_counts_as_looser(
     (result,), actions = await _session(tree, calls, reached=reached)
     assert result.denial is not None and reached == []
     assert any(f"cannot read {local}" in text for text in _toasts(actions)), _toasts(actions)
+
+
+NOT_LISTS = {
+    "denyWrite-number": {"sandbox": {"filesystem": {"denyWrite": 3}}},
+    "filesystem-string": {"sandbox": {"filesystem": "/"}},
+    "allow-number": {"permissions": {"allow": 5}},
+    "additionalDirectories-string": {"permissions": {"additionalDirectories": "/"}},
+}
+
+
+@needs_bwrap
+@pytest.mark.parametrize("shape", NOT_LISTS)
+async def test_a_value_that_is_not_a_list_is_a_difference_never_a_crash(
+    tree: Tree, shape: str
+) -> None:
+    _claude_settings(tree)
+    (tree.ws / ".claude" / "settings.local.json").write_text(
+        json.dumps(NOT_LISTS[shape]), encoding="utf-8"
+    )
+    reached: list[str] = []
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}, {"command": "ls"}]
+    (unreadable, plain), actions = await _session(tree, calls, reached=reached)
+    assert unreadable.denial is not None and "internal" not in unreadable.denial.reason
+    assert plain.denial is None and reached == ["ls"]
+    assert any("not a list" in text or "not an object" in text for text in _toasts(actions))
+    line = write_guard.status_line(str(tree.ws), _options(tree))
+    assert line.startswith("shell writes: NONE as write-guard's policy says"), line
+
+
+@needs_bwrap
+async def test_a_null_list_is_taken_as_none_as_claude_code_takes_it(tree: Tree) -> None:
+    # Claude Code reads `allowWrite: null` as no entries (`|| []`): the project's still hold.
+    _claude_settings(tree)
+    local = {"sandbox": {"filesystem": {"allowWrite": None, "denyWrite": None}}}
+    (tree.ws / ".claude" / "settings.local.json").write_text(json.dumps(local), encoding="utf-8")
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls)
+    assert result.denial is None and _toasts(actions) == []
+    line = write_guard.status_line(str(tree.ws), _options(tree))
+    assert line.startswith("shell writes: Claude Code's sandbox"), line

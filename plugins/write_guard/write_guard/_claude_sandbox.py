@@ -156,8 +156,27 @@ class Found:
     loosening: tuple[str, ...] = ()
     """Settings beside the lists that let a command do more, said as differences."""
     unreadable: tuple[str, ...] = ()
-    """Files that exist but cannot be read as settings, said as differences: whether they
-    switch the sandbox on or loosen it is unknown, so they count as looser."""
+    """Files that exist but cannot be read as settings, and values not of their type, said as
+    differences: what Claude Code makes of them is unknown, so they count as looser."""
+
+
+def _listed(value: object, name: str, path: str, said: list[str]) -> list[Any]:
+    """A list value of a settings file; anything else but none at all is said (a difference
+    counted as looser) and taken as empty."""
+    if isinstance(value, list):
+        return value
+    if value is not None:
+        said.append(f"{name} in {path} is not a list")
+    return []
+
+
+def _object(value: object, name: str, path: str, said: list[str]) -> dict[str, Any]:
+    """An object value of a settings file, as `_listed`."""
+    if isinstance(value, dict):
+        return value
+    if value is not None:
+        said.append(f"{name} in {path} is not an object")
+    return {}
 
 
 def _loosening(sandbox: dict[str, Any]) -> list[str]:
@@ -204,29 +223,29 @@ def workspace_sandbox(files: Sequence[str], workspace: str = "", home: str | Non
             continue
         # A project's settings belong to its folder, the user's to the folder above theirs.
         root = os.path.dirname(os.path.dirname(path))
-        permissions = settings.get("permissions")
-        if isinstance(permissions, dict):
-            rules = [_edit_rule(rule) for rule in permissions.get("allow") or ()]
-            for rule in rules:
-                # `Edit(/x)` is x from the settings' folder, `//x` absolute, `x` from the cwd.
-                if rule is not None and rule.startswith("/") and not rule.startswith("//"):
-                    writable.append(claude_path(rule[1:], root, home) or "")
-                elif rule is not None:
-                    writable.append(claude_path(rule, workspace or root, home) or "")
-            for raw in permissions.get("additionalDirectories") or ():
-                writable.append(claude_path(str(raw), workspace or root, home) or "")
-        sandbox = settings.get("sandbox")
-        if not isinstance(sandbox, dict):
+        said = unreadable
+        permissions = _object(settings.get("permissions"), "permissions", path, said)
+        allowed = _listed(permissions.get("allow"), "permissions.allow", path, said)
+        for rule in (_edit_rule(rule) for rule in allowed):
+            # `Edit(/x)` is x from the settings' folder, `//x` absolute, `x` from the cwd.
+            if rule is not None and rule.startswith("/") and not rule.startswith("//"):
+                writable.append(claude_path(rule[1:], root, home) or "")
+            elif rule is not None:
+                writable.append(claude_path(rule, workspace or root, home) or "")
+        folders = permissions.get("additionalDirectories")
+        for raw in _listed(folders, "permissions.additionalDirectories", path, said):
+            writable.append(claude_path(str(raw), workspace or root, home) or "")
+        sandbox = _object(settings.get("sandbox"), "sandbox", path, said)
+        if not sandbox:
             continue
         found.update(sandbox)
         loosening += _loosening(sandbox)
-        listed = sandbox.get("filesystem")
-        if isinstance(listed, dict):
-            for key, value in listed.items():
-                if isinstance(value, list):
-                    paths.setdefault(key, []).extend(str(item) for item in value)
-    if paths:
-        found["filesystem"] = paths
+        listed = _object(sandbox.get("filesystem"), "sandbox.filesystem", path, said)
+        for key, value in listed.items():
+            items = _listed(value, f"sandbox.filesystem.{key}", path, said)
+            paths.setdefault(key, []).extend(str(item) for item in items)
+    # Only lists, whatever a file held there.
+    found["filesystem"] = paths
     return Found(found, tuple(writable), tuple(loosening), tuple(unreadable))
 
 
