@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from framework import Action, Host, SessionStart, ToolCall, ToolResult
+from framework import Action, AgentInfo, Host, SessionStart, ToolCall, ToolResult
 from wg_jail import BWRAP, Tree
 from write_guard._claude_sandbox import REQUIRED, write_sandbox_settings
 from write_guard._options import Options
@@ -42,6 +42,7 @@ async def _session(
     harness: str = "claude-code",
     reached: list[str] | None = None,
     env: dict[str, str] | None = None,
+    agents: tuple[AgentInfo, ...] = (),
     **options: object,
 ) -> tuple[list[ToolResult], list[Action]]:
     """One session in a real host: its session start, then each Bash call (`command`,
@@ -63,6 +64,8 @@ async def _session(
     ) as host:  # fmt: skip
         start = SessionStart(session_id="s", cwd=str(tree.ws), harness=harness)
         actions += (await host.dispatch(start)).actions
+        for agent in agents:
+            host.note_agent("s", agent)
         for index, call in enumerate(calls):
             if "before" in call:
                 call["before"]()
@@ -73,6 +76,7 @@ async def _session(
                 input={"command": call["command"]},
                 permission_mode=call.get("permission_mode"),
                 harness=harness,
+                agent_id=call.get("agent_id"),
             )
             outcome = await host.dispatch(event, terminal=terminal)
             results.append(outcome.result)
@@ -686,3 +690,24 @@ async def test_a_null_list_is_taken_as_none_as_claude_code_takes_it(tree: Tree) 
     assert result.denial is None and _toasts(actions) == []
     line = write_guard.status_line(str(tree.ws), _options(tree))
     assert line.startswith("shell writes: Claude Code's sandbox"), line
+
+
+@needs_bwrap
+async def test_a_subagent_stricter_than_the_project_policy_does_not_get_claude_codes_sandbox(
+    tree: Tree,
+) -> None:
+    # Claude Code's sandbox is built from the main agent's policy: the workspace writable,
+    # where a read-only reviewer may write nothing.
+    _claude_settings(tree)
+    reached: list[str] = []
+    write = python_write("src/x.py")
+    calls = [
+        {"command": write, "permission_mode": "default", "agent_id": "a1"},
+        {"command": write, "permission_mode": "default"},
+    ]
+    reviewer = AgentInfo(id="a1", name="r", type="reviewer")
+    (subagent, main), _actions = await _session(
+        tree, calls, reached=reached, agents=(reviewer,), agent_presets={"reviewer": "read-only"}
+    )
+    assert subagent.denial is not None
+    assert main.denial is None and reached == [write]

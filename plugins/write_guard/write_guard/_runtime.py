@@ -231,9 +231,13 @@ class Guard:
         if event.harness not in CLAUDE_TOOL_NAMES:
             return "none", False
         # A replay or a test host runs nothing: the recorded workspace's files are not read.
+        # Claude Code's sandbox is built from the main agent's policy (`project_policy`): a
+        # subagent of another preset (a read-only reviewer) would write where its own may not.
+        # Same options otherwise, so the same preset is the same roots.
+        ours = policy.preset == self.options.preset
         if not engine.sandboxed and event.harness == SETTINGS_HARNESS:
             claude = self.claude_settings(engine, policy.workspace_root)
-            if claude.holds:
+            if claude.holds and ours:
                 return "claude-sandbox", False
             # Switched on but looser than the policy: the wrapper cannot run inside it (see
             # _routes.route_at_rest), and the session start said why.
