@@ -711,3 +711,38 @@ async def test_a_subagent_stricter_than_the_project_policy_does_not_get_claude_c
     )
     assert subagent.denial is not None
     assert main.denial is None and reached == [write]
+
+
+@needs_bwrap
+async def test_a_route_leaving_claude_codes_sandbox_mid_session_is_said_once_and_in_the_denial(
+    tree: Tree,
+) -> None:
+    _claude_settings(tree)
+    narrowed, _command, difference = _narrowed(tree)
+    mode = "default"
+    calls = [
+        {"command": UNREADABLE, "permission_mode": mode},
+        {
+            "command": UNREADABLE,
+            "permission_mode": mode,
+            "before": lambda: write_sandbox_settings(str(tree.ws), narrowed),
+        },
+        {"command": UNREADABLE + " ", "permission_mode": mode},
+    ]
+    (first, left, again), actions = await _session(tree, calls)
+    assert first.denial is None
+    assert left.denial is not None and again.denial is not None
+    reason = left.denial.reason
+    assert difference in reason and "hookchain install" in reason, reason
+    assert "no OS sandbox" not in reason
+    said = [text for text in _toasts(actions) if difference in text]
+    assert len(said) == 1, _toasts(actions)  # once per mismatch, not per call
+
+
+@needs_bwrap
+async def test_a_mismatch_said_at_session_start_is_not_said_again_per_call(tree: Tree) -> None:
+    value, _command, difference = _narrowed(tree)
+    write_sandbox_settings(str(tree.ws), value)
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}] * 2
+    _results, actions = await _session(tree, [dict(call) for call in calls])
+    assert len([text for text in _toasts(actions) if difference in text]) == 1

@@ -72,6 +72,12 @@ def differs(mismatch: str) -> str:
     )
 
 
+def left(mismatch: str) -> str:
+    """Why Claude Code's sandbox, on, is not the route: in a refusal, and once per session
+    and difference when a route leaves it mid-session."""
+    return f"{differs(mismatch)}; to use it, {RERUN_HINT}"
+
+
 def lacks(mismatch: str) -> str:
     """The words for Claude Code sandbox settings that only let a command do less."""
     return (
