@@ -746,3 +746,43 @@ async def test_a_mismatch_said_at_session_start_is_not_said_again_per_call(tree:
     calls = [{"command": UNREADABLE, "permission_mode": "default"}] * 2
     _results, actions = await _session(tree, [dict(call) for call in calls])
     assert len([text for text in _toasts(actions) if difference in text]) == 1
+
+
+def _managed(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An administrator's settings folder of the tree's own, in place of the platform's."""
+    import write_guard._claude_sandbox as claude_sandbox
+
+    folder = tree.root / "managed"
+    (folder / "managed-settings.d").mkdir(parents=True)
+    path = folder / "managed-settings.json"
+    monkeypatch.setitem(claude_sandbox.MANAGED_SETTINGS, sys.platform, str(path))
+    return folder
+
+
+@needs_bwrap
+async def test_managed_drop_in_files_are_read_over_the_managed_file(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _claude_settings(tree)
+    folder = _managed(tree, monkeypatch)
+    (folder / "managed-settings.json").write_text("{}", encoding="utf-8")
+    drop_in = {"sandbox": {"excludedCommands": ["python3"]}}
+    (folder / "managed-settings.d" / "50-tools.json").write_text(json.dumps(drop_in))
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls)
+    assert result.denial is not None
+    assert any("excludedCommands" in text for text in _toasts(actions)), _toasts(actions)
+
+
+@needs_bwrap
+async def test_managed_enabled_platforms_without_this_one_switch_claude_codes_sandbox_off(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _claude_settings(tree)
+    folder = _managed(tree, monkeypatch)
+    managed = {"sandbox": {"enabledPlatforms": ["windows"]}}
+    (folder / "managed-settings.json").write_text(json.dumps(managed), encoding="utf-8")
+    calls = [{"command": "ls -la", "permission_mode": "bypassPermissions"}]
+    (result,), _actions = await _session(tree, calls)
+    # Off here: write-guard's own wrapper confines the command.
+    assert result.updated_input is not None and "bwrap" in result.updated_input["command"]

@@ -114,8 +114,27 @@ def settings_files(
     user = config_dir or os.path.join(home or os.path.expanduser("~"), ".claude")
     files = [os.path.join(user, "settings.json")]
     files += [os.path.join(workspace, ".claude", name) for name in SETTINGS_FILES]
+    return (*files, *managed_files())
+
+
+PLATFORM = {"linux": "linux", "darwin": "macos"}
+"""Claude Code's name of this platform, as managed `sandbox.enabledPlatforms` lists it."""
+
+
+def managed_files() -> tuple[str, ...]:
+    """The administrator's settings files: the managed one, then its `managed-settings.d`
+    drop-ins (`*.json`, sorted), which Claude Code merges over it."""
     managed = MANAGED_SETTINGS.get(sys.platform)
-    return (*files, managed) if managed else tuple(files)
+    if not managed:
+        return ()
+    folder = os.path.join(os.path.dirname(managed), "managed-settings.d")
+    try:
+        names = sorted(
+            name for name in os.listdir(folder) if name.endswith(".json") and name[0] != "."
+        )
+    except OSError:
+        names = []
+    return (managed, *(os.path.join(folder, name) for name in names))
 
 
 GLOB = frozenset("*?[{")
@@ -207,6 +226,7 @@ def workspace_sandbox(files: Sequence[str], workspace: str = "", home: str | Non
     writable: list[str] = []
     loosening: list[str] = []
     unreadable: list[str] = []
+    enabled_here = True
     for path in files:
         try:
             # Claude Code strips a leading BOM and applies the file.
@@ -240,12 +260,18 @@ def workspace_sandbox(files: Sequence[str], workspace: str = "", home: str | Non
             continue
         found.update(sandbox)
         loosening += _loosening(sandbox)
+        platforms = sandbox.get("enabledPlatforms")
+        if isinstance(platforms, list) and path in managed_files():
+            # Claude Code's sandbox runs only on the platforms an administrator lists.
+            enabled_here = enabled_here and PLATFORM.get(sys.platform) in platforms
         listed = _object(sandbox.get("filesystem"), "sandbox.filesystem", path, said)
         for key, value in listed.items():
             items = _listed(value, f"sandbox.filesystem.{key}", path, said)
             paths.setdefault(key, []).extend(str(item) for item in items)
     # Only lists, whatever a file held there.
     found["filesystem"] = paths
+    if not enabled_here:
+        found["enabled"] = False
     return Found(found, tuple(writable), tuple(loosening), tuple(unreadable))
 
 
