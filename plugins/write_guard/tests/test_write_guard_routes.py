@@ -786,3 +786,20 @@ async def test_managed_enabled_platforms_without_this_one_switch_claude_codes_sa
     (result,), _actions = await _session(tree, calls)
     # Off here: write-guard's own wrapper confines the command.
     assert result.updated_input is not None and "bwrap" in result.updated_input["command"]
+
+
+@needs_bwrap
+async def test_the_settings_are_read_where_claude_code_reads_them_not_at_the_policy_root(
+    tree: Tree,
+) -> None:
+    # The policy's root is the workspace; Claude Code runs in a project inside it and reads
+    # that project's .claude/, where the settings are looser.
+    _claude_settings(tree)
+    app = tree.ws / "app"
+    write_sandbox_settings(str(app), _expected(tree))
+    loose = {"sandbox": {"excludedCommands": ["python3"]}}
+    (app / ".claude" / "settings.local.json").write_text(json.dumps(loose), encoding="utf-8")
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    env = {"CLAUDE_PROJECT_DIR": str(app)}
+    (result,), _actions = await _session(tree, calls, env=env, workspace_root=str(tree.ws))
+    assert result.denial is not None

@@ -241,7 +241,7 @@ class Guard:
         # Same options otherwise, so the same preset is the same roots.
         ours = policy.preset == self.options.preset
         if not engine.sandboxed and event.harness == SETTINGS_HARNESS:
-            claude = self.claude_settings(engine, policy.workspace_root)
+            claude = self.claude_settings(engine, self.settings_folder(engine))
             if claude.holds and ours:
                 return "claude-sandbox", False, None
             # Switched on but looser than the policy: the wrapper cannot run inside it (see
@@ -273,6 +273,11 @@ class Guard:
             self.route_said.clear()
         self.route_said.add(said)
         engine.ui.toast(f"write-guard: {why}.")
+
+    def settings_folder(self, engine: Engine, cwd: str | None = None) -> str:
+        """Where Claude Code reads the project's and local settings from: its project folder
+        (its original cwd), not the policy's root (`workspace_root` may be a folder above)."""
+        return engine.env.get("CLAUDE_PROJECT_DIR") or cwd or self.session_cwd(engine)
 
     def claude_settings(self, engine: Engine, workspace: str) -> ClaudeSettings:
         """The workspace's Claude Code sandbox settings against the policy, compared again
@@ -662,7 +667,7 @@ class Guard:
         'Read-only file system' by itself)."""
         result = await call_next(event)
         claude_like = event.harness in CLAUDE_TOOL_NAMES
-        workspace = self.options.workspace_root or engine.env.get("CLAUDE_PROJECT_DIR") or event.cwd
+        workspace = self.settings_folder(engine, event.cwd)
         available = self.sandbox
         ours = event.harness == SETTINGS_HARNESS
         claude = self.claude_settings(engine, workspace) if ours else OFF
