@@ -252,20 +252,26 @@ def test_the_hosts_own_folder_made_after_install_leaves_the_settings_the_policys
     assert str(tree.ws / ".hookchain") in deny and str(tree.ws / "hookchain.toml") in deny
 
 
-@needs_bwrap
-async def test_an_edit_of_the_settings_between_two_calls_flips_the_route(tree: Tree) -> None:
-    _claude_settings(tree)
+def _narrowing_between(tree: Tree, mode: str, last: dict[str, Any]) -> list[dict[str, Any]]:
+    """A call under the policy's settings, one after an edit narrowing `denyWrite`, and `last`."""
     narrowed, _command, _difference = _narrowed(tree)
-    mode = "bypassPermissions"
-    calls = [
+    return [
         {"command": UNREADABLE, "permission_mode": mode},
         {
             "command": UNREADABLE,
             "permission_mode": mode,
             "before": lambda: write_sandbox_settings(str(tree.ws), narrowed),
         },
-        {"command": UNREADABLE, "permission_mode": mode, "before": lambda: _claude_settings(tree)},
+        {"command": UNREADABLE, "permission_mode": mode, **last},
     ]
+
+
+@needs_bwrap
+async def test_an_edit_of_the_settings_between_two_calls_flips_the_route(tree: Tree) -> None:
+    _claude_settings(tree)
+    calls = _narrowing_between(
+        tree, "bypassPermissions", {"before": lambda: _claude_settings(tree)}
+    )
     (first, narrower, restored), _actions = await _session(tree, calls)
     assert first.denial is None and first.updated_input is None  # no second sandbox
     assert narrower.denial is not None  # the line analysis, failing closed
@@ -718,17 +724,8 @@ async def test_a_route_leaving_claude_codes_sandbox_mid_session_is_said_once_and
     tree: Tree,
 ) -> None:
     _claude_settings(tree)
-    narrowed, _command, difference = _narrowed(tree)
-    mode = "default"
-    calls = [
-        {"command": UNREADABLE, "permission_mode": mode},
-        {
-            "command": UNREADABLE,
-            "permission_mode": mode,
-            "before": lambda: write_sandbox_settings(str(tree.ws), narrowed),
-        },
-        {"command": UNREADABLE + " ", "permission_mode": mode},
-    ]
+    _value, _command, difference = _narrowed(tree)
+    calls = _narrowing_between(tree, "default", {"command": UNREADABLE + " "})
     (first, left, again), actions = await _session(tree, calls)
     assert first.denial is None
     assert left.denial is not None and again.denial is not None
