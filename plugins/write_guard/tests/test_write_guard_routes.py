@@ -325,6 +325,9 @@ async def test_the_comparison_is_redone_only_when_a_settings_file_changes(
     settings = tree.ws / ".claude" / "settings.json"
     _claude_settings(tree)
     _age(settings, 60)
+    # The tree's home has a user settings file of its own, just made: aged too.
+    for user in (tree.root / "home" / ".claude").glob("settings*.json"):
+        _age(user, 60)
     narrowed, _command, _difference = _narrowed(tree)
     monkeypatch.setattr(runtime, "expected_settings", counted)
 
