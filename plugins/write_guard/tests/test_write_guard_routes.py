@@ -803,3 +803,20 @@ async def test_the_settings_are_read_where_claude_code_reads_them_not_at_the_pol
     env = {"CLAUDE_PROJECT_DIR": str(app)}
     (result,), _actions = await _session(tree, calls, env=env, workspace_root=str(tree.ws))
     assert result.denial is not None
+
+
+@needs_bwrap
+async def test_paths_spelled_as_claude_code_reads_them_are_compared_as_it_reads_them(
+    tree: Tree,
+) -> None:
+    # `//abs` is /abs, a trailing `/**` the folder, a glob in allowWrite skipped on Linux, a
+    # path within the workspace adds nothing: the same sandbox, so the route stays.
+    value = _expected(tree)
+    files = value["filesystem"]
+    files["denyWrite"] = ["/" + path for path in files["denyWrite"]]
+    files["denyRead"] = [path + "/**" for path in files["denyRead"]]
+    files["allowWrite"] += [str(tree.root / "out" / "*.txt"), str(tree.ws / "build")]
+    write_sandbox_settings(str(tree.ws), value)
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls)
+    assert result.denial is None and _toasts(actions) == []

@@ -267,7 +267,8 @@ def workspace_sandbox(files: Sequence[str], workspace: str = "", home: str | Non
         listed = _object(sandbox.get("filesystem"), "sandbox.filesystem", path, said)
         for key, value in listed.items():
             items = _listed(value, f"sandbox.filesystem.{key}", path, said)
-            paths.setdefault(key, []).extend(str(item) for item in items)
+            taken = (claude_path(str(item), root, home) for item in items)
+            paths.setdefault(key, []).extend(item for item in taken if item is not None)
     # Only lists, whatever a file held there.
     found["filesystem"] = paths
     if not enabled_here:
@@ -299,9 +300,6 @@ def settings_differences(
     files: dict[str, Any] = stated if isinstance(stated, dict) else {}
     wanted = expected["filesystem"]
     have = {key: set(files.get(key, [])) for key in wanted}
-    extra = sorted(have["allowWrite"] - set(wanted["allowWrite"]))
-    if extra:
-        looser.append(f"allowWrite also allows {', '.join(extra)}")
     # Claude Code makes its cwd writable itself: a path within what is writable adds nothing
     # (`denyWrite` still holds inside it).
     roots = (
@@ -309,6 +307,9 @@ def settings_differences(
         if workspace
         else [*wanted["allowWrite"]]
     )
+    extra = sorted(path for path in have["allowWrite"] if not _within(path, roots))
+    if extra:
+        looser.append(f"allowWrite also allows {', '.join(extra)}")
     opened = sorted({path for path in found.writable if path and not _within(path, roots)})
     if opened:
         looser.append(f"permissions make {', '.join(opened)} writable")
