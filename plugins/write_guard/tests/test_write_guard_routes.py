@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from framework import Action, Host, SessionStart, ToolCall, ToolResult
+from framework import Action, AgentInfo, Host, SessionStart, ToolCall, ToolResult
 from wg_jail import BWRAP, Tree
 from write_guard._claude_sandbox import REQUIRED, write_sandbox_settings
 from write_guard._options import Options
@@ -42,6 +42,7 @@ async def _session(
     harness: str = "claude-code",
     reached: list[str] | None = None,
     env: dict[str, str] | None = None,
+    agents: tuple[AgentInfo, ...] = (),
     **options: object,
 ) -> tuple[list[ToolResult], list[Action]]:
     """One session in a real host: its session start, then each Bash call (`command`,
@@ -63,6 +64,8 @@ async def _session(
     ) as host:  # fmt: skip
         start = SessionStart(session_id="s", cwd=str(tree.ws), harness=harness)
         actions += (await host.dispatch(start)).actions
+        for agent in agents:
+            host.note_agent("s", agent)
         for index, call in enumerate(calls):
             if "before" in call:
                 call["before"]()
@@ -73,6 +76,7 @@ async def _session(
                 input={"command": call["command"]},
                 permission_mode=call.get("permission_mode"),
                 harness=harness,
+                agent_id=call.get("agent_id"),
             )
             outcome = await host.dispatch(event, terminal=terminal)
             results.append(outcome.result)
@@ -248,20 +252,26 @@ def test_the_hosts_own_folder_made_after_install_leaves_the_settings_the_policys
     assert str(tree.ws / ".hookchain") in deny and str(tree.ws / "hookchain.toml") in deny
 
 
-@needs_bwrap
-async def test_an_edit_of_the_settings_between_two_calls_flips_the_route(tree: Tree) -> None:
-    _claude_settings(tree)
+def _narrowing_between(tree: Tree, mode: str, last: dict[str, Any]) -> list[dict[str, Any]]:
+    """A call under the policy's settings, one after an edit narrowing `denyWrite`, and `last`."""
     narrowed, _command, _difference = _narrowed(tree)
-    mode = "bypassPermissions"
-    calls = [
+    return [
         {"command": UNREADABLE, "permission_mode": mode},
         {
             "command": UNREADABLE,
             "permission_mode": mode,
             "before": lambda: write_sandbox_settings(str(tree.ws), narrowed),
         },
-        {"command": UNREADABLE, "permission_mode": mode, "before": lambda: _claude_settings(tree)},
+        {"command": UNREADABLE, "permission_mode": mode, **last},
     ]
+
+
+@needs_bwrap
+async def test_an_edit_of_the_settings_between_two_calls_flips_the_route(tree: Tree) -> None:
+    _claude_settings(tree)
+    calls = _narrowing_between(
+        tree, "bypassPermissions", {"before": lambda: _claude_settings(tree)}
+    )
     (first, narrower, restored), _actions = await _session(tree, calls)
     assert first.denial is None and first.updated_input is None  # no second sandbox
     assert narrower.denial is not None  # the line analysis, failing closed
@@ -315,8 +325,9 @@ async def test_the_comparison_is_redone_only_when_a_settings_file_changes(
     settings = tree.ws / ".claude" / "settings.json"
     _claude_settings(tree)
     _age(settings, 60)
-    # The user's settings come from the template, written moments ago when this test runs first.
-    _age(tree.root / "home" / ".claude" / "settings.json", 60)
+    # The tree's home has a user settings file of its own, just made: aged too.
+    for user in (tree.root / "home" / ".claude").glob("settings*.json"):
+        _age(user, 60)
     narrowed, _command, _difference = _narrowed(tree)
     monkeypatch.setattr(runtime, "expected_settings", counted)
 
@@ -528,3 +539,284 @@ def test_sandbox_settings_prints_what_install_is_asked_for(
     assert shown.exit_code == 0, shown.output
     asked = write_guard.harness_settings("claude-code", "local", str(tree.ws), _options(tree))
     assert json.loads(shown.output) == asked  # the project's hookchain.toml was read
+
+
+# -- settings beside `sandbox` that loosen it: Claude Code's sandbox builder applies them ----------
+
+
+def _loosening(tree: Tree) -> dict[str, tuple[dict[str, Any], str]]:
+    """Per shape, a `.claude/settings.local.json` that lets a command do more than the policy
+    (Claude Code writes some of them itself), and the words the difference is said in."""
+    out = str(tree.root / "out")
+    return {
+        "additionalDirectories": (
+            {"permissions": {"additionalDirectories": [out]}},
+            f"permissions make {out} writable",
+        ),
+        "allow-Edit-absolute": (
+            {"permissions": {"allow": [f"Edit(/{out}/**)"]}},
+            f"permissions make {out} writable",
+        ),
+        "allow-Edit-home": ({"permissions": {"allow": ["Edit(~/**)"]}}, "writable"),
+        "excludedCommands": (
+            {"sandbox": {"excludedCommands": ["python3"]}},
+            'excludedCommands runs ["python3"] outside the sandbox',
+        ),
+        "allowRead": (
+            {"sandbox": {"filesystem": {"allowRead": [str(tree.root / "run")]}}},
+            "allowRead re-allows",
+        ),
+        "allowAllUnixSockets": (
+            {"sandbox": {"network": {"allowAllUnixSockets": True}}},
+            "network.allowAllUnixSockets is true",
+        ),
+        "allowUnixSockets": (
+            {"sandbox": {"network": {"allowUnixSockets": ["/run/docker.sock"]}}},
+            "network.allowUnixSockets is",
+        ),
+        "enableWeakerNestedSandbox": (
+            {"sandbox": {"enableWeakerNestedSandbox": True}},
+            "enableWeakerNestedSandbox is true",
+        ),
+    }
+
+
+LOOSENING = (
+    "additionalDirectories", "allow-Edit-absolute", "allow-Edit-home", "excludedCommands",
+    "allowRead", "allowAllUnixSockets", "allowUnixSockets", "enableWeakerNestedSandbox",
+)  # fmt: skip
+
+
+@needs_bwrap
+@pytest.mark.parametrize("shape", LOOSENING)
+async def test_settings_that_loosen_claude_codes_sandbox_beside_it_are_not_counted_on(
+    tree: Tree, shape: str
+) -> None:
+    _claude_settings(tree)
+    local, said = _loosening(tree)[shape]
+    (tree.ws / ".claude" / "settings.local.json").write_text(json.dumps(local), encoding="utf-8")
+    out = str(tree.root / "out")
+    reached: list[str] = []
+    calls = [{"command": python_write(f"{out}/e.txt"), "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls, reached=reached)
+    assert result.denial is not None and reached == []
+    assert any(said in text and "differ" in text for text in _toasts(actions)), _toasts(actions)
+
+
+@needs_bwrap
+async def test_what_claude_code_itself_adds_inside_the_workspace_keeps_its_sandbox(
+    tree: Tree,
+) -> None:
+    # Rules within what the policy lets write already (Claude Code's own "allow edits here").
+    _claude_settings(tree)
+    inside = "Edit(/" + str(tree.ws) + "/**)"  # `//ws/**`: the workspace, absolute
+    allow = ["Bash(npm test:*)", "Edit(src/**)", inside]
+    local = {"permissions": {"allow": allow, "additionalDirectories": [str(tree.root / "tmp")]}}
+    (tree.ws / ".claude" / "settings.local.json").write_text(json.dumps(local), encoding="utf-8")
+    (result,), actions = await _session(
+        tree, [{"command": UNREADABLE, "permission_mode": "default"}]
+    )
+    assert result.denial is None and result.updated_input is None
+    assert _toasts(actions) == []
+
+
+@needs_bwrap
+async def test_the_agent_sdk_never_takes_claude_codes_sandbox_from_the_workspaces_files(
+    tree: Tree,
+) -> None:
+    # Its sessions load no workspace settings (setting_sources=[]): those never switch its
+    # sandbox on, whatever they say.
+    _claude_settings(tree)
+    out = str(tree.root / "out")
+    reached: list[str] = []
+    calls = [{"command": python_write(f"{out}/e.txt"), "permission_mode": "default"}]
+    (result,), _actions = await _session(tree, calls, harness="claude-agent-sdk", reached=reached)
+    assert result.denial is not None and reached == []
+
+
+@needs_bwrap
+async def test_a_settings_file_with_a_bom_is_read_as_claude_code_reads_it(tree: Tree) -> None:
+    # Claude Code strips a leading BOM and applies the file: here its sandbox is switched off,
+    # so it is not the route (the rewrite is).
+    _claude_settings(tree)
+    local = tree.ws / ".claude" / "settings.local.json"
+    local.write_text(json.dumps({"sandbox": {"enabled": False}}), encoding="utf-8-sig")
+    calls = [{"command": "ls -la", "permission_mode": "bypassPermissions"}]
+    (result,), _actions = await _session(tree, calls)
+    assert result.updated_input is not None and "bwrap" in result.updated_input["command"]
+
+
+@needs_bwrap
+@pytest.mark.parametrize("content", [b"{not json", b"[]"])
+async def test_a_settings_file_that_cannot_be_read_counts_as_looser(
+    tree: Tree, content: bytes
+) -> None:
+    _claude_settings(tree)
+    local = tree.ws / ".claude" / "settings.local.json"
+    local.write_bytes(content)
+    reached: list[str] = []
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls, reached=reached)
+    assert result.denial is not None and reached == []
+    assert any(f"cannot read {local}" in text for text in _toasts(actions)), _toasts(actions)
+
+
+NOT_LISTS = {
+    "denyWrite-number": {"sandbox": {"filesystem": {"denyWrite": 3}}},
+    "filesystem-string": {"sandbox": {"filesystem": "/"}},
+    "allow-number": {"permissions": {"allow": 5}},
+    "additionalDirectories-string": {"permissions": {"additionalDirectories": "/"}},
+}
+
+
+@needs_bwrap
+@pytest.mark.parametrize("shape", NOT_LISTS)
+async def test_a_value_that_is_not_a_list_is_a_difference_never_a_crash(
+    tree: Tree, shape: str
+) -> None:
+    _claude_settings(tree)
+    (tree.ws / ".claude" / "settings.local.json").write_text(
+        json.dumps(NOT_LISTS[shape]), encoding="utf-8"
+    )
+    reached: list[str] = []
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}, {"command": "ls"}]
+    (unreadable, plain), actions = await _session(tree, calls, reached=reached)
+    assert unreadable.denial is not None and "internal" not in unreadable.denial.reason
+    assert plain.denial is None and reached == ["ls"]
+    assert any("not a list" in text or "not an object" in text for text in _toasts(actions))
+    line = write_guard.status_line(str(tree.ws), _options(tree))
+    assert line.startswith("shell writes: NONE as write-guard's policy says"), line
+
+
+@needs_bwrap
+async def test_a_null_list_is_taken_as_none_as_claude_code_takes_it(tree: Tree) -> None:
+    # Claude Code reads `allowWrite: null` as no entries (`|| []`): the project's still hold.
+    _claude_settings(tree)
+    local = {"sandbox": {"filesystem": {"allowWrite": None, "denyWrite": None}}}
+    (tree.ws / ".claude" / "settings.local.json").write_text(json.dumps(local), encoding="utf-8")
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls)
+    assert result.denial is None and _toasts(actions) == []
+    line = write_guard.status_line(str(tree.ws), _options(tree))
+    assert line.startswith("shell writes: Claude Code's sandbox"), line
+
+
+@needs_bwrap
+async def test_a_subagent_stricter_than_the_project_policy_does_not_get_claude_codes_sandbox(
+    tree: Tree,
+) -> None:
+    # Claude Code's sandbox is built from the main agent's policy: the workspace writable,
+    # where a read-only reviewer may write nothing.
+    _claude_settings(tree)
+    reached: list[str] = []
+    write = python_write("src/x.py")
+    calls = [
+        {"command": write, "permission_mode": "default", "agent_id": "a1"},
+        {"command": write, "permission_mode": "default"},
+    ]
+    reviewer = AgentInfo(id="a1", name="r", type="reviewer")
+    (subagent, main), _actions = await _session(
+        tree, calls, reached=reached, agents=(reviewer,), agent_presets={"reviewer": "read-only"}
+    )
+    assert subagent.denial is not None
+    assert main.denial is None and reached == [write]
+
+
+@needs_bwrap
+async def test_a_route_leaving_claude_codes_sandbox_mid_session_is_said_once_and_in_the_denial(
+    tree: Tree,
+) -> None:
+    _claude_settings(tree)
+    _value, _command, difference = _narrowed(tree)
+    calls = _narrowing_between(tree, "default", {"command": UNREADABLE + " "})
+    (first, left, again), actions = await _session(tree, calls)
+    assert first.denial is None
+    assert left.denial is not None and again.denial is not None
+    reason = left.denial.reason
+    assert difference in reason and "hookchain install" in reason, reason
+    assert "no OS sandbox" not in reason
+    said = [text for text in _toasts(actions) if difference in text]
+    assert len(said) == 1, _toasts(actions)  # once per mismatch, not per call
+
+
+@needs_bwrap
+async def test_a_mismatch_said_at_session_start_is_not_said_again_per_call(tree: Tree) -> None:
+    value, _command, difference = _narrowed(tree)
+    write_sandbox_settings(str(tree.ws), value)
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}] * 2
+    _results, actions = await _session(tree, [dict(call) for call in calls])
+    assert len([text for text in _toasts(actions) if difference in text]) == 1
+
+
+def _managed(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An administrator's settings folder of the tree's own, in place of the platform's."""
+    import write_guard._claude_sandbox as claude_sandbox
+
+    folder = tree.root / "managed"
+    (folder / "managed-settings.d").mkdir(parents=True)
+    path = folder / "managed-settings.json"
+    monkeypatch.setitem(claude_sandbox.MANAGED_SETTINGS, sys.platform, str(path))
+    return folder
+
+
+@needs_bwrap
+async def test_managed_drop_in_files_are_read_over_the_managed_file(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _claude_settings(tree)
+    folder = _managed(tree, monkeypatch)
+    (folder / "managed-settings.json").write_text("{}", encoding="utf-8")
+    drop_in = {"sandbox": {"excludedCommands": ["python3"]}}
+    (folder / "managed-settings.d" / "50-tools.json").write_text(json.dumps(drop_in))
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls)
+    assert result.denial is not None
+    assert any("excludedCommands" in text for text in _toasts(actions)), _toasts(actions)
+
+
+@needs_bwrap
+async def test_managed_enabled_platforms_without_this_one_switch_claude_codes_sandbox_off(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _claude_settings(tree)
+    folder = _managed(tree, monkeypatch)
+    managed = {"sandbox": {"enabledPlatforms": ["windows"]}}
+    (folder / "managed-settings.json").write_text(json.dumps(managed), encoding="utf-8")
+    calls = [{"command": "ls -la", "permission_mode": "bypassPermissions"}]
+    (result,), _actions = await _session(tree, calls)
+    # Off here: write-guard's own wrapper confines the command.
+    assert result.updated_input is not None and "bwrap" in result.updated_input["command"]
+
+
+@needs_bwrap
+async def test_the_settings_are_read_where_claude_code_reads_them_not_at_the_policy_root(
+    tree: Tree,
+) -> None:
+    # The policy's root is the workspace; Claude Code runs in a project inside it and reads
+    # that project's .claude/, where the settings are looser.
+    _claude_settings(tree)
+    app = tree.ws / "app"
+    write_sandbox_settings(str(app), _expected(tree))
+    loose = {"sandbox": {"excludedCommands": ["python3"]}}
+    (app / ".claude" / "settings.local.json").write_text(json.dumps(loose), encoding="utf-8")
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    env = {"CLAUDE_PROJECT_DIR": str(app)}
+    (result,), _actions = await _session(tree, calls, env=env, workspace_root=str(tree.ws))
+    assert result.denial is not None
+
+
+@needs_bwrap
+async def test_paths_spelled_as_claude_code_reads_them_are_compared_as_it_reads_them(
+    tree: Tree,
+) -> None:
+    # `//abs` is /abs, a trailing `/**` the folder, a glob in allowWrite skipped on Linux, a
+    # path within the workspace adds nothing: the same sandbox, so the route stays.
+    value = _expected(tree)
+    files = value["filesystem"]
+    files["denyWrite"] = ["/" + path for path in files["denyWrite"]]
+    files["denyRead"] = [path + "/**" for path in files["denyRead"]]
+    files["allowWrite"] += [str(tree.root / "out" / "*.txt"), str(tree.ws / "build")]
+    write_sandbox_settings(str(tree.ws), value)
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls)
+    assert result.denial is None and _toasts(actions) == []

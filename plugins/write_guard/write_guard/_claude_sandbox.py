@@ -114,53 +114,205 @@ def settings_files(
     user = config_dir or os.path.join(home or os.path.expanduser("~"), ".claude")
     files = [os.path.join(user, "settings.json")]
     files += [os.path.join(workspace, ".claude", name) for name in SETTINGS_FILES]
+    return (*files, *managed_files())
+
+
+PLATFORM = {"linux": "linux", "darwin": "macos"}
+"""Claude Code's name of this platform, as managed `sandbox.enabledPlatforms` lists it."""
+
+
+def managed_files() -> tuple[str, ...]:
+    """The administrator's settings files: the managed one, then its `managed-settings.d`
+    drop-ins (`*.json`, sorted), which Claude Code merges over it."""
     managed = MANAGED_SETTINGS.get(sys.platform)
-    return (*files, managed) if managed else tuple(files)
+    if not managed:
+        return ()
+    folder = os.path.join(os.path.dirname(managed), "managed-settings.d")
+    try:
+        names = sorted(
+            name for name in os.listdir(folder) if name.endswith(".json") and name[0] != "."
+        )
+    except OSError:
+        names = []
+    return (managed, *(os.path.join(folder, name) for name in names))
 
 
-def workspace_sandbox(files: Sequence[str]) -> dict[str, Any]:
-    """The `sandbox` value Claude Code reads from `files` (see `settings_files`): a later file
-    over an earlier one, key by key, with the `filesystem` lists of all."""
+GLOB = frozenset("*?[{")
+"""Characters of a glob, which Claude Code's sandbox skips in a path list on Linux."""
+
+
+def claude_path(raw: str, root: str, home: str) -> str | None:
+    """A path of a settings file as Claude Code's sandbox takes it: `//x` is `/x`, `~` the
+    home, a relative one from `root` (the folder the settings belong to), a trailing `/**`
+    the folder itself; None for a glob (skipped on Linux)."""
+    path = raw[1:] if raw.startswith("//") else raw
+    if path.endswith("/**"):
+        path = path[:-3] or "/"
+    if GLOB & set(path):
+        return None
+    if path == "~" or path.startswith("~/"):
+        path = home + path[1:]
+    return os.path.normpath(os.path.join(root, path))
+
+
+def _edit_rule(rule: object) -> str | None:
+    """The path of a permission rule `Edit(path)` (Claude Code adds it to `allowWrite`)."""
+    if isinstance(rule, str) and rule.startswith("Edit(") and rule.endswith(")"):
+        return rule[5:-1] or None
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """What Claude Code's sandbox is made of from its settings files."""
+
+    sandbox: dict[str, Any]
+    """The `sandbox` value: a later file over an earlier one, key by key, with the
+    `filesystem` lists of all (paths as Claude Code takes them)."""
+    writable: tuple[str, ...] = ()
+    """What the files' permissions add to `allowWrite`: `Edit(...)` allow rules and
+    `additionalDirectories`."""
+    loosening: tuple[str, ...] = ()
+    """Settings beside the lists that let a command do more, said as differences."""
+    unreadable: tuple[str, ...] = ()
+    """Files that exist but cannot be read as settings, and values not of their type, said as
+    differences: what Claude Code makes of them is unknown, so they count as looser."""
+
+
+def _listed(value: object, name: str, path: str, said: list[str]) -> list[Any]:
+    """A list value of a settings file; anything else but none at all is said (a difference
+    counted as looser) and taken as empty."""
+    if isinstance(value, list):
+        return value
+    if value is not None:
+        said.append(f"{name} in {path} is not a list")
+    return []
+
+
+def _object(value: object, name: str, path: str, said: list[str]) -> dict[str, Any]:
+    """An object value of a settings file, as `_listed`."""
+    if isinstance(value, dict):
+        return value
+    if value is not None:
+        said.append(f"{name} in {path} is not an object")
+    return {}
+
+
+def _loosening(sandbox: dict[str, Any]) -> list[str]:
+    """What one file's `sandbox` lets a command do beyond its lists."""
+    said: list[str] = []
+    excluded = sandbox.get("excludedCommands")
+    if excluded:
+        said.append(f"excludedCommands runs {json.dumps(excluded)} outside the sandbox")
+    listed = sandbox.get("filesystem")
+    if isinstance(listed, dict) and listed.get("allowRead"):
+        said.append(f"allowRead re-allows {json.dumps(listed['allowRead'])} within denyRead")
+    network = sandbox.get("network")
+    if isinstance(network, dict):
+        for key in ("allowAllUnixSockets", "allowUnixSockets"):
+            if network.get(key):
+                said.append(f"network.{key} is {json.dumps(network[key])}, not unset")
+    if sandbox.get("enableWeakerNestedSandbox"):
+        said.append("enableWeakerNestedSandbox is true")
+    return said
+
+
+def workspace_sandbox(files: Sequence[str], workspace: str = "", home: str | None = None) -> Found:
+    """What Claude Code's sandbox is made of from `files` (see `settings_files`), paths taken
+    from `workspace` and `home` as Claude Code does."""
+    home = home or os.path.expanduser("~")
     found: dict[str, Any] = {}
     paths: dict[str, list[str]] = {}
+    writable: list[str] = []
+    loosening: list[str] = []
+    unreadable: list[str] = []
+    enabled_here = True
     for path in files:
         try:
-            with open(path, encoding="utf-8") as handle:
+            # Claude Code strips a leading BOM and applies the file.
+            with open(path, encoding="utf-8-sig") as handle:
                 settings = json.load(handle)
-        except (OSError, ValueError):
+        except (FileNotFoundError, NotADirectoryError):
             continue
-        sandbox = settings.get("sandbox") if isinstance(settings, dict) else None
-        if not isinstance(sandbox, dict):
+        except (OSError, ValueError) as error:
+            # What Claude Code makes of it is unknown here: counted as looser.
+            unreadable.append(f"cannot read {path} ({type(error).__name__})")
+            continue
+        if not isinstance(settings, dict):
+            unreadable.append(f"cannot read {path} (not a JSON object)")
+            continue
+        # A project's settings belong to its folder, the user's to the folder above theirs.
+        root = os.path.dirname(os.path.dirname(path))
+        said = unreadable
+        permissions = _object(settings.get("permissions"), "permissions", path, said)
+        allowed = _listed(permissions.get("allow"), "permissions.allow", path, said)
+        for rule in (_edit_rule(rule) for rule in allowed):
+            # `Edit(/x)` is x from the settings' folder, `//x` absolute, `x` from the cwd.
+            if rule is not None and rule.startswith("/") and not rule.startswith("//"):
+                writable.append(claude_path(rule[1:], root, home) or "")
+            elif rule is not None:
+                writable.append(claude_path(rule, workspace or root, home) or "")
+        folders = permissions.get("additionalDirectories")
+        for raw in _listed(folders, "permissions.additionalDirectories", path, said):
+            writable.append(claude_path(str(raw), workspace or root, home) or "")
+        sandbox = _object(settings.get("sandbox"), "sandbox", path, said)
+        if not sandbox:
             continue
         found.update(sandbox)
-        listed = sandbox.get("filesystem")
-        if isinstance(listed, dict):
-            for key, value in listed.items():
-                if isinstance(value, list):
-                    paths.setdefault(key, []).extend(str(item) for item in value)
-    if paths:
-        found["filesystem"] = paths
-    return found
+        loosening += _loosening(sandbox)
+        platforms = sandbox.get("enabledPlatforms")
+        if isinstance(platforms, list) and path in managed_files():
+            # Claude Code's sandbox runs only on the platforms an administrator lists.
+            enabled_here = enabled_here and PLATFORM.get(sys.platform) in platforms
+        listed = _object(sandbox.get("filesystem"), "sandbox.filesystem", path, said)
+        for key, value in listed.items():
+            items = _listed(value, f"sandbox.filesystem.{key}", path, said)
+            taken = (claude_path(str(item), root, home) for item in items)
+            paths.setdefault(key, []).extend(item for item in taken if item is not None)
+    # Only lists, whatever a file held there.
+    found["filesystem"] = paths
+    if not enabled_here:
+        found["enabled"] = False
+    return Found(found, tuple(writable), tuple(loosening), tuple(unreadable))
+
+
+def _within(path: str, roots: Sequence[str]) -> bool:
+    return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
 def settings_differences(
-    found: dict[str, Any], expected: dict[str, Any]
+    found: Found | dict[str, Any], expected: dict[str, Any], workspace: str = ""
 ) -> tuple[list[str], list[str]]:
     """How the workspace's sandbox settings differ from the policy's: what lets a command do
-    more (a flag not as required, more writable paths, fewer protected or hidden ones), and
-    what lets it do less (a policy root missing from `allowWrite`: commands there fail)."""
+    more (a flag not as required, more writable paths, fewer protected or hidden ones, a
+    setting beside the lists that opens a way out), and what lets it do less (a policy root
+    missing from `allowWrite`: commands there fail)."""
+    if isinstance(found, dict):
+        found = Found(found)
+    sandbox = found.sandbox
     looser = [
-        f"{key} is {json.dumps(found.get(key))}, not {json.dumps(value)}"
+        f"{key} is {json.dumps(sandbox.get(key))}, not {json.dumps(value)}"
         for key, value in REQUIRED.items()
-        if found.get(key) is not value
+        if sandbox.get(key) is not value
     ]
-    stated = found.get("filesystem")
+    looser += [*found.unreadable, *found.loosening]
+    stated = sandbox.get("filesystem")
     files: dict[str, Any] = stated if isinstance(stated, dict) else {}
     wanted = expected["filesystem"]
     have = {key: set(files.get(key, [])) for key in wanted}
-    extra = sorted(have["allowWrite"] - set(wanted["allowWrite"]))
+    # Claude Code makes its cwd writable itself: a path within what is writable adds nothing
+    # (`denyWrite` still holds inside it).
+    roots = (
+        [os.path.realpath(workspace), workspace, *wanted["allowWrite"]]
+        if workspace
+        else [*wanted["allowWrite"]]
+    )
+    extra = sorted(path for path in have["allowWrite"] if not _within(path, roots))
     if extra:
         looser.append(f"allowWrite also allows {', '.join(extra)}")
+    opened = sorted({path for path in found.writable if path and not _within(path, roots)})
+    if opened:
+        looser.append(f"permissions make {', '.join(opened)} writable")
     narrower: list[str] = []
     for key in wanted:
         missing = [path for path in wanted[key] if path not in have[key]]
@@ -197,13 +349,17 @@ OFF = ClaudeSettings(on=False)
 
 
 def compare_settings(
-    files: Sequence[str], expected: Callable[[], dict[str, Any]]
+    files: Sequence[str],
+    expected: Callable[[], dict[str, Any]],
+    workspace: str = "",
+    home: str | None = None,
 ) -> ClaudeSettings:
-    """The settings in `files` against `expected()` (called only when the sandbox is on)."""
-    found = workspace_sandbox(files)
-    if found.get("enabled") is not True:
+    """The settings in `files` against `expected()` (called only when the sandbox is on), for a
+    session in `workspace` with `home`."""
+    found = workspace_sandbox(files, workspace, home)
+    if found.sandbox.get("enabled") is not True and not found.unreadable:
         return OFF
-    looser, narrower = settings_differences(found, expected())
+    looser, narrower = settings_differences(found, expected(), workspace)
     mismatch = "; ".join([*looser, *narrower]) or None
     return ClaudeSettings(on=True, mismatch=mismatch, looser=bool(looser))
 
@@ -246,14 +402,19 @@ class SettingsCache:
         self._known: dict[Hashable, tuple[Signature, float, ClaudeSettings]] = {}
 
     def get(
-        self, key: Hashable, files: Sequence[str], expected: Callable[[], dict[str, Any]]
+        self,
+        key: Hashable,
+        files: Sequence[str],
+        expected: Callable[[], dict[str, Any]],
+        workspace: str = "",
+        home: str | None = None,
     ) -> ClaudeSettings:
         signature, recent = settings_signature(files)
         now = time.monotonic()
         known = self._known.get(key)
         if known is not None and known[0] == signature and now - known[1] < RECHECK_S:
             return known[2]
-        state = compare_settings(files, expected)
+        state = compare_settings(files, expected, workspace, home)
         if len(self._known) >= self._kept:
             self._known.clear()
         # A recent change is not trusted to show in the signature: compared again next time.
@@ -267,7 +428,7 @@ def write_sandbox_settings(workspace: str, value: dict[str, Any]) -> str:
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, "settings.json")
     try:
-        with open(path, encoding="utf-8") as handle:
+        with open(path, encoding="utf-8-sig") as handle:
             settings = json.load(handle)
     except FileNotFoundError:
         settings = {}

@@ -108,9 +108,14 @@ def _assignment(word: str) -> bool:
     return "=" in word and word.partition("=")[0].isidentifier()
 
 
-def fallback_reason(doubt: str) -> str:
+NO_SANDBOX = "no OS sandbox is available here"
+
+
+def fallback_reason(doubt: str, why: str = NO_SANDBOX) -> str:
+    """The refusal of a line the analysis cannot read fully; `why`: why no OS sandbox
+    confines it."""
     return (
-        "denied this (no-sandbox): no OS sandbox is available here, so shell "
+        f"denied this (no-sandbox): {why}, so shell "
         f"writes are checked by reading the command line, and this one cannot be read "
         f"completely ({doubt}). Instead: write files with the Write or Edit tool, and run "
         "plain commands whose outputs are named on the line (one command per call)"

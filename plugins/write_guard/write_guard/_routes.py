@@ -16,6 +16,10 @@ from write_guard._claude_sandbox import ClaudeSettings
 
 Route = Literal["claude-sandbox", "bwrap-rewrite", "none"]
 
+SETTINGS_HARNESS = "claude-code"
+"""The one harness whose sandbox comes from the workspace's settings files: the Agent SDK loads
+none of them unless told (`setting_sources`), so they never switch its sandbox on."""
+
 UNCHECKED_MODE = "bypassPermissions"
 """The one Claude Code permission mode that runs a command without checking its rules."""
 
@@ -66,6 +70,12 @@ def differs(mismatch: str) -> str:
         f"policy ({mismatch}), so write-guard does not count on it (and its own sandbox cannot "
         "run inside it)"
     )
+
+
+def left(mismatch: str) -> str:
+    """Why Claude Code's sandbox, on, is not the route: in a refusal, and once per session
+    and difference when a route leaves it mid-session."""
+    return f"{differs(mismatch)}; to use it, {RERUN_HINT}"
 
 
 def lacks(mismatch: str) -> str:

@@ -56,15 +56,17 @@ from write_guard._decide import (
     resolve_all,
     verdicts_for,
 )
-from write_guard._fallback import fallback_doubt, fallback_reason
+from write_guard._fallback import NO_SANDBOX, fallback_doubt, fallback_reason
 from write_guard._options import Options
 from write_guard._paths import PathContext, PathRejection
 from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, Policy, prepare_patterns
 from write_guard._quick import writes_nothing
 from write_guard._routes import (
+    SETTINGS_HARNESS,
     Facts,
     Route,
     checks_warning,
+    left,
     permission_checks,
     session_warning,
 )
@@ -198,6 +200,8 @@ class Guard:
         ] = {}
         # Per (workspace, HOME): its Claude Code sandbox settings against the policy.
         self.claude = SettingsCache(BUILT_KEPT)
+        # (session, why) Claude Code's sandbox is not the route, as the person was told.
+        self.route_said: set[tuple[str, str]] = set()
         # Without protected globs in the options, every policy uses the built-in patterns.
         prepare_patterns(BUILTIN_PROTECTED_PATTERNS)
 
@@ -216,7 +220,9 @@ class Guard:
                 self._sandbox = probe(self.options.sandbox)
         return self._sandbox
 
-    def shell_route(self, engine: Engine, event: ToolCall, policy: Policy) -> tuple[Route, bool]:
+    def shell_route(
+        self, engine: Engine, event: ToolCall, policy: Policy
+    ) -> tuple[Route, bool, str | None]:
         """How the OS confines this call's shell command, and whether permission checks are
         what keeps the rewrite from holding. `claude-sandbox` only where the workspace's Claude
         Code settings confine as the policy does (a person's narrower `denyWrite` or wider
@@ -226,23 +232,52 @@ class Guard:
         unproven), where the wrapper would be dropped without a word; and under Claude Code's
         permission checks without its sandbox, where the rewritten command would be checked
         against the person's rules instead of theirs. The line analysis then decides, failing
-        closed."""
+        closed. Third: why Claude Code's sandbox, on, is not the route (None: it is, or off)."""
         if event.harness not in CLAUDE_TOOL_NAMES:
-            return "none", False
+            return "none", False, None
         # A replay or a test host runs nothing: the recorded workspace's files are not read.
-        if not engine.sandboxed:
-            claude = self.claude_settings(engine, policy.workspace_root)
-            if claude.holds:
-                return "claude-sandbox", False
+        # Claude Code's sandbox is built from the main agent's policy (`project_policy`): a
+        # subagent of another preset (a read-only reviewer) would write where its own may not.
+        # Same options otherwise, so the same preset is the same roots.
+        ours = policy.preset == self.options.preset
+        if not engine.sandboxed and event.harness == SETTINGS_HARNESS:
+            claude = self.claude_settings(engine, self.settings_folder(engine))
+            if claude.holds and ours:
+                return "claude-sandbox", False, None
             # Switched on but looser than the policy: the wrapper cannot run inside it (see
-            # _routes.route_at_rest), and the session start said why.
+            # _routes.route_at_rest).
             if claude.on:
-                return "none", False
+                if claude.holds or claude.mismatch is None:
+                    why = (
+                        f"Claude Code's sandbox is built for the main agent's {self.options.preset}"
+                        f" preset, not this subagent's {policy.preset}"
+                    )
+                else:
+                    why = left(claude.mismatch)
+                self.say_route(engine, why)
+                return "none", False, why
         if self.sandbox.bwrap is None:
-            return "none", False
+            return "none", False, None
         if permission_checks(event.permission_mode):
-            return "none", True
-        return "bwrap-rewrite", False
+            return "none", True, None
+        return "bwrap-rewrite", False, None
+
+    def say_route(self, engine: Engine, why: str) -> None:
+        """Tell the person once per session and difference why Claude Code's sandbox is not
+        the route: the settings, the policy or the workspace (a nested repository is a path
+        to protect) can change after the session start said how things stood."""
+        said = (engine.session.id, why)
+        if said in self.route_said:
+            return
+        if len(self.route_said) >= BUILT_KEPT:
+            self.route_said.clear()
+        self.route_said.add(said)
+        engine.ui.toast(f"write-guard: {why}.")
+
+    def settings_folder(self, engine: Engine, cwd: str | None = None) -> str:
+        """Where Claude Code reads the project's and local settings from: its project folder
+        (its original cwd), not the policy's root (`workspace_root` may be a folder above)."""
+        return engine.env.get("CLAUDE_PROJECT_DIR") or cwd or self.session_cwd(engine)
 
     def claude_settings(self, engine: Engine, workspace: str) -> ClaudeSettings:
         """The workspace's Claude Code sandbox settings against the policy, compared again
@@ -256,6 +291,8 @@ class Guard:
             (workspace, home, config_dir),
             settings_files(workspace, home or self.default_home, config_dir),
             lambda: self.claude_expected(workspace, home),
+            workspace,
+            home or self.default_home,
         )
 
     def claude_expected(self, workspace: str, home: str | None) -> dict[str, Any]:
@@ -448,8 +485,9 @@ class Guard:
             if control is not None:
                 return ToolResult.denied(control_reason(control), by=PLUGIN)
         route: Route = "none"
+        why: str | None = None
         if command is not None:
-            route, checked = self.shell_route(engine, event, policy)
+            route, checked, why = self.shell_route(engine, event, policy)
             decision.route = route
             if checked:
                 await self.warn_checks(engine, event)
@@ -459,7 +497,7 @@ class Guard:
         if denial is not None:
             return ToolResult.denied(denial.reason, by=PLUGIN)
         if command is not None and route == "none":
-            unread = self.unenforced(command, surface, resolved)
+            unread = self.unenforced(command, surface, resolved, why or NO_SANDBOX)
             if unread is not None:
                 return ToolResult.denied(unread, by=PLUGIN)
         # A replay or a test host runs nothing it is handed, and must never touch the folders a
@@ -503,18 +541,21 @@ class Guard:
         return result.model_copy(update={"updated_input": wrapped})
 
     @staticmethod
-    def unenforced(command: str, surface: Surface, resolved: Resolved) -> str | None:
-        """Without the sandbox: the refusal of a line the analysis cannot read fully."""
+    def unenforced(
+        command: str, surface: Surface, resolved: Resolved, why: str = NO_SANDBOX
+    ) -> str | None:
+        """Without the sandbox (`why` not): the refusal of a line the analysis cannot read
+        fully."""
         for _target, path in resolved:
             if isinstance(path, PathRejection):
-                return fallback_reason(f"a path known only when it runs: {path.raw}")
+                return fallback_reason(f"a path known only when it runs: {path.raw}", why)
         if surface.uncertain:
-            return fallback_reason(surface.uncertain[0])
+            return fallback_reason(surface.uncertain[0], why)
         # The shortcut proves only that no analysed program runs: here every one counts.
         programs = surface.programs or analyse_bash(command).programs
         targets = [target.path for target in surface.targets]
         doubt = fallback_doubt(programs, command, targets)
-        return fallback_reason(doubt) if doubt is not None else None
+        return fallback_reason(doubt, why) if doubt is not None else None
 
     async def snapshot(self, engine: Engine, cwd: str, command: str) -> None:
         """Record the work tree's changes, within a bound: this handler fails closed, and a
@@ -632,9 +673,10 @@ class Guard:
         'Read-only file system' by itself)."""
         result = await call_next(event)
         claude_like = event.harness in CLAUDE_TOOL_NAMES
-        workspace = self.options.workspace_root or engine.env.get("CLAUDE_PROJECT_DIR") or event.cwd
+        workspace = self.settings_folder(engine, event.cwd)
         available = self.sandbox
-        claude = self.claude_settings(engine, workspace) if claude_like else OFF
+        ours = event.harness == SETTINGS_HARNESS
+        claude = self.claude_settings(engine, workspace) if ours else OFF
         facts = Facts(
             claude=claude, bwrap_reason=available.reason, bwrap_works=available.bwrap is not None
         )
@@ -644,6 +686,8 @@ class Guard:
             warning = None
         if warning is not None:
             engine.ui.toast(warning)
+            if claude.on and not claude.holds and claude.mismatch is not None:
+                self.route_said.add((engine.session.id, left(claude.mismatch)))
         return result
 
 

@@ -155,7 +155,9 @@ def project_facts(options: Options, project_root: str) -> Facts:
     """The facts that decide the route of shell commands in a project."""
     root = os.path.abspath(options.workspace_root or project_root)
     files = settings_files(root, os.environ.get("HOME"), os.environ.get("CLAUDE_CONFIG_DIR"))
-    claude = compare_settings(files, lambda: expected_settings(options, root))
+    claude = compare_settings(
+        files, lambda: expected_settings(options, root), root, os.environ.get("HOME")
+    )
     available = probe(options.sandbox)
     return Facts(
         claude=claude,
