@@ -204,8 +204,11 @@ def project_host_or_warn() -> Host | None:
 def _host_folders() -> None:
     """The host's data and runtime folders, created now as the host would (0700): settings a
     plugin writes from them (a sandbox keeping commands out of them) name folders that exist,
-    which a sandbox can mount."""
-    for folder in (data_dir(), Path(wire.runtime_dir())):
+    which a sandbox can mount. The project's `.hookchain` (plugins' own files) too: a sandbox
+    that keeps commands out of a path that does not exist yet holds an empty file there while a
+    command runs, and the host could not make the folder in its place."""
+    project = inst.find_project_root(Path.cwd()) / ".hookchain"
+    for folder in (data_dir(), Path(wire.runtime_dir()), project):
         try:
             files.ensure_private_dir(folder)
         except OSError as error:

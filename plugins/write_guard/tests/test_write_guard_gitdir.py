@@ -658,3 +658,22 @@ async def test_what_a_background_command_registers_later_is_undone_at_the_next_c
     assert any("s/.git/config" in text for text in toasts), toasts
     _person(tree, "ws")
     assert _markers(tree) == []
+
+
+def test_an_empty_file_at_an_absent_redirection_is_left_and_one_with_content_undone(
+    tmp_path: Path,
+) -> None:
+    from write_guard._gitdir import ASIDE, undo
+
+    git = tmp_path / "ws" / ".git"
+    git.mkdir(parents=True)
+    worktree, commondir = git / "config.worktree", git / "commondir"
+    # Claude Code's own sandbox holds an empty file at each absent path it denies writes to
+    # while a command runs: it points git nowhere, and moving it would undo the sandbox's mount.
+    worktree.write_text("")
+    commondir.write_text("../../elsewhere\n")
+    absent = [str(worktree), str(commondir)]
+    undone = undo(absent, {path: None for path in absent}, [str(tmp_path / "ws")])
+    assert [entry.path for entry in undone] == [str(commondir)]
+    assert worktree.exists() and not commondir.exists()
+    assert (git / ("commondir" + ASIDE)).read_text() == "../../elsewhere\n"

@@ -249,7 +249,12 @@ def test_the_hosts_own_folder_made_after_install_leaves_the_settings_the_policys
     (tree.ws / ".hookchain" / "observer").mkdir(parents=True)
     assert _expected(tree) == before
     deny = before["filesystem"]["denyWrite"]
-    assert str(tree.ws / ".hookchain") in deny and str(tree.ws / "hookchain.toml") in deny
+    assert str(tree.ws / ".hookchain") in deny
+    # Not an absent hookchain.toml: Claude Code's sandbox would hold an empty file there while a
+    # command runs, which the host would take for the project's settings; one that exists is.
+    assert str(tree.ws / "hookchain.toml") not in deny
+    (tree.ws / "hookchain.toml").write_text("[hookchain]\n")
+    assert str(tree.ws / "hookchain.toml") in _expected(tree)["filesystem"]["denyWrite"]
 
 
 def _narrowing_between(tree: Tree, mode: str, last: dict[str, Any]) -> list[dict[str, Any]]:

@@ -46,10 +46,13 @@ CLAUDE_FILES = (
 `.claude/commands` and `.claude/agents` read-only itself, and could not make their mount
 points inside a `.claude` made read-only whole."""
 
-WORKSPACE_FILES = ("hookchain.toml", ".hookchain")
+WORKSPACE_FILES = (".hookchain",)
 """Of the workspace, what stays protected whether it exists yet or not: a host makes
 `.hookchain` (plugins' data) at a session's first events, after install wrote the settings,
-which would then no longer be the policy's."""
+which would then no longer be the policy's (install makes it first). Not `hookchain.toml`
+while it does not exist: Claude Code's sandbox holds an empty file at a path it denies that
+does not exist, for as long as a command runs, and the host would read that as the project's
+settings appearing mid-session (shown with the real binary: a refusal-watch notice was lost)."""
 
 REQUIRED_TOOLS = ("bwrap", "socat")
 """What Claude Code's sandbox runs on Linux; without them it refuses to start (see above)."""

@@ -189,6 +189,10 @@ def undo(
     undone: list[Undone] = []
     for path in absent:
         aside = path + ASIDE
+        if _empty_file(path):
+            # Points git nowhere; and Claude Code's own sandbox makes one at each absent path it
+            # denies writes to, for as long as a command (one in the background) runs.
+            continue
         if os.path.lexists(path):
             real = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
             if not inside(real, writable):
@@ -202,6 +206,14 @@ def undo(
         elif aside_state([path])[path] != before.get(path):
             undone.append(Undone(path, aside if os.path.lexists(aside) else None))
     return undone
+
+
+def _empty_file(path: str) -> bool:
+    try:
+        info = os.lstat(path)
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_size == 0
 
 
 def _remove(path: str) -> bool:
