@@ -372,3 +372,16 @@ def test_plugins_json_lists_commands_and_install_writes_their_command_files(
     assert removed.exit_code == 0, removed.output
     assert not command.exists()
     assert theirs.exists()
+
+
+def test_install_makes_the_projects_plugin_folder_private_before_a_sandbox_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A sandbox keeping commands out of a path that does not exist yet holds an empty file
+    # there while a command runs; the host could not make the folder in its place.
+    fake_claude(tmp_path, monkeypatch, "2.2.0")
+    folder = tmp_path / "project" / ".hookchain"
+    assert not folder.exists()
+    done = CliRunner().invoke(cli_app(), ["install"])
+    assert done.exit_code == 0, done.output
+    assert folder.is_dir() and folder.stat().st_mode & 0o777 == 0o700
