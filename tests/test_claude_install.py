@@ -385,3 +385,12 @@ def test_install_makes_the_projects_plugin_folder_private_before_a_sandbox_names
     done = CliRunner().invoke(cli_app(), ["install"])
     assert done.exit_code == 0, done.output
     assert folder.is_dir() and folder.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_user_scope_install_makes_no_plugin_folder_where_it_was_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake_claude(tmp_path, monkeypatch, "2.2.0")
+    done = CliRunner().invoke(cli_app(), ["install", "--user"])
+    assert done.exit_code == 0, done.output
+    assert not (tmp_path / "project" / ".hookchain").exists()

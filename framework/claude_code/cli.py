@@ -201,14 +201,16 @@ def project_host_or_warn() -> Host | None:
     return host
 
 
-def _host_folders() -> None:
+def _host_folders(scope: str) -> None:
     """The host's data and runtime folders, created now as the host would (0700): settings a
     plugin writes from them (a sandbox keeping commands out of them) name folders that exist,
     which a sandbox can mount. The project's `.hookchain` (plugins' own files) too: a sandbox
     that keeps commands out of a path that does not exist yet holds an empty file there while a
     command runs, and the host could not make the folder in its place."""
-    project = inst.find_project_root(Path.cwd()) / ".hookchain"
-    for folder in (data_dir(), Path(wire.runtime_dir()), project):
+    folders = [data_dir(), Path(wire.runtime_dir())]
+    if scope != "user":  # a user-scope install may run from any folder: no project to keep
+        folders.append(inst.find_project_root(Path.cwd()) / ".hookchain")
+    for folder in folders:
         try:
             files.ensure_private_dir(folder)
         except OSError as error:
@@ -328,7 +330,7 @@ def install(
             typer.echo(f"hookchain: warning: {warning}", err=True)
         port = http.ensure_credentials().port
     if not dry_run:
-        _host_folders()
+        _host_folders(chosen_scope)
     host = project_host_or_warn()
     asked = asked_settings(host, chosen_scope)
     try:
