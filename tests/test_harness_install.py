@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
+from cli_kit import hookchain
 
 from framework.claude_code.install import InstallError, apply
 from framework.codex import install as codex
@@ -17,7 +15,6 @@ from framework.gemini import install as gemini
 
 PY = "/usr/bin/python3"
 CLIENT = "/opt/hookchain/_client.py"
-HOOKCHAIN = [sys.executable, "-c", "from framework.cli.app import main; main()"]
 USER_TOML = """# my own settings
 model = "o4"
 
@@ -242,21 +239,9 @@ def test_codex_an_install_from_before_the_record_reads_its_block(tmp_path: Path)
 
 @pytest.mark.parametrize("harness", ["codex", "gemini"])
 def test_install_says_why_the_plugins_could_not_be_asked(harness: str, tmp_path: Path) -> None:
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path),
-        "CODEX_HOME": str(tmp_path / ".codex"),
-        "HOOKCHAIN_LOG_LEVEL": "bogus",
-    }
-    done = subprocess.run(
-        [*HOOKCHAIN, "install", "--harness", harness, "--dry-run"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    env = {"HOME": str(tmp_path), "CODEX_HOME": str(tmp_path / ".codex")}
+    env["HOOKCHAIN_LOG_LEVEL"] = "bogus"
+    done = hookchain(["install", "--harness", harness, "--dry-run"], tmp_path, env, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "plugins not asked for their commands and settings" in done.stderr
     assert "HOOKCHAIN_LOG_LEVEL" in done.stderr
