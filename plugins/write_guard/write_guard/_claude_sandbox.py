@@ -52,7 +52,8 @@ WORKSPACE_FILES = (".hookchain",)
 which would then no longer be the policy's (install makes it first). Not `hookchain.toml`
 while it does not exist: Claude Code's sandbox holds an empty file at a path it denies that
 does not exist, for as long as a command runs, and the host would read that as the project's
-settings appearing mid-session (shown with the real binary: a refusal-watch notice was lost)."""
+settings appearing mid-session (with it denied, the real binary lost a refusal-watch notice
+after a background command; not denied, the notice is shown)."""
 
 REQUIRED_TOOLS = ("bwrap", "socat")
 """What Claude Code's sandbox runs on Linux; without them it refuses to start (see above)."""
