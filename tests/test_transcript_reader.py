@@ -378,3 +378,90 @@ def test_lines_cut_across_read_blocks_rebuild_the_same_sessions(
         "turn.complete",
         "session.end",
     ]
+
+
+def test_a_call_carries_the_permission_mode_last_recorded_before_it(tmp_path: Path) -> None:
+    # Claude Code (1.0.119 on) writes `permissionMode` on the person's records; its PreToolUse
+    # payloads carry that mode for the calls after it, until the person switches (shift-tab).
+    log = Log()
+    log.use("m0", "t0", "Read", file_path="/before-any-prompt")
+    log.result("t0", "x")
+    log.prompt("first", permissionMode="default")
+    log.use("m1", "t1", "Bash", command="ls")
+    log.result("t1", "a")
+    log.prompt("<local-command-stdout>ok</local-command-stdout>")  # no mode: the last one holds
+    log.use("m2", "t2", "Bash", command="ls")
+    log.result("t2", "a")
+    log.prompt("second", permissionMode="acceptEdits")
+    log.use("m3", "t3", "Edit", file_path="/a", old_string="x", new_string="y")
+    log.result("t3", "ok")
+    log.prompt("third", permissionMode=7)  # not a mode: ignored, as an unreadable value is
+    log.use("m4", "t4", "Bash", command="ls")
+    log.result("t4", "a")
+    session = only_session(log.write(tmp_path / "modes.jsonl"))
+    assert [(c.tool_use_id, c.permission_mode) for _, c in of(session, ToolCall)] == [
+        ("t0", None),
+        ("t1", "default"),
+        ("t2", "default"),
+        ("t3", "acceptEdits"),
+        ("t4", "acceptEdits"),
+    ]
+
+
+def test_a_subagent_call_runs_in_the_mode_of_the_call_that_started_it(tmp_path: Path) -> None:
+    log = Log()
+    log.prompt("delegate", permissionMode="bypassPermissions")
+    log.use("m1", "task", "Task", prompt="look", description="d", subagent_type="general")
+    agent = Log()
+    agent.records = []
+    agent.prompt("look")
+    agent.use("a1", "inner", "Bash", command="ls")
+    agent.result("inner", "a")
+    agent.text("a2", "done", "end_turn")
+    for record in agent.records:
+        record.update(isSidechain=True, agentId="aaaa1111", sessionId=SESSION)
+    log.records.extend(agent.records)
+    log.result("task", "done", structured={"agentId": "aaaa1111", "content": []})
+    session = only_session(log.write(tmp_path / "agent.jsonl"))
+    calls = {c.tool_use_id: c for _, c in of(session, ToolCall)}
+    assert calls["inner"].agent_id == "aaaa1111"
+    assert calls["inner"].permission_mode == calls["task"].permission_mode == "bypassPermissions"
+
+
+def test_shared_transcripts_calls_carry_the_modes_their_records_name() -> None:
+    # Independently of the rebuild: each main-conversation call's mode is the last
+    # `permissionMode` of the file's person records before the call's own record.
+    corpus = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+    files = sorted([*corpus.glob("transcripts/*.jsonl"), *corpus.glob("real-labelled/*.jsonl")])
+    assert files, f"shared corpus not found under {corpus}"
+    checked = with_modes = 0
+    for path in files:
+        expected: dict[str, str | None] = {}
+        mode: str | None = None
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(record, dict) or record.get("isSidechain") or record.get("agentId"):
+                continue
+            if record.get("type") == "user" and isinstance(record.get("permissionMode"), str):
+                mode = record["permissionMode"]
+            message = record.get("message")
+            if record.get("type") == "assistant" and isinstance(message, dict):
+                for block in message.get("content") or ():
+                    if isinstance(block, dict) and block.get("type") == "tool_use":
+                        expected.setdefault(str(block.get("id")), mode)
+        got = {
+            step.event.tool_use_id: step.event.permission_mode
+            for session in read_transcripts([path]).sessions
+            for step in session.steps
+            if isinstance(step.event, ToolCall) and step.event.agent_id is None
+        }
+        if not got:
+            continue  # a subagent's file read alone: its calls are the agent's
+        assert got == {k: v for k, v in expected.items() if k in got}, path.name
+        checked += 1
+        with_modes += any(v is not None for v in got.values())
+    assert checked >= 12
+    assert with_modes >= 6  # the shared transcripts of 1.0.119 and later record the mode

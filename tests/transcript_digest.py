@@ -24,9 +24,9 @@ def _dump(model: Any) -> Any:
     if isinstance(dumped, dict) and "harness" in dumped:
         assert dumped.pop("harness") == REPLAYED_HARNESS, dumped
     if isinstance(dumped, dict) and "permission_mode" in dumped:
-        # A tool call's permission mode (contract 1.1) is the live harness's: a transcript does
-        # not record it, so a replayed call has none. Checked here, left out of the digest.
-        assert dumped.pop("permission_mode") is None, dumped
+        # A tool call's permission mode (contract 1.1) came later than the pins: left out of the
+        # digest, checked against the records by test_transcript_reader.py.
+        dumped.pop("permission_mode")
     return dumped
 
 

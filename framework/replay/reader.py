@@ -266,6 +266,7 @@ class _Record(TypedDict, total=False):
     error: Any
     subtype: Any
     compactMetadata: Any
+    permissionMode: Any
 
 
 _RECORD = msgspec.json.Decoder(_Record)

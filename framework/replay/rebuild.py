@@ -247,6 +247,9 @@ class _Builder:
         self.pending: list[dict[str, Any]] = []
         self.pending_id: object = None
         self.pending_at = 0
+        self.permission_mode: str | None = None
+        """The mode Claude Code last recorded (on a person's records, since 1.0.119): the one
+        its PreToolUse payloads carried for the calls after it, until the next."""
 
     def session(self, path: str, merged: tuple[str, ...]) -> Session:
         return Session(
@@ -295,6 +298,10 @@ class _Builder:
         self.pending.append(record)
 
     def user(self, record: dict[str, Any], at_ms: int) -> None:
+        mode = record.get("permissionMode")
+        if type(mode) is str and mode and mode != self.permission_mode:
+            self.flush()  # the calls of the steps before this record ran in the mode before it
+            self.permission_mode = mode
         message = record.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, list) and any(is_result_block(b) for b in content):
@@ -446,6 +453,7 @@ class _Builder:
             tool=str(block.get("name")),
             input=tool_input if isinstance(tool_input, dict) else {},
             agent_id=self.agent_id,
+            permission_mode=self.permission_mode,
         )
         recorded = self.corpus.results.get(tool_use_id, UNANSWERED)
         subagent: tuple[Step, ...] = ()
@@ -454,6 +462,7 @@ class _Builder:
             child.claimed = True
             nested = _Builder(self.corpus, self.session_id, agent_id=child.agent_id)
             nested.clock = at_ms
+            nested.permission_mode = self.permission_mode  # a subagent runs in its parent's mode
             nested.run(child.records)
             subagent = tuple(nested.steps)
         self.emit(call, at_ms, recorded=recorded, subagent=subagent)
