@@ -153,11 +153,18 @@ def session_warning(facts: Facts, harness: str, claude_like: bool) -> str | None
     )
 
 
+def checks_reason(mode: str | None) -> str:
+    """Why no OS sandbox confines a shell command under Claude Code's permission checks."""
+    return (
+        f"Claude Code checks its permission rules in this session ({mode or 'unknown'} mode) "
+        "and its sandbox settings are not in place"
+    )
+
+
 def checks_warning(mode: str) -> str:
     """The once-per-session message when permission checks turn the rewrite route off."""
     return (
-        f"write-guard: Claude Code checks its permission rules in this session ({mode} mode) "
-        "and its sandbox settings are not in place, so a command rewritten into write-guard's "
+        f"write-guard: {checks_reason(mode)}, so a command rewritten into write-guard's "
         f"sandbox would be checked instead of yours: shell writes are NOT enforced by the OS; "
         f"{FALLBACK}. {INSTALL_HINT} (restart Claude Code after)."
     )

@@ -65,6 +65,7 @@ from write_guard._routes import (
     SETTINGS_HARNESS,
     Facts,
     Route,
+    checks_reason,
     checks_warning,
     left,
     permission_checks,
@@ -232,7 +233,8 @@ class Guard:
         unproven), where the wrapper would be dropped without a word; and under Claude Code's
         permission checks without its sandbox, where the rewritten command would be checked
         against the person's rules instead of theirs. The line analysis then decides, failing
-        closed. Third: why Claude Code's sandbox, on, is not the route (None: it is, or off)."""
+        closed. Third: why Claude Code's sandbox, on, is not the route, or why the permission
+        checks leave the line analysis to decide (None: it is the route, or off)."""
         if event.harness not in CLAUDE_TOOL_NAMES:
             return "none", False, None
         # A replay or a test host runs nothing: the recorded workspace's files are not read.
@@ -258,8 +260,11 @@ class Guard:
                 return "none", False, why
         if self.sandbox.bwrap is None:
             return "none", False, None
-        if permission_checks(event.permission_mode):
-            return "none", True, None
+        # A replay reads no workspace's settings (above): it takes the set-up `hookchain
+        # install` makes, whose Claude Code sandbox confines in every permission mode, as the
+        # recorded mode (carried since Claude Code 1.0.119) cannot say whether it was in place.
+        if permission_checks(event.permission_mode) and not engine.sandboxed:
+            return "none", True, checks_reason(event.permission_mode)
         return "bwrap-rewrite", False, None
 
     def say_route(self, engine: Engine, why: str) -> None:
