@@ -686,7 +686,8 @@ class Guard:
             claude=claude, bwrap_reason=available.reason, bwrap_works=available.bwrap is not None
         )
         warning = session_warning(facts, event.harness, claude_like)
-        # A replay cannot tell which mode the session ran in: only a missing sandbox is news.
+        # A replay decides as under the installed set-up in every mode (see shell_route): only
+        # a missing sandbox is news.
         if engine.sandboxed and claude_like and facts.bwrap_works:
             warning = None
         if warning is not None:
