@@ -18,7 +18,7 @@ from framework import Action, AgentInfo, Host, SessionStart, ToolCall, ToolResul
 from wg_jail import BWRAP, Tree
 from write_guard._claude_sandbox import REQUIRED, write_sandbox_settings
 from write_guard._options import Options
-from write_guard._status import expected_settings
+from write_guard._runtime import Guard
 
 import write_guard
 
@@ -94,7 +94,8 @@ def _options(tree: Tree, **values: object) -> Options:
 
 def _expected(tree: Tree) -> dict[str, Any]:
     """What `hookchain install` writes as `sandbox` for the sessions' policy (a copy)."""
-    value: dict[str, Any] = json.loads(json.dumps(expected_settings(_options(tree), str(tree.ws))))
+    asked = Guard(_options(tree)).claude_expected(str(tree.ws), os.environ.get("HOME"))
+    value: dict[str, Any] = json.loads(json.dumps(asked))
     return value
 
 

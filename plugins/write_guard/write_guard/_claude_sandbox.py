@@ -103,7 +103,7 @@ def shell_roots(policy: Policy) -> tuple[str, ...]:
 def expected_settings(policy: Policy, hidden: Sequence[str]) -> dict[str, Any]:
     """The `sandbox` value of Claude Code's settings for a project's policy (`policy` as
     `hookchain install` builds it, `hidden` hookchain's runtime and data dirs): what install
-    writes, status compares, and the route requires."""
+    writes, status compares, and the route requires, each through `Guard.claude_expected`."""
     plan = plan_sandbox("bwrap", shell_roots(policy), policy.protected_paths, hidden)
     return sandbox_settings(plan, policy.workspace_root)
 

@@ -296,9 +296,10 @@ class Guard:
         )
 
     def claude_expected(self, workspace: str, home: str | None) -> dict[str, Any]:
-        """The `sandbox` value `hookchain install` writes into the workspace's Claude Code
-        settings: from the main agent's policy there, hiding hookchain's runtime and data
-        dirs (which hold the host's own files)."""
+        """The `sandbox` value of the workspace's Claude Code settings that the route requires,
+        `hookchain install` and `hookchain sandbox-settings` write and `hookchain status`
+        compares (all through here): `expected_settings` of the main agent's policy there,
+        hiding hookchain's runtime and data dirs (which hold the host's own files)."""
         hidden = (self.runtime_dir, str(data_dir()))
         return expected_settings(self.project_policy(workspace, home), hidden)
 

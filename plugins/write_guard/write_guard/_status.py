@@ -40,13 +40,6 @@ def _policy_roots(options: Options, project_root: str) -> tuple[Guard, Policy, t
     return guard, policy, shell_roots(policy)
 
 
-def expected_settings(options: Options, project_root: str) -> dict[str, Any]:
-    """The `sandbox` value of Claude Code's settings for the policy of a project (the rule
-    is `Guard.claude_expected`, which the route of each command compares with too)."""
-    root = os.path.abspath(project_root)
-    return Guard(options).claude_expected(root, os.environ.get("HOME"))
-
-
 def codex_settings(options: Options, project_root: str) -> dict[str, Any]:
     """Codex's own sandbox for the policy of a project (`sandbox_mode = "workspace-write"`).
 
@@ -155,9 +148,8 @@ def project_facts(options: Options, project_root: str) -> Facts:
     """The facts that decide the route of shell commands in a project."""
     root = os.path.abspath(options.workspace_root or project_root)
     files = settings_files(root, os.environ.get("HOME"), os.environ.get("CLAUDE_CONFIG_DIR"))
-    claude = compare_settings(
-        files, lambda: expected_settings(options, root), root, os.environ.get("HOME")
-    )
+    home = os.environ.get("HOME")
+    claude = compare_settings(files, lambda: Guard(options).claude_expected(root, home), root, home)
     available = probe(options.sandbox)
     return Facts(
         claude=claude,
@@ -182,7 +174,8 @@ def harness_settings(
         return None if chosen.sandbox == "off" else codex_settings(chosen, project_root)
     if claude_sandbox_unavailable(chosen) is not None:
         return None
-    return {"sandbox": expected_settings(chosen, project_root)}
+    root = os.path.abspath(project_root)
+    return {"sandbox": Guard(chosen).claude_expected(root, os.environ.get("HOME"))}
 
 
 @hookimpl
