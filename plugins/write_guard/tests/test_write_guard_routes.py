@@ -46,11 +46,12 @@ async def _session(
     **options: object,
 ) -> tuple[list[ToolResult], list[Action]]:
     """One session in a real host: its session start, then each Bash call (`command`,
-    `permission_mode`, and `before`: what to do first); the results and every action (toasts
-    included). `reached`: gets each command that reached the harness."""
+    `permission_mode`, and `before`: what to do first; or another `tool` with its `input`);
+    the results and every action (toasts included). `reached`: gets each command that
+    reached the harness."""
 
     async def terminal(event: ToolCall) -> ToolResult:
-        if reached is not None:
+        if reached is not None and "command" in event.input:
             reached.append(str(event.input["command"]))
         return ToolResult(output="ran")
 
@@ -69,11 +70,12 @@ async def _session(
         for index, call in enumerate(calls):
             if "before" in call:
                 call["before"]()
+            shell = "Bash" if harness != "gemini" else "run_shell_command"
             event = ToolCall(
                 session_id="s",
                 tool_use_id=f"t{index}",
-                tool="Bash" if harness != "gemini" else "run_shell_command",
-                input={"command": call["command"]},
+                tool=call.get("tool", shell),
+                input=call.get("input") or {"command": call["command"]},
                 permission_mode=call.get("permission_mode"),
                 harness=harness,
                 agent_id=call.get("agent_id"),
@@ -94,7 +96,10 @@ def _options(tree: Tree, **values: object) -> Options:
 
 def _expected(tree: Tree) -> dict[str, Any]:
     """What `hookchain install` writes as `sandbox` for the sessions' policy (a copy)."""
-    asked = Guard(_options(tree)).claude_expected(str(tree.ws), os.environ.get("HOME"))
+    env = os.environ
+    asked = Guard(_options(tree)).claude_expected(
+        str(tree.ws), env.get("HOME"), env.get("CLAUDE_CONFIG_DIR")
+    )
     value: dict[str, Any] = json.loads(json.dumps(asked))
     return value
 
@@ -222,6 +227,99 @@ async def test_a_users_wider_allow_write_is_merged_like_claude_code_does(
     assert any(f"allowWrite also allows {out}" in text for text in _toasts(actions))
 
 
+# -- the user's settings in CLAUDE_CONFIG_DIR are protected as the project's are ------------
+
+
+def _config_dir(tree: Tree) -> Path:
+    """A `CLAUDE_CONFIG_DIR` inside the workspace and not named `.claude`: its settings.json
+    is the user's, which Claude Code merges into the project's sandbox."""
+    folder = tree.ws / "claude-config"
+    folder.mkdir()
+    return folder
+
+
+@pytest.mark.parametrize("exists", [True, False])
+async def test_the_users_settings_in_a_config_dir_inside_the_workspace_are_denied_to_the_agent(
+    tree: Tree, exists: bool
+) -> None:
+    folder = _config_dir(tree)
+    settings = folder / "settings.json"
+    if exists:
+        settings.write_text("{}\n", encoding="utf-8")
+    wider = json.dumps({"sandbox": {"filesystem": {"allowWrite": ["/"]}}})
+    edit = {"file_path": str(settings), "old_string": "{}", "new_string": wider}
+    calls = [
+        {"tool": "Write", "input": {"file_path": str(settings), "content": wider}},
+        {"tool": "Edit", "input": edit},
+        {"command": f"echo '{wider}' > claude-config/settings.json"},
+        {"tool": "Write", "input": {"file_path": str(folder / "notes.md"), "content": "x"}},
+    ]
+    results, _actions = await _session(tree, calls, env={"CLAUDE_CONFIG_DIR": str(folder)})
+    *widening, other = results
+    for result in widening:
+        assert result.denial is not None and f"{settings} is protected" in result.denial.reason
+    assert other.denial is None  # the rest of the folder is the workspace's
+    assert settings.exists() is exists
+
+
+@needs_claude_sandbox
+def test_the_users_settings_in_a_config_dir_inside_a_root_are_in_claude_codes_deny_write(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _config_dir(tree)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(folder))
+    settings = str(folder / "settings.json")
+
+    def denied() -> list[str]:
+        asked = write_guard.harness_settings("claude-code", "local", str(tree.ws), _options(tree))
+        assert asked is not None
+        return list(asked["sandbox"]["filesystem"]["denyWrite"])
+
+    # Absent too: Claude Code denies its settings files itself, made or not.
+    assert settings in denied()
+    (folder / "settings.json").write_text("{}\n", encoding="utf-8")
+    assert settings in denied()
+    # A config dir outside every root adds nothing: install's settings stay as they were.
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tree.root / "config"))
+    assert not [path for path in denied() if path.startswith(str(tree.root / "config"))]
+
+
+@needs_bwrap
+async def test_settings_lacking_the_users_settings_in_a_config_dir_inside_the_workspace_differ(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _config_dir(tree)
+    _claude_settings(tree)  # as install wrote them without CLAUDE_CONFIG_DIR
+    env = {"CLAUDE_CONFIG_DIR": str(folder)}
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls, env=env)
+    assert result.denial is not None
+    lacks = f"denyWrite lacks {folder / 'settings.json'}"
+    assert any(lacks in text for text in _toasts(actions)), _toasts(actions)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(folder))
+    _claude_settings(tree)  # install run again with it
+    (result,), actions = await _session(tree, [dict(calls[0])], env=env)
+    assert result.denial is None and _toasts(actions) == []
+
+
+@needs_bwrap
+async def test_the_users_settings_in_a_config_dir_are_read_only_in_write_guards_sandbox(
+    tree: Tree,
+) -> None:
+    folder = _config_dir(tree)
+    settings = folder / "settings.json"
+    settings.write_text("{}\n", encoding="utf-8")
+    reached: list[str] = []
+    calls = [{"command": python_write("claude-config/settings.json"), "permission_mode": None}]
+    (result,), _actions = await _session(
+        tree, calls, reached=reached, env={"CLAUDE_CONFIG_DIR": str(folder)}
+    )
+    assert result.updated_input is not None  # write-guard's wrapper, run for real here
+    ran = tree.run(reached[0])
+    assert ran.rc != 0 and "Read-only file system" in ran.stderr, ran
+    assert settings.read_text(encoding="utf-8") == "{}\n"
+
+
 @needs_bwrap
 async def test_a_policy_root_missing_from_allow_write_keeps_claude_codes_sandbox_and_is_said(
     tree: Tree,
@@ -324,9 +422,9 @@ async def test_the_comparison_is_redone_only_when_a_settings_file_changes(
     compared: list[str] = []
     compare = runtime.expected_settings
 
-    def counted(policy: Any, hidden: Any) -> dict[str, Any]:
+    def counted(policy: Any, *rest: Any) -> dict[str, Any]:
         compared.append(policy.workspace_root)
-        return compare(policy, hidden)
+        return compare(policy, *rest)
 
     settings = tree.ws / ".claude" / "settings.json"
     _claude_settings(tree)

@@ -62,8 +62,13 @@ REQUIRED = {"enabled": True, "allowUnsandboxedCommands": False, "failIfUnavailab
 """What makes Claude Code's sandbox hold: on, no model-chosen way out, no unsandboxed start."""
 
 
-def sandbox_settings(plan: SandboxPlan, workspace: str) -> dict[str, Any]:
-    """The `sandbox` value of Claude Code's settings for a write-guard sandbox plan.
+def sandbox_settings(
+    plan: SandboxPlan, workspace: str, settings: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The `sandbox` value of Claude Code's settings for a write-guard sandbox plan;
+    `settings`: Claude Code's settings files outside `.claude` folders (the user's in
+    `CLAUDE_CONFIG_DIR`), denied where they lie in a writable root, made or not (Claude Code
+    denies its settings files itself, so an absent one changes nothing there).
 
     Claude Code makes its cwd writable itself; `autoAllowBashIfSandboxed` stays off, so a
     command no rule covers still asks the person."""
@@ -77,6 +82,9 @@ def sandbox_settings(plan: SandboxPlan, workspace: str) -> dict[str, Any]:
             read_only.append(path)
     if real in plan.writable:
         read_only += [os.path.join(real, name) for name in WORKSPACE_FILES]
+    for path in settings:
+        if not os.path.exists(path) and _within(path, plan.writable):
+            read_only.append(path)
     return {
         **REQUIRED,
         "autoAllowBashIfSandboxed": False,
@@ -100,12 +108,29 @@ def shell_roots(policy: Policy) -> tuple[str, ...]:
     return (policy.workspace_root, *extra)
 
 
-def expected_settings(policy: Policy, hidden: Sequence[str]) -> dict[str, Any]:
+def expected_settings(
+    policy: Policy, hidden: Sequence[str], settings: Sequence[str] = ()
+) -> dict[str, Any]:
     """The `sandbox` value of Claude Code's settings for a project's policy (`policy` as
-    `hookchain install` builds it, `hidden` hookchain's runtime and data dirs): what install
-    writes, status compares, and the route requires, each through `Guard.claude_expected`."""
+    `hookchain install` builds it, `hidden` hookchain's runtime and data dirs, `settings` the
+    user's settings file, see `sandbox_settings`): what install writes, status compares, and
+    the route requires, each through `Guard.claude_expected`."""
     plan = plan_sandbox("bwrap", shell_roots(policy), policy.protected_paths, hidden)
-    return sandbox_settings(plan, policy.workspace_root)
+    return sandbox_settings(plan, policy.workspace_root, settings)
+
+
+def user_folder(home: str | None, config_dir: str | None, base: str) -> str:
+    """Claude Code's folder of the user's settings: `CLAUDE_CONFIG_DIR` (a relative one from
+    `base`, the folder Claude Code started in), else `~/.claude`."""
+    if config_dir:
+        return os.path.normpath(os.path.join(base, config_dir))
+    return os.path.join(home or os.path.expanduser("~"), ".claude")
+
+
+def user_settings(home: str | None, config_dir: str | None, base: str) -> str:
+    """The user's Claude Code settings file (see `user_folder`): protected like the project's,
+    since a wider `allowWrite` there widens the project's sandbox."""
+    return os.path.join(user_folder(home, config_dir, base), "settings.json")
 
 
 def settings_files(
@@ -115,8 +140,7 @@ def settings_files(
     lowest first: the user's (in `CLAUDE_CONFIG_DIR`, else `~/.claude`), the project's, the
     local one, the managed one. Claude Code merges them: a user's `allowWrite` widens the
     project's sandbox (shown with the real binary)."""
-    user = config_dir or os.path.join(home or os.path.expanduser("~"), ".claude")
-    files = [os.path.join(user, "settings.json")]
+    files = [user_settings(home, config_dir, workspace)]
     files += [os.path.join(workspace, ".claude", name) for name in SETTINGS_FILES]
     return (*files, *managed_files())
 

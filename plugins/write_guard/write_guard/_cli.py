@@ -150,7 +150,8 @@ def sandbox_settings(
     and socat); write-guard no longer rewrites the command."""
     root = os.path.abspath(workspace)
     options = _project_options(root)
-    value = Guard(options).claude_expected(root, os.environ.get("HOME"))
+    home, config_dir = os.environ.get("HOME"), os.environ.get("CLAUDE_CONFIG_DIR")
+    value = Guard(options).claude_expected(root, home, config_dir)
     if show:
         typer.echo(json.dumps({"sandbox": value}, indent=2))
         return

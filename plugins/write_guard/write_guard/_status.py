@@ -36,7 +36,7 @@ def _policy_roots(options: Options, project_root: str) -> tuple[Guard, Policy, t
     """The guard, the policy of a project and the roots it lets shell commands write."""
     root = os.path.abspath(project_root)
     guard = Guard(options)
-    policy = guard.project_policy(root, os.environ.get("HOME"))
+    policy = guard.project_policy(root, os.environ.get("HOME"), os.environ.get("CLAUDE_CONFIG_DIR"))
     return guard, policy, shell_roots(policy)
 
 
@@ -147,9 +147,11 @@ def claude_sandbox_unavailable(options: Options) -> str | None:
 def project_facts(options: Options, project_root: str) -> Facts:
     """The facts that decide the route of shell commands in a project."""
     root = os.path.abspath(options.workspace_root or project_root)
-    files = settings_files(root, os.environ.get("HOME"), os.environ.get("CLAUDE_CONFIG_DIR"))
-    home = os.environ.get("HOME")
-    claude = compare_settings(files, lambda: Guard(options).claude_expected(root, home), root, home)
+    home, config_dir = os.environ.get("HOME"), os.environ.get("CLAUDE_CONFIG_DIR")
+    files = settings_files(root, home, config_dir)
+    claude = compare_settings(
+        files, lambda: Guard(options).claude_expected(root, home, config_dir), root, home
+    )
     available = probe(options.sandbox)
     return Facts(
         claude=claude,
@@ -175,7 +177,8 @@ def harness_settings(
     if claude_sandbox_unavailable(chosen) is not None:
         return None
     root = os.path.abspath(project_root)
-    return {"sandbox": Guard(chosen).claude_expected(root, os.environ.get("HOME"))}
+    home, config_dir = os.environ.get("HOME"), os.environ.get("CLAUDE_CONFIG_DIR")
+    return {"sandbox": Guard(chosen).claude_expected(root, home, config_dir)}
 
 
 @hookimpl
