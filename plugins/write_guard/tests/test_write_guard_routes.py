@@ -682,12 +682,53 @@ def _loosening(tree: Tree) -> dict[str, tuple[dict[str, Any], str]]:
             {"sandbox": {"enableWeakerNestedSandbox": True}},
             "enableWeakerNestedSandbox is true",
         ),
+        "enableWeakerNetworkIsolation": (
+            {"sandbox": {"enableWeakerNetworkIsolation": True}},
+            "enableWeakerNetworkIsolation is true",
+        ),
+        "allowAppleEvents": (
+            {"sandbox": {"allowAppleEvents": True}},
+            "allowAppleEvents is true",
+        ),
+        "allowMachLookup": (
+            {"sandbox": {"network": {"allowMachLookup": ["com.apple.x"]}}},
+            'network.allowMachLookup is ["com.apple.x"], not unset',
+        ),
+        # Claude Code's name for the filesystem half of its sandbox switched off (in 2.1.197 a
+        # remote setting, which "relaxed" turns into `filesystem.disabled`).
+        "filesystemPolicy-relaxed": (
+            {"sandbox": {"filesystemPolicy": "relaxed"}},
+            'filesystemPolicy is "relaxed", not "strict"',
+        ),
+        "filesystem-disabled": (
+            {"sandbox": {"filesystem": {"disabled": True}}},
+            "filesystem.disabled is true",
+        ),
+        "unknown-sandbox-key": (
+            {"sandbox": {"allowEverything": True}},
+            "sandbox.allowEverything in",
+        ),
+        "unknown-filesystem-key": (
+            {"sandbox": {"filesystem": {"allowExecute": ["/"]}}},
+            "sandbox.filesystem.allowExecute in",
+        ),
+        "unknown-network-key": (
+            {"sandbox": {"network": {"allowAllHosts": True}}},
+            "sandbox.network.allowAllHosts in",
+        ),
+        "network-not-an-object": (
+            {"sandbox": {"network": "open"}},
+            "sandbox.network in",
+        ),
     }
 
 
 LOOSENING = (
     "additionalDirectories", "allow-Edit-absolute", "allow-Edit-home", "excludedCommands",
     "allowRead", "allowAllUnixSockets", "allowUnixSockets", "enableWeakerNestedSandbox",
+    "enableWeakerNetworkIsolation", "allowAppleEvents", "allowMachLookup",
+    "filesystemPolicy-relaxed", "filesystem-disabled", "unknown-sandbox-key",
+    "unknown-filesystem-key", "unknown-network-key", "network-not-an-object",
 )  # fmt: skip
 
 
@@ -705,6 +746,55 @@ async def test_settings_that_loosen_claude_codes_sandbox_beside_it_are_not_count
     (result,), actions = await _session(tree, calls, reached=reached)
     assert result.denial is not None and reached == []
     assert any(said in text and "differ" in text for text in _toasts(actions)), _toasts(actions)
+
+
+@needs_bwrap
+async def test_an_unknown_sandbox_key_is_said_as_not_compared(tree: Tree) -> None:
+    _claude_settings(tree)
+    local = tree.ws / ".claude" / "settings.local.json"
+    local.write_text(json.dumps({"sandbox": {"allowEverything": True}}), encoding="utf-8")
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls)
+    assert result.denial is not None
+    said = f"sandbox.allowEverything in {local} is not a setting write-guard compares"
+    assert any(said in text for text in _toasts(actions)), _toasts(actions)
+
+
+@needs_bwrap
+async def test_known_sandbox_settings_that_confine_no_less_keep_claude_codes_sandbox(
+    tree: Tree,
+) -> None:
+    # Every other key of Claude Code's sandbox settings: network filters, credentials kept
+    # from commands, the reporting of violations, the search tool, paths only a managed file
+    # may set, and the strict filesystem policy.
+    _claude_settings(tree)
+    local = {
+        "sandbox": {
+            "filesystemPolicy": "strict",
+            "network": {
+                "allowedDomains": ["example.com"],
+                "deniedDomains": ["bad.example"],
+                "allowManagedDomainsOnly": True,
+                "allowLocalBinding": True,
+                "httpProxyPort": 3128,
+                "socksProxyPort": 1080,
+                "tlsTerminate": {"caCertPath": "/ca.pem", "caKeyPath": "/ca.key"},
+            },
+            "filesystem": {"allowManagedReadPathsOnly": True, "disabled": False},
+            "credentials": {"files": [{"path": "~/.aws", "mode": "deny"}], "envVars": []},
+            "ignoreViolations": {"*": ["/usr/bin"]},
+            "ripgrep": {"command": "rg", "args": []},
+            "bwrapPath": "/usr/bin/bwrap",
+            "socatPath": "/usr/bin/socat",
+            "autoAllowBashIfSandboxed": False,
+        }
+    }
+    (tree.ws / ".claude" / "settings.local.json").write_text(json.dumps(local), encoding="utf-8")
+    (result,), actions = await _session(
+        tree, [{"command": UNREADABLE, "permission_mode": "default"}]
+    )
+    assert _toasts(actions) == []
+    assert result.denial is None and result.updated_input is None
 
 
 @needs_bwrap

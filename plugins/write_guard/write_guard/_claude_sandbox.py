@@ -226,8 +226,76 @@ def _object(value: object, name: str, path: str, said: list[str]) -> dict[str, A
     return {}
 
 
-def _loosening(sandbox: dict[str, Any]) -> list[str]:
-    """What one file's `sandbox` lets a command do beyond its lists."""
+Known = dict[str, "Known | None"]
+
+SANDBOX_KEYS: Known = {
+    "enabled": None,
+    "failIfUnavailable": None,
+    "autoAllowBashIfSandboxed": None,
+    "allowUnsandboxedCommands": None,
+    "network": {
+        "allowedDomains": None,
+        "deniedDomains": None,
+        "allowManagedDomainsOnly": None,
+        "allowUnixSockets": None,
+        "allowAllUnixSockets": None,
+        "allowLocalBinding": None,
+        "allowMachLookup": None,
+        "httpProxyPort": None,
+        "socksProxyPort": None,
+        "tlsTerminate": {"caCertPath": None, "caKeyPath": None},
+    },
+    "filesystem": {
+        "allowWrite": None,
+        "denyWrite": None,
+        "denyRead": None,
+        "allowRead": None,
+        "allowManagedReadPathsOnly": None,
+        # The sandbox runtime's own switch, which Claude Code sets for a relaxed policy.
+        "disabled": None,
+    },
+    "credentials": {"files": None, "envVars": None},
+    "ignoreViolations": None,
+    "enableWeakerNestedSandbox": None,
+    "enableWeakerNetworkIsolation": None,
+    "allowAppleEvents": None,
+    "excludedCommands": None,
+    "ripgrep": {"command": None, "args": None},
+    "bwrapPath": None,
+    "socatPath": None,
+    "enabledPlatforms": None,
+    "filesystemPolicy": None,
+}
+"""Every key of `sandbox` Claude Code's settings have (2.1.197's schema, `enabledPlatforms`,
+which it reads from the managed settings, and `filesystemPolicy`, its name for whether the
+filesystem is confined, a remote setting there), with the keys of those that are objects.
+What these settings do is known; any other key is not compared, so it counts as looser: a
+newer Claude Code may loosen its sandbox with it."""
+
+PATH_LISTS = ("allowWrite", "denyWrite", "denyRead", "allowRead")
+"""The path lists of `sandbox.filesystem` (its other keys are switches)."""
+
+STRICT = "strict"
+"""The one `filesystemPolicy` that confines writes: "relaxed" confines none (Claude Code
+sets `filesystem.disabled`), "relaxedIfForced" is relaxed unless a settings file asks for
+the sandbox."""
+
+
+def _unknown(value: dict[str, Any], known: Known, name: str, path: str) -> list[str]:
+    """The keys of `value` (at `name` of the settings file `path`) that `known` lacks, at every
+    depth; a value that is not an object where one is known is said by `_object`."""
+    said: list[str] = []
+    for key, inner in value.items():
+        if key not in known:
+            said.append(f"{name}.{key} in {path} is not a setting write-guard compares")
+        elif (kept := known[key]) is not None and isinstance(inner, dict):
+            said += _unknown(inner, kept, f"{name}.{key}", path)
+    return said
+
+
+def _loosening(sandbox: dict[str, Any], path: str) -> list[str]:
+    """What one file's `sandbox` (of the settings file `path`) lets a command do beyond its
+    lists, named where the setting is known, and every key that is not."""
     said: list[str] = []
     excluded = sandbox.get("excludedCommands")
     if excluded:
@@ -235,14 +303,26 @@ def _loosening(sandbox: dict[str, Any]) -> list[str]:
     listed = sandbox.get("filesystem")
     if isinstance(listed, dict) and listed.get("allowRead"):
         said.append(f"allowRead re-allows {json.dumps(listed['allowRead'])} within denyRead")
+    if isinstance(listed, dict) and listed.get("disabled"):
+        said.append("filesystem.disabled is true: Claude Code's sandbox confines no write")
+    policy = sandbox.get("filesystemPolicy", STRICT)
+    if policy != STRICT:
+        said.append(
+            f"filesystemPolicy is {json.dumps(policy)}, not {json.dumps(STRICT)} (a relaxed "
+            "policy confines no write)"
+        )
     network = sandbox.get("network")
     if isinstance(network, dict):
-        for key in ("allowAllUnixSockets", "allowUnixSockets"):
+        # Ways out through a socket or (macOS) a system service that acts outside.
+        for key in ("allowAllUnixSockets", "allowUnixSockets", "allowMachLookup"):
             if network.get(key):
                 said.append(f"network.{key} is {json.dumps(network[key])}, not unset")
-    if sandbox.get("enableWeakerNestedSandbox"):
-        said.append("enableWeakerNestedSandbox is true")
-    return said
+    # macOS: the first lets commands reach a system service, the second launch and script
+    # applications outside the sandbox.
+    for key in ("enableWeakerNestedSandbox", "enableWeakerNetworkIsolation", "allowAppleEvents"):
+        if sandbox.get(key):
+            said.append(f"{key} is true")
+    return said + _unknown(sandbox, SANDBOX_KEYS, "sandbox", path)
 
 
 def workspace_sandbox(files: Sequence[str], workspace: str = "", home: str | None = None) -> Found:
@@ -287,14 +367,16 @@ def workspace_sandbox(files: Sequence[str], workspace: str = "", home: str | Non
         if not sandbox:
             continue
         found.update(sandbox)
-        loosening += _loosening(sandbox)
+        loosening += _loosening(sandbox, path)
+        for key in ("network", "credentials", "ripgrep"):
+            _object(sandbox.get(key), f"sandbox.{key}", path, said)
         platforms = sandbox.get("enabledPlatforms")
         if isinstance(platforms, list) and path in managed_files():
             # Claude Code's sandbox runs only on the platforms an administrator lists.
             enabled_here = enabled_here and PLATFORM.get(sys.platform) in platforms
         listed = _object(sandbox.get("filesystem"), "sandbox.filesystem", path, said)
-        for key, value in listed.items():
-            items = _listed(value, f"sandbox.filesystem.{key}", path, said)
+        for key in PATH_LISTS:
+            items = _listed(listed.get(key), f"sandbox.filesystem.{key}", path, said)
             taken = (claude_path(str(item), root, home) for item in items)
             paths.setdefault(key, []).extend(item for item in taken if item is not None)
     # Only lists, whatever a file held there.
