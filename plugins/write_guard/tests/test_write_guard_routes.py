@@ -983,6 +983,55 @@ async def test_managed_enabled_platforms_without_this_one_switch_claude_codes_sa
 
 
 @needs_bwrap
+@pytest.mark.parametrize("config_dir", [None, "config"])
+async def test_a_relative_path_in_the_users_settings_is_taken_from_their_config_dir(
+    tree: Tree, config_dir: str | None
+) -> None:
+    # Claude Code takes `../ws` in the user's settings from their config dir (~/.claude):
+    # home/ws, outside the policy's roots, not the workspace beside home.
+    _claude_settings(tree)
+    home = tree.root / "home"
+    folder = home / ".claude" if config_dir is None else home / config_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    user = {"sandbox": {"filesystem": {"allowWrite": ["../ws"]}}}
+    (folder / "settings.json").write_text(json.dumps(user), encoding="utf-8")
+    env = {} if config_dir is None else {"CLAUDE_CONFIG_DIR": str(folder)}
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls, env=env)
+    assert result.denial is not None
+    said = f"allowWrite also allows {home / 'ws'}"
+    assert any(said in text for text in _toasts(actions)), _toasts(actions)
+
+
+@needs_bwrap
+async def test_a_path_with_spaces_around_it_is_taken_as_claude_code_trims_it(tree: Tree) -> None:
+    _claude_settings(tree)
+    local = {"sandbox": {"filesystem": {"allowWrite": [" ../out "]}}}
+    (tree.ws / ".claude" / "settings.local.json").write_text(json.dumps(local), encoding="utf-8")
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls)
+    assert result.denial is not None
+    said = f"allowWrite also allows {tree.root / 'out'}"
+    assert any(said in text for text in _toasts(actions)), _toasts(actions)
+
+
+@needs_bwrap
+async def test_a_relative_path_in_the_managed_settings_is_taken_from_claude_codes_folder(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Claude Code takes a managed relative path from the folder it runs in: `build` is the
+    # workspace's, which the policy lets write already.
+    _claude_settings(tree)
+    folder = _managed(tree, monkeypatch)
+    managed = {"sandbox": {"filesystem": {"allowWrite": ["build"]}}}
+    (folder / "managed-settings.json").write_text(json.dumps(managed), encoding="utf-8")
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls)
+    assert _toasts(actions) == []
+    assert result.denial is None
+
+
+@needs_bwrap
 async def test_the_settings_are_read_where_claude_code_reads_them_not_at_the_policy_root(
     tree: Tree,
 ) -> None:

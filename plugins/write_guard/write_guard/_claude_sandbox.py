@@ -133,16 +133,32 @@ def user_settings(home: str | None, config_dir: str | None, base: str) -> str:
     return os.path.join(user_folder(home, config_dir, base), "settings.json")
 
 
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One of the settings Claude Code merges its sandbox from."""
+
+    path: str
+    root: str
+    """Where a relative path in it is taken from, as Claude Code takes it: the config dir for
+    the user's, the project's folder for the project's and the local file, the folder Claude
+    Code runs in for the managed ones."""
+    managed: bool = False
+    """An administrator's: only there does `sandbox.enabledPlatforms` count."""
+
+
 def settings_files(
     workspace: str, home: str | None, config_dir: str | None = None
-) -> tuple[str, ...]:
+) -> tuple[Source, ...]:
     """Claude Code's settings files a session in `workspace` reads its `sandbox` from, the
     lowest first: the user's (in `CLAUDE_CONFIG_DIR`, else `~/.claude`), the project's, the
     local one, the managed one. Claude Code merges them: a user's `allowWrite` widens the
     project's sandbox (shown with the real binary)."""
-    files = [user_settings(home, config_dir, workspace)]
-    files += [os.path.join(workspace, ".claude", name) for name in SETTINGS_FILES]
-    return (*files, *managed_files())
+    user = user_folder(home, config_dir, workspace)
+    files = [Source(os.path.join(user, "settings.json"), user)]
+    files += [
+        Source(os.path.join(workspace, ".claude", name), workspace) for name in SETTINGS_FILES
+    ]
+    return (*files, *(Source(path, workspace, managed=True) for path in managed_files()))
 
 
 PLATFORM = {"linux": "linux", "darwin": "macos"}
@@ -325,9 +341,11 @@ def _loosening(sandbox: dict[str, Any], path: str) -> list[str]:
     return said + _unknown(sandbox, SANDBOX_KEYS, "sandbox", path)
 
 
-def workspace_sandbox(files: Sequence[str], workspace: str = "", home: str | None = None) -> Found:
+def workspace_sandbox(
+    files: Sequence[Source], workspace: str = "", home: str | None = None
+) -> Found:
     """What Claude Code's sandbox is made of from `files` (see `settings_files`), paths taken
-    from `workspace` and `home` as Claude Code does."""
+    from their roots, `workspace` and `home` as Claude Code does."""
     home = home or os.path.expanduser("~")
     found: dict[str, Any] = {}
     paths: dict[str, list[str]] = {}
@@ -335,7 +353,8 @@ def workspace_sandbox(files: Sequence[str], workspace: str = "", home: str | Non
     loosening: list[str] = []
     unreadable: list[str] = []
     enabled_here = True
-    for path in files:
+    for source in files:
+        path, root = source.path, source.root
         try:
             # Claude Code strips a leading BOM and applies the file.
             with open(path, encoding="utf-8-sig") as handle:
@@ -349,8 +368,6 @@ def workspace_sandbox(files: Sequence[str], workspace: str = "", home: str | Non
         if not isinstance(settings, dict):
             unreadable.append(f"cannot read {path} (not a JSON object)")
             continue
-        # A project's settings belong to its folder, the user's to the folder above theirs.
-        root = os.path.dirname(os.path.dirname(path))
         said = unreadable
         permissions = _object(settings.get("permissions"), "permissions", path, said)
         allowed = _listed(permissions.get("allow"), "permissions.allow", path, said)
@@ -371,13 +388,14 @@ def workspace_sandbox(files: Sequence[str], workspace: str = "", home: str | Non
         for key in ("network", "credentials", "ripgrep"):
             _object(sandbox.get(key), f"sandbox.{key}", path, said)
         platforms = sandbox.get("enabledPlatforms")
-        if isinstance(platforms, list) and path in managed_files():
+        if isinstance(platforms, list) and source.managed:
             # Claude Code's sandbox runs only on the platforms an administrator lists.
             enabled_here = enabled_here and PLATFORM.get(sys.platform) in platforms
         listed = _object(sandbox.get("filesystem"), "sandbox.filesystem", path, said)
         for key in PATH_LISTS:
             items = _listed(listed.get(key), f"sandbox.filesystem.{key}", path, said)
-            taken = (claude_path(str(item), root, home) for item in items)
+            # Claude Code trims a listed path before it takes it from the root.
+            taken = (claude_path(str(item).strip(), root, home) for item in items)
             paths.setdefault(key, []).extend(item for item in taken if item is not None)
     # Only lists, whatever a file held there.
     found["filesystem"] = paths
@@ -459,7 +477,7 @@ OFF = ClaudeSettings(on=False)
 
 
 def compare_settings(
-    files: Sequence[str],
+    files: Sequence[Source],
     expected: Callable[[], dict[str, Any]],
     workspace: str = "",
     home: str | None = None,
@@ -514,12 +532,12 @@ class SettingsCache:
     def get(
         self,
         key: Hashable,
-        files: Sequence[str],
+        files: Sequence[Source],
         expected: Callable[[], dict[str, Any]],
         workspace: str = "",
         home: str | None = None,
     ) -> ClaudeSettings:
-        signature, recent = settings_signature(files)
+        signature, recent = settings_signature([source.path for source in files])
         now = time.monotonic()
         known = self._known.get(key)
         if known is not None and known[0] == signature and now - known[1] < RECHECK_S:
