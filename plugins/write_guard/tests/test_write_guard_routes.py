@@ -5,17 +5,19 @@ permission checks turn the rewrite off, and in `hookchain status`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from framework import Action, AgentInfo, Host, SessionStart, ToolCall, ToolResult
-from wg_jail import BWRAP, Tree
+from wg_jail import BWRAP, Tree, running_claude
 from write_guard._claude_sandbox import REQUIRED, write_sandbox_settings
 from write_guard._options import Options
 from write_guard._runtime import Guard
@@ -43,12 +45,14 @@ async def _session(
     reached: list[str] | None = None,
     env: dict[str, str] | None = None,
     agents: tuple[AgentInfo, ...] = (),
+    launched: Sequence[str] | None = (),
     **options: object,
 ) -> tuple[list[ToolResult], list[Action]]:
     """One session in a real host: its session start, then each Bash call (`command`,
     `permission_mode`, and `before`: what to do first; or another `tool` with its `input`);
     the results and every action (toasts included). `reached`: gets each command that
-    reached the harness."""
+    reached the harness. Under Claude Code, a process stands for it, started with `launched`
+    on its command line (None: no process names the session)."""
 
     async def terminal(event: ToolCall) -> ToolResult:
         if reached is not None and "command" in event.input:
@@ -59,30 +63,37 @@ async def _session(
     settings = {"extra_writable_roots": [str(tree.root / "tmp")], **options}
     results: list[ToolResult] = []
     actions: list[Action] = []
-    async with Host(
-        plugins=[write_guard], entry_points=False, store="memory://", env=env,
-        options={"write-guard": settings},
-    ) as host:  # fmt: skip
-        start = SessionStart(session_id="s", cwd=str(tree.ws), harness=harness)
-        actions += (await host.dispatch(start)).actions
-        for agent in agents:
-            host.note_agent("s", agent)
-        for index, call in enumerate(calls):
-            if "before" in call:
-                call["before"]()
-            shell = "Bash" if harness != "gemini" else "run_shell_command"
-            event = ToolCall(
-                session_id="s",
-                tool_use_id=f"t{index}",
-                tool=call.get("tool", shell),
-                input=call.get("input") or {"command": call["command"]},
-                permission_mode=call.get("permission_mode"),
-                harness=harness,
-                agent_id=call.get("agent_id"),
-            )
-            outcome = await host.dispatch(event, terminal=terminal)
-            results.append(outcome.result)
-            actions += outcome.actions
+    config = Path(env.get("CLAUDE_CONFIG_DIR") or Path(env["HOME"]) / ".claude")
+    claude = (
+        running_claude(config, "s", launched)
+        if launched is not None and harness == "claude-code"
+        else contextlib.nullcontext()
+    )
+    with claude:
+        async with Host(
+            plugins=[write_guard], entry_points=False, store="memory://", env=env,
+            options={"write-guard": settings},
+        ) as host:  # fmt: skip
+            start = SessionStart(session_id="s", cwd=str(tree.ws), harness=harness)
+            actions += (await host.dispatch(start)).actions
+            for agent in agents:
+                host.note_agent("s", agent)
+            for index, call in enumerate(calls):
+                if "before" in call:
+                    call["before"]()
+                shell = "Bash" if harness != "gemini" else "run_shell_command"
+                event = ToolCall(
+                    session_id="s",
+                    tool_use_id=f"t{index}",
+                    tool=call.get("tool", shell),
+                    input=call.get("input") or {"command": call["command"]},
+                    permission_mode=call.get("permission_mode"),
+                    harness=harness,
+                    agent_id=call.get("agent_id"),
+                )
+                outcome = await host.dispatch(event, terminal=terminal)
+                results.append(outcome.result)
+                actions += outcome.actions
     return results, actions
 
 
@@ -299,7 +310,11 @@ async def test_settings_lacking_the_users_settings_in_a_config_dir_inside_the_wo
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(folder))
     _claude_settings(tree)  # install run again with it
     (result,), actions = await _session(tree, [dict(calls[0])], env=env)
-    assert result.denial is None and _toasts(actions) == []
+    assert not any(lacks in text for text in _toasts(actions)), _toasts(actions)
+    # What is left: the record of Claude Code's sessions there, which a command could forge.
+    assert result.denial is not None
+    record = f"record of its sessions ({folder / 'sessions'}) lies where commands may write"
+    assert any(record in text for text in _toasts(actions)), _toasts(actions)
 
 
 @needs_bwrap
@@ -579,6 +594,7 @@ def test_status_names_claude_codes_sandbox_and_says_when_its_settings_differ(tre
     line = write_guard.status_line(str(tree.ws), options)
     assert line.startswith("shell writes: Claude Code's sandbox, in every permission mode")
     assert "match write-guard's policy" in line
+    assert "a session's Claude Code command line counts too (--add-dir, --settings" in line
     looser = json.loads(json.dumps(asked["sandbox"]))
     looser["filesystem"]["allowWrite"].append(str(tree.root / "out"))
     looser["filesystem"]["denyWrite"].remove(str(tree.ws / ".git" / "config"))
@@ -1063,3 +1079,221 @@ async def test_paths_spelled_as_claude_code_reads_them_are_compared_as_it_reads_
     calls = [{"command": UNREADABLE, "permission_mode": "default"}]
     (result,), actions = await _session(tree, calls)
     assert result.denial is None and _toasts(actions) == []
+
+
+# -- Claude Code's command line: --settings, --add-dir, --setting-sources, --managed-settings ----
+
+
+def _launches(tree: Tree) -> dict[str, tuple[list[str], str]]:
+    """Per shape, a command line that widens Claude Code's sandbox beside the settings files
+    (or changes which of them count), and the words the difference is said in."""
+    out, flags = str(tree.root / "out"), tree.root / "flags.json"
+    flags.write_text(json.dumps({"sandbox": {"filesystem": {"allowWrite": [out]}}}))
+    inside = tree.ws / "flags.json"
+    inside.write_text("{}", encoding="utf-8")
+    return {
+        "add-dir": (["--add-dir", out], f"Claude Code was started with --add-dir {out}"),
+        "add-dir-equals": ([f"--add-dir={out}"], f"started with --add-dir {out}"),
+        "add-dir-several": (
+            ["--add-dir", str(tree.ws), out, "-p", "go"],
+            f"started with --add-dir {tree.ws}, {out}:",
+        ),
+        "settings-file": (["--settings", str(flags)], f"allowWrite also allows {out}"),
+        "settings-relative": (["--settings", "../flags.json"], f"allowWrite also allows {out}"),
+        "settings-inline": (
+            ["--settings", '{"sandbox": {"excludedCommands": ["python3"]}}'],
+            'excludedCommands runs ["python3"] outside the sandbox',
+        ),
+        "settings-inline-relative": (
+            ["--settings", '{"sandbox": {"filesystem": {"allowWrite": ["x"]}}}'],
+            "allowWrite also allows x",
+        ),
+        "settings-where-commands-write": (
+            ["--settings", str(inside)],
+            f"--settings {inside} lies where commands may write",
+        ),
+        "settings-gone": (
+            ["--settings", str(tree.root / "gone.json")],
+            f"cannot read {tree.root / 'gone.json'}",
+        ),
+        "setting-sources": (
+            ["--setting-sources", "user"],
+            "started with --setting-sources user: which settings count then is not compared",
+        ),
+        "managed-settings": (["--managed-settings", "{}"], "started with --managed-settings {}"),
+    }
+
+
+LAUNCHES = (
+    "add-dir", "add-dir-equals", "add-dir-several", "settings-file", "settings-relative",
+    "settings-inline", "settings-inline-relative", "settings-where-commands-write",
+    "settings-gone", "setting-sources", "managed-settings",
+)  # fmt: skip
+
+
+@needs_bwrap
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+@pytest.mark.parametrize("shape", LAUNCHES)
+@pytest.mark.parametrize("mode", ["default", "bypassPermissions"])
+async def test_a_command_line_that_widens_claude_codes_sandbox_is_not_counted_on(
+    tree: Tree, shape: str, mode: str
+) -> None:
+    _claude_settings(tree)
+    flags, said = _launches(tree)[shape]
+    reached: list[str] = []
+    calls = [{"command": UNREADABLE, "permission_mode": mode}]
+    (result,), actions = await _session(tree, calls, reached=reached, launched=flags)
+    assert result.denial is not None and reached == []
+    assert said in result.denial.reason, result.denial.reason
+    assert any(said in text and "differ" in text for text in _toasts(actions)), _toasts(actions)
+
+
+@needs_bwrap
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["-p", "fix the --add-dir docs", "--model", "opus"],
+        ["--settings", '{"model": "opus"}'],
+        ["-p", "go", "--", "--add-dir", "/"],
+    ],
+)
+async def test_a_command_line_that_leaves_claude_codes_sandbox_as_the_files_say_keeps_it(
+    tree: Tree, flags: list[str]
+) -> None:
+    _claude_settings(tree)
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls, launched=flags)
+    assert _toasts(actions) == []
+    assert result.denial is None and result.updated_input is None
+
+
+@needs_bwrap
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+async def test_a_settings_file_given_on_the_command_line_is_compared_as_it_changes(
+    tree: Tree,
+) -> None:
+    _claude_settings(tree)
+    flags = tree.root / "flags.json"
+    flags.write_text("{}", encoding="utf-8")
+    out = str(tree.root / "out")
+
+    def widen() -> None:
+        flags.write_text(json.dumps({"sandbox": {"filesystem": {"allowWrite": [out]}}}))
+
+    calls = [
+        {"command": UNREADABLE, "permission_mode": "default"},
+        {"command": UNREADABLE, "permission_mode": "default", "before": widen},
+    ]
+    (first, widened), _actions = await _session(tree, calls, launched=["--settings", str(flags)])
+    assert first.denial is None
+    assert widened.denial is not None and f"allowWrite also allows {out}" in widened.denial.reason
+
+
+@needs_bwrap
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+async def test_without_a_record_of_the_sessions_claude_code_the_route_does_not_hold(
+    tree: Tree,
+) -> None:
+    # At the session start Claude Code may not have written it yet: nothing is said then;
+    # each command needs it.
+    _claude_settings(tree)
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls, launched=None)
+    assert result.denial is not None
+    folder = tree.root / "home" / ".claude" / "sessions"
+    said = f"cannot tell how Claude Code was started: no running Claude Code process in {folder}"
+    assert said in result.denial.reason, result.denial.reason
+    [toast] = _toasts(actions)
+    assert said in toast
+
+
+def _record(folder: Path, pid: int, start: str) -> None:
+    (folder / "sessions").mkdir(parents=True, exist_ok=True)
+    record = {"pid": pid, "sessionId": "s", "procStart": start}
+    (folder / "sessions" / f"{pid}.json").write_text(json.dumps(record), encoding="utf-8")
+
+
+@needs_bwrap
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+@pytest.mark.parametrize("record", ["another-start", "ended"])
+async def test_a_record_of_a_process_that_is_not_the_sessions_is_not_taken(
+    tree: Tree, record: str
+) -> None:
+    # A pid used again by another process, or one whose process ended: its command line is
+    # not the session's Claude Code's.
+    _claude_settings(tree)
+    config = tree.root / "home" / ".claude"
+    if record == "ended":
+        with running_claude(config, "other") as pid:
+            pass
+        _record(config, pid, "1")
+        claude: Any = contextlib.nullcontext()
+    else:
+        claude = running_claude(config, "s", record=False)
+    with claude as pid:
+        if pid is not None:
+            _record(config, pid, "1")  # not its start time
+        calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+        (result,), _actions = await _session(tree, calls, launched=None)
+    assert result.denial is not None and "cannot tell how Claude Code was started" in (
+        result.denial.reason
+    )
+
+
+@needs_bwrap
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+async def test_the_record_folder_is_read_again_only_when_it_changes(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import write_guard._claude_sandbox as claude_sandbox
+
+    _claude_settings(tree)
+    read: list[str] = []
+    session_argvs = claude_sandbox.session_argvs
+
+    def counted(folder: str, session_id: str) -> tuple[tuple[str, ...], ...]:
+        read.append(session_id)
+        return session_argvs(folder, session_id)
+
+    monkeypatch.setattr(claude_sandbox, "session_argvs", counted)
+    config = tree.root / "home" / ".claude"
+    sessions = config / "sessions"
+
+    def aged() -> None:
+        _age(sessions, 60)  # older than the doubt window of a change within a clock tick
+
+    later: list[Any] = []
+
+    def another_starts() -> None:
+        later.append(running_claude(config, "other", ["--add-dir", "/"]))
+        later[0].__enter__()
+        aged()
+        os.utime(sessions)  # its record just made
+
+    with running_claude(config, "s"):
+        aged()
+        calls = [
+            {"command": UNREADABLE, "permission_mode": "default"},
+            {"command": UNREADABLE + " ", "permission_mode": "default"},
+            {"command": UNREADABLE, "permission_mode": "default", "before": another_starts},
+        ]
+        results, _actions = await _session(tree, calls, launched=None)
+    later[0].__exit__(None, None, None)
+    assert [result.denial is None for result in results] == [True, True, True]
+    # One read at the session start, kept for the commands while the folder stays the same;
+    # one more after the change.
+    assert len(read) == 2, read
+
+
+def test_status_says_plainly_where_claude_codes_command_line_cannot_be_read() -> None:
+    from write_guard._claude_sandbox import ClaudeSettings
+    from write_guard._routes import Facts, status_line
+
+    held = ClaudeSettings(on=True)
+    facts = Facts(claude=held, bwrap_reason="bubblewrap", bwrap_works=True, command_line=False)
+    line = status_line(facts)
+    assert line.startswith("shell writes: Claude Code's sandbox, in every permission mode")
+    assert "Claude Code's command line cannot be read on this platform" in line
+    assert "--add-dir, --settings, --setting-sources or --managed-settings" in line
+    assert "may widen its sandbox unseen" in line

@@ -144,21 +144,33 @@ class Source:
     Code runs in for the managed ones."""
     managed: bool = False
     """An administrator's: only there does `sandbox.enabledPlatforms` count."""
+    text: str | None = None
+    """The settings themselves, given as JSON on Claude Code's command line (`path` names
+    them). Claude Code writes them into a temp file of its own, the `root` of their relative
+    paths: unknown here (""), so such a path stays relative and counts as looser."""
+    required: bool = False
+    """Claude Code read it at its start (`--settings FILE`): gone now, what it held is
+    unknown."""
 
 
 def settings_files(
-    workspace: str, home: str | None, config_dir: str | None = None
+    workspace: str,
+    home: str | None,
+    config_dir: str | None = None,
+    flags: Sequence[Source] = (),
 ) -> tuple[Source, ...]:
     """Claude Code's settings files a session in `workspace` reads its `sandbox` from, the
     lowest first: the user's (in `CLAUDE_CONFIG_DIR`, else `~/.claude`), the project's, the
-    local one, the managed one. Claude Code merges them: a user's `allowWrite` widens the
-    project's sandbox (shown with the real binary)."""
+    local one, those of its command line (`flags`, see `Launch`), the managed ones. Claude
+    Code merges them: a user's `allowWrite` widens the project's sandbox (shown with the real
+    binary)."""
     user = user_folder(home, config_dir, workspace)
     files = [Source(os.path.join(user, "settings.json"), user)]
     files += [
         Source(os.path.join(workspace, ".claude", name), workspace) for name in SETTINGS_FILES
     ]
-    return (*files, *(Source(path, workspace, managed=True) for path in managed_files()))
+    managed = (Source(path, workspace, managed=True) for path in managed_files())
+    return (*files, *flags, *managed)
 
 
 PLATFORM = {"linux": "linux", "darwin": "macos"}
@@ -356,10 +368,15 @@ def workspace_sandbox(
     for source in files:
         path, root = source.path, source.root
         try:
-            # Claude Code strips a leading BOM and applies the file.
-            with open(path, encoding="utf-8-sig") as handle:
-                settings = json.load(handle)
+            if source.text is not None:
+                settings = json.loads(source.text)
+            else:
+                # Claude Code strips a leading BOM and applies the file.
+                with open(path, encoding="utf-8-sig") as handle:
+                    settings = json.load(handle)
         except (FileNotFoundError, NotADirectoryError):
+            if source.required:
+                unreadable.append(f"cannot read {path} (gone since Claude Code read it)")
             continue
         except (OSError, ValueError) as error:
             # What Claude Code makes of it is unknown here: counted as looser.
@@ -404,17 +421,165 @@ def workspace_sandbox(
     return Found(found, tuple(writable), tuple(loosening), tuple(unreadable))
 
 
+SESSIONS = "sessions"
+"""The folder of Claude Code's config dir where each running Claude Code process keeps a
+`<pid>.json` naming its session (`sessionId`), with `procStart`, its start time as
+`/proc/<pid>/stat` gives it (Claude Code 2.1.197, also with `-p`; it is written shortly after
+the start, at times after the session start's hooks)."""
+
+PROC = sys.platform == "linux" and os.path.isdir("/proc/self")
+"""Whether a process's command line can be read here (`/proc/<pid>/cmdline`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What the command line the session's Claude Code process was started with does to its
+    sandbox, beyond the settings files: `--settings` adds settings, `--add-dir` writable
+    folders, `--setting-sources` and `--managed-settings` change which settings count."""
+
+    settings: tuple[Source, ...] = ()
+    """Its `--settings`, merged over the local file and under the managed ones."""
+    said: tuple[str, ...] = ()
+    """What else it changes, said as differences counted as looser (and why it cannot be told
+    how Claude Code was started)."""
+    watched: tuple[tuple[str, str], ...] = ()
+    """(path, what follows) for what must lie where no command may write: the record of the
+    running sessions, a `--settings` file."""
+
+
+UNCHECKED = Launch()
+"""A command line not read: the platform has no `/proc`, or (at the session start) Claude
+Code has not yet said which process is the session's."""
+
+
+def launch_of(argv: Sequence[str], base: str) -> Launch:
+    """What `argv` (Claude Code's command line) does to its sandbox; a relative `--settings`
+    file is taken from `base`, the folder Claude Code started in. Options are read as Claude
+    Code's parser reads them (`--x v`, `--x=v`, `--add-dir` taking every value up to the next
+    option, nothing after `--`)."""
+    settings: list[Source] = []
+    said: list[str] = []
+    watched: list[tuple[str, str]] = []
+    index = 1
+    while index < len(argv):
+        token = argv[index]
+        index += 1
+        if token == "--":
+            break
+        name, equals, value = token.partition("=")
+        if name not in ("--settings", "--add-dir", "--setting-sources", "--managed-settings"):
+            continue
+        values = [value] if equals else list(argv[index : index + 1])
+        index += 0 if equals else 1
+        if name == "--add-dir":
+            while index < len(argv) and not (len(argv[index]) > 1 and argv[index][0] == "-"):
+                values.append(argv[index])
+                index += 1
+            said.append(
+                f"Claude Code was started with --add-dir {', '.join(values)}: its sandbox "
+                "lets commands write there"
+            )
+        elif name == "--settings" and values:
+            given = values[0].strip()
+            if given.startswith("{") and given.endswith("}"):
+                settings.append(Source("--settings (given inline)", "", text=given))
+            else:
+                path = os.path.normpath(os.path.join(base, values[0]))
+                settings.append(Source(path, os.path.dirname(path), required=True))
+                watched.append((path, f"--settings {path} lies where commands may write"))
+        else:
+            shown = f" {values[0]}" if values else ""
+            said.append(
+                f"Claude Code was started with {name}{shown}: which settings count then is "
+                "not compared"
+            )
+    return Launch(tuple(settings), tuple(said), tuple(watched))
+
+
+def _proc_start(pid: int) -> str | None:
+    """A process's start time as `/proc/<pid>/stat` gives it (its 22nd field); None when it
+    does not run."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def _proc_argv(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    return [part.decode(errors="surrogateescape") for part in raw.split(b"\0")[:-1]]
+
+
+def session_argvs(folder: str, session_id: str) -> tuple[tuple[str, ...], ...]:
+    """The command lines of the running Claude Code processes whose record in `folder` (see
+    `SESSIONS`) names `session_id`: a record is taken only while its process runs with the
+    start time it gives (a pid used again by another process is not it)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return ()
+    found: list[tuple[str, ...]] = []
+    for name in names:
+        if not name.endswith(".json") or not name[:-5].isdigit():
+            continue
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                record = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        if not isinstance(record, dict) or record.get("sessionId") != session_id:
+            continue
+        pid = int(name[:-5])
+        if record.get("pid") != pid:
+            continue
+        argv = _proc_argv(pid)
+        # After the read: a process that ended before it left its pid to the one read.
+        if argv is not None and _proc_start(pid) == record.get("procStart"):
+            found.append(tuple(argv))
+    return tuple(found)
+
+
+def session_launch(argvs: Sequence[Sequence[str]], folder: str, base: str) -> Launch:
+    """What the command lines of the session's Claude Code processes (`session_argvs` of
+    `folder`) do to its sandbox, all of them together. None found: it cannot be told, which
+    counts as looser (but at the session start, see `LaunchCache.get`)."""
+    why = f"Claude Code's record of its sessions ({folder}) lies where commands may write"
+    record = (folder, f"{why}, so how it was started cannot be told")
+    if not argvs:
+        said = (
+            f"cannot tell how Claude Code was started: no running Claude Code process in "
+            f"{folder} names this session",
+        )
+        return Launch(said=said, watched=(record,))
+    launches = [launch_of(argv, base) for argv in argvs]
+    return Launch(
+        tuple(dict.fromkeys(source for launch in launches for source in launch.settings)),
+        tuple(dict.fromkeys(said for launch in launches for said in launch.said)),
+        (record, *dict.fromkeys(item for launch in launches for item in launch.watched)),
+    )
+
+
 def _within(path: str, roots: Sequence[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
 def settings_differences(
-    found: Found | dict[str, Any], expected: dict[str, Any], workspace: str = ""
+    found: Found | dict[str, Any],
+    expected: dict[str, Any],
+    workspace: str = "",
+    launch: Launch = UNCHECKED,
 ) -> tuple[list[str], list[str]]:
     """How the workspace's sandbox settings differ from the policy's: what lets a command do
     more (a flag not as required, more writable paths, fewer protected or hidden ones, a
-    setting beside the lists that opens a way out), and what lets it do less (a policy root
-    missing from `allowWrite`: commands there fail)."""
+    setting beside the lists that opens a way out, what Claude Code's command line adds), and
+    what lets it do less (a policy root missing from `allowWrite`: commands there fail)."""
     if isinstance(found, dict):
         found = Found(found)
     sandbox = found.sandbox
@@ -441,6 +606,8 @@ def settings_differences(
     opened = sorted({path for path in found.writable if path and not _within(path, roots)})
     if opened:
         looser.append(f"permissions make {', '.join(opened)} writable")
+    looser += launch.said
+    looser += [why for path, why in launch.watched if _within(path, roots)]
     narrower: list[str] = []
     for key in wanted:
         missing = [path for path in wanted[key] if path not in have[key]]
@@ -481,13 +648,15 @@ def compare_settings(
     expected: Callable[[], dict[str, Any]],
     workspace: str = "",
     home: str | None = None,
+    launch: Launch = UNCHECKED,
 ) -> ClaudeSettings:
-    """The settings in `files` against `expected()` (called only when the sandbox is on), for a
-    session in `workspace` with `home`."""
+    """The settings in `files` (with `launch.settings`) against `expected()` (called only
+    when the sandbox is on), for a session in `workspace` with `home`, whose Claude Code was
+    started as `launch` says."""
     found = workspace_sandbox(files, workspace, home)
     if found.sandbox.get("enabled") is not True and not found.unreadable:
         return OFF
-    looser, narrower = settings_differences(found, expected(), workspace)
+    looser, narrower = settings_differences(found, expected(), workspace, launch)
     mismatch = "; ".join([*looser, *narrower]) or None
     return ClaudeSettings(on=True, mismatch=mismatch, looser=bool(looser))
 
@@ -536,18 +705,53 @@ class SettingsCache:
         expected: Callable[[], dict[str, Any]],
         workspace: str = "",
         home: str | None = None,
+        launch: Launch = UNCHECKED,
     ) -> ClaudeSettings:
-        signature, recent = settings_signature([source.path for source in files])
+        """`compare_settings`; `key` names the workspace and `launch` (hashable) too."""
+        signature, recent = settings_signature([f.path for f in files if f.text is None])
         now = time.monotonic()
         known = self._known.get(key)
         if known is not None and known[0] == signature and now - known[1] < RECHECK_S:
             return known[2]
-        state = compare_settings(files, expected, workspace, home)
+        state = compare_settings(files, expected, workspace, home, launch)
         if len(self._known) >= self._kept:
             self._known.clear()
         # A recent change is not trusted to show in the signature: compared again next time.
         self._known[key] = (signature, -math.inf if recent else now, state)
         return state
+
+
+class LaunchCache:
+    """`session_argvs` per (record folder, session), read again only when the folder changes
+    (a Claude Code process starting or ending adds or takes out its record there): a `stat`
+    per shell command."""
+
+    def __init__(self, kept: int = 64) -> None:
+        self._kept = kept
+        self._known: dict[tuple[str, str, str], tuple[Signature, bool, Launch]] = {}
+
+    def get(self, folder: str, session_id: str, base: str, at_start: bool = False) -> Launch:
+        """What the session's Claude Code command line does to its sandbox (`session_launch`);
+        `UNCHECKED` where no command line can be read, and `at_start` while no record names
+        the session (Claude Code may not have written it yet: each command checks again)."""
+        if not PROC:
+            return UNCHECKED
+        signature, recent = settings_signature([folder])
+        key = (folder, session_id, base)
+        known = self._known.get(key)
+        if known is not None and known[0] == signature:
+            _signature, found, launch = known
+        else:
+            argvs = session_argvs(folder, session_id)
+            found, launch = bool(argvs), session_launch(argvs, folder, base)
+            if len(self._known) >= self._kept:
+                self._known.clear()
+            # A change within the clock's tick may not show in the signature: read again.
+            if recent:
+                self._known.pop(key, None)
+            else:
+                self._known[key] = (signature, found, launch)
+        return UNCHECKED if at_start and not found else launch
 
 
 def write_sandbox_settings(workspace: str, value: dict[str, Any]) -> str:

@@ -39,10 +39,13 @@ from write_guard._approvals import (
 from write_guard._bash import analyse_bash
 from write_guard._claude_sandbox import (
     OFF,
+    SESSIONS,
     ClaudeSettings,
+    LaunchCache,
     SettingsCache,
     expected_settings,
     settings_files,
+    user_folder,
     user_settings,
 )
 from write_guard._control import ControlDenial, control_denial, control_reason
@@ -200,8 +203,10 @@ class Guard:
             tuple[str, str | None, str | None, str | None, str | None],
             tuple[PathContext, Policy, Verdicts],
         ] = {}
-        # Per (workspace, HOME): its Claude Code sandbox settings against the policy.
+        # Per (workspace, HOME, CLAUDE_CONFIG_DIR, launch): its Claude Code sandbox settings
+        # against the policy; per session, what Claude Code's command line adds.
         self.claude = SettingsCache(BUILT_KEPT)
+        self.launches = LaunchCache(BUILT_KEPT)
         # (session, why) Claude Code's sandbox is not the route, as the person was told.
         self.route_said: set[tuple[str, str]] = set()
         # Without protected globs in the options, every policy uses the built-in patterns.
@@ -281,20 +286,28 @@ class Guard:
         (its original cwd), not the policy's root (`workspace_root` may be a folder above)."""
         return engine.env.get("CLAUDE_PROJECT_DIR") or cwd or self.session_cwd(engine)
 
-    def claude_settings(self, engine: Engine, workspace: str) -> ClaudeSettings:
-        """The workspace's Claude Code sandbox settings against the policy, compared again
-        when a settings file changes. A replay or a test host runs nothing: the recorded
-        workspace's files are not read."""
+    def claude_settings(
+        self, engine: Engine, workspace: str, at_start: bool = False
+    ) -> ClaudeSettings:
+        """The workspace's Claude Code sandbox settings, with what the session's Claude Code
+        command line adds, against the policy; compared again when a settings file changes
+        or a Claude Code process starts or ends. `at_start`: Claude Code may not have said
+        yet which process is the session's (each command checks). A replay or a test host
+        runs nothing: the recorded workspace's files are not read."""
         if engine.sandboxed or not workspace:
             return OFF
         env = engine.env
         home, config_dir = env.get("HOME"), env.get("CLAUDE_CONFIG_DIR")
+        user_home = home or self.default_home
+        folder = os.path.join(user_folder(user_home, config_dir, workspace), SESSIONS)
+        launch = self.launches.get(folder, engine.session.id, workspace, at_start)
         return self.claude.get(
-            (workspace, home, config_dir),
-            settings_files(workspace, home or self.default_home, config_dir),
+            (workspace, home, config_dir, launch),
+            settings_files(workspace, user_home, config_dir, launch.settings),
             lambda: self.claude_expected(workspace, home, config_dir),
             workspace,
-            home or self.default_home,
+            user_home,
+            launch,
         )
 
     def claude_expected(
@@ -697,7 +710,7 @@ class Guard:
         workspace = self.settings_folder(engine, event.cwd)
         available = self.sandbox
         ours = event.harness == SETTINGS_HARNESS
-        claude = self.claude_settings(engine, workspace) if ours else OFF
+        claude = self.claude_settings(engine, workspace, at_start=True) if ours else OFF
         facts = Facts(
             claude=claude, bwrap_reason=available.reason, bwrap_works=available.bwrap is not None
         )

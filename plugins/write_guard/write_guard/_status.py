@@ -16,6 +16,7 @@ from typing import Any
 from framework import hookimpl
 
 from write_guard._claude_sandbox import (
+    PROC,
     REQUIRED_TOOLS,
     compare_settings,
     settings_files,
@@ -158,6 +159,7 @@ def project_facts(options: Options, project_root: str) -> Facts:
         bwrap_reason=available.reason,
         bwrap_works=available.bwrap is not None,
         missing_tools=missing_tools() if claude.on else (),
+        command_line=PROC,
     )
 
 
