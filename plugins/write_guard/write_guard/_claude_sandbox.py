@@ -14,6 +14,7 @@ e.g. without `socat`).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -164,13 +165,23 @@ def settings_files(
     local one, those of its command line (`flags`, see `Launch`), the managed ones. Claude
     Code merges them: a user's `allowWrite` widens the project's sandbox (shown with the real
     binary)."""
+    return (*_own_files(workspace, home, config_dir), *flags, *_managed(managed_files(), workspace))
+
+
+# Per shell command: the same few sources, made once (a frozen dataclass is slow to build).
+@functools.lru_cache(maxsize=64)
+def _own_files(workspace: str, home: str | None, config_dir: str | None) -> tuple[Source, ...]:
     user = user_folder(home, config_dir, workspace)
     files = [Source(os.path.join(user, "settings.json"), user)]
     files += [
         Source(os.path.join(workspace, ".claude", name), workspace) for name in SETTINGS_FILES
     ]
-    managed = (Source(path, workspace, managed=True) for path in managed_files())
-    return (*files, *flags, *managed)
+    return tuple(files)
+
+
+@functools.lru_cache(maxsize=64)
+def _managed(paths: tuple[str, ...], workspace: str) -> tuple[Source, ...]:
+    return tuple(Source(path, workspace, managed=True) for path in paths)
 
 
 PLATFORM = {"linux": "linux", "darwin": "macos"}
