@@ -188,17 +188,20 @@ class Project:
         env: Mapping[str, str] | None = None,
         before_answer: Callable[[str, int], None] | None = None,
         permission_mode: str = BYPASS,
+        flags: Sequence[str] = (),
     ) -> Run:
         """Run `claude -p prompt` here against a mock answering `script`; bounded by `timeout`.
 
         Several prompts are sent in one session (stream-json input), one after the other.
         `before_answer(thread, step)` runs before the mock answers each step (to disturb the host
         at a known point of the session). `permission_mode` is Claude Code's `--permission-mode`
-        (`default`, `acceptEdits`, `plan`; the default skips its permission checks).
+        (`default`, `acceptEdits`, `plan`; the default skips its permission checks). `flags`:
+        more of Claude Code's options (`--add-dir DIR`).
         """
         return self.sandbox.run_claude(
-            self, prompt, script, threads, timeout, env or {}, before_answer, permission_mode
-        )
+            self, prompt, script, threads, timeout, env or {}, before_answer, permission_mode,
+            flags,
+        )  # fmt: skip
 
     def trust(self) -> None:
         """Accept Claude Code's trust dialog for this project: without it, `-p` ignores the
@@ -270,6 +273,7 @@ class Sandbox:
         env: Mapping[str, str],
         before_answer: Callable[[str, int], None] | None,
         permission_mode: str = BYPASS,
+        flags: Sequence[str] = (),
     ) -> Run:
         self.runs += 1
         debug = self.root / f"debug-{self.runs}.txt"
@@ -292,7 +296,8 @@ class Sandbox:
                     + b"\n"
                     for p in prompts
                 )
-            argv += [*CLAUDE_FLAGS, *permission_flags(permission_mode), "--debug-file", str(debug)]
+            argv += [*CLAUDE_FLAGS, *permission_flags(permission_mode), *flags]
+            argv += ["--debug-file", str(debug)]
             started = time.monotonic()
             process = subprocess.Popen(
                 argv,

@@ -331,6 +331,35 @@ def test_a_users_own_allow_write_merged_into_claude_codes_sandbox_is_not_counted
     told_differs(run, project, f"allowWrite also allows {box.outside}")
 
 
+@pytest.mark.parametrize("widening", ["add-dir", "settings"])
+def test_a_command_line_that_widens_claude_codes_sandbox_is_not_counted_on(
+    box: Sandbox, widening: str
+) -> None:
+    """`claude --add-dir DIR` and `claude --settings FILE` widen Claude Code's sandbox beside
+    every settings file (without write-guard's check the write outside went through, real
+    binary): write-guard reads the session's command line (Claude Code's record of it in
+    ~/.claude/sessions), so the line analysis decides and the person is told."""
+    project = permissioned(installed(box))
+    flags = ["--add-dir", str(box.outside)]
+    if widening == "settings":
+        file = box.root / "flag-settings.json"
+        file.write_text(json.dumps({"sandbox": {"filesystem": {"allowWrite": [str(box.outside)]}}}))
+        flags = ["--settings", str(file)]
+    target = box.outside / "escaped.txt"
+    script = [bash("echo allowed"), bash(python_write(str(target))), say("ok")]
+    run = ok(project.run("go", script, permission_mode=BYPASS, flags=flags))
+    echo, outside = run.tool_results()
+    assert not echo.is_error and echo.text.strip() == "allowed", echo.text
+    assert outside.is_error and "no-sandbox" in outside.text, outside.text
+    assert not target.exists()
+    said = (
+        f"started with --add-dir {box.outside}"
+        if widening == "add-dir"
+        else f"allowWrite also allows {box.outside}"
+    )
+    assert said in outside.text, outside.text
+
+
 def test_uninstall_takes_claude_codes_sandbox_settings_out_again(box: Sandbox) -> None:
     project = installed(box)
     local = project.path / ".claude" / "settings.local.json"

@@ -5,20 +5,22 @@ permission checks turn the rewrite off, and in `hookchain status`."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from framework import Action, AgentInfo, Host, SessionStart, ToolCall, ToolResult
-from wg_jail import BWRAP, Tree
+from wg_jail import BWRAP, Tree, running_claude
 from write_guard._claude_sandbox import REQUIRED, write_sandbox_settings
 from write_guard._options import Options
-from write_guard._status import expected_settings
+from write_guard._runtime import Guard
 
 import write_guard
 
@@ -43,14 +45,17 @@ async def _session(
     reached: list[str] | None = None,
     env: dict[str, str] | None = None,
     agents: tuple[AgentInfo, ...] = (),
+    launched: Sequence[str] | None = (),
     **options: object,
 ) -> tuple[list[ToolResult], list[Action]]:
     """One session in a real host: its session start, then each Bash call (`command`,
-    `permission_mode`, and `before`: what to do first); the results and every action (toasts
-    included). `reached`: gets each command that reached the harness."""
+    `permission_mode`, and `before`: what to do first; or another `tool` with its `input`);
+    the results and every action (toasts included). `reached`: gets each command that
+    reached the harness. Under Claude Code, a process stands for it, started with `launched`
+    on its command line (None: no process names the session)."""
 
     async def terminal(event: ToolCall) -> ToolResult:
-        if reached is not None:
+        if reached is not None and "command" in event.input:
             reached.append(str(event.input["command"]))
         return ToolResult(output="ran")
 
@@ -58,29 +63,37 @@ async def _session(
     settings = {"extra_writable_roots": [str(tree.root / "tmp")], **options}
     results: list[ToolResult] = []
     actions: list[Action] = []
-    async with Host(
-        plugins=[write_guard], entry_points=False, store="memory://", env=env,
-        options={"write-guard": settings},
-    ) as host:  # fmt: skip
-        start = SessionStart(session_id="s", cwd=str(tree.ws), harness=harness)
-        actions += (await host.dispatch(start)).actions
-        for agent in agents:
-            host.note_agent("s", agent)
-        for index, call in enumerate(calls):
-            if "before" in call:
-                call["before"]()
-            event = ToolCall(
-                session_id="s",
-                tool_use_id=f"t{index}",
-                tool="Bash" if harness != "gemini" else "run_shell_command",
-                input={"command": call["command"]},
-                permission_mode=call.get("permission_mode"),
-                harness=harness,
-                agent_id=call.get("agent_id"),
-            )
-            outcome = await host.dispatch(event, terminal=terminal)
-            results.append(outcome.result)
-            actions += outcome.actions
+    config = Path(env.get("CLAUDE_CONFIG_DIR") or Path(env["HOME"]) / ".claude")
+    claude = (
+        running_claude(config, "s", launched)
+        if launched is not None and harness == "claude-code"
+        else contextlib.nullcontext()
+    )
+    with claude:
+        async with Host(
+            plugins=[write_guard], entry_points=False, store="memory://", env=env,
+            options={"write-guard": settings},
+        ) as host:  # fmt: skip
+            start = SessionStart(session_id="s", cwd=str(tree.ws), harness=harness)
+            actions += (await host.dispatch(start)).actions
+            for agent in agents:
+                host.note_agent("s", agent)
+            for index, call in enumerate(calls):
+                if "before" in call:
+                    call["before"]()
+                shell = "Bash" if harness != "gemini" else "run_shell_command"
+                event = ToolCall(
+                    session_id="s",
+                    tool_use_id=f"t{index}",
+                    tool=call.get("tool", shell),
+                    input=call.get("input") or {"command": call["command"]},
+                    permission_mode=call.get("permission_mode"),
+                    harness=harness,
+                    agent_id=call.get("agent_id"),
+                )
+                outcome = await host.dispatch(event, terminal=terminal)
+                results.append(outcome.result)
+                actions += outcome.actions
     return results, actions
 
 
@@ -94,7 +107,11 @@ def _options(tree: Tree, **values: object) -> Options:
 
 def _expected(tree: Tree) -> dict[str, Any]:
     """What `hookchain install` writes as `sandbox` for the sessions' policy (a copy)."""
-    value: dict[str, Any] = json.loads(json.dumps(expected_settings(_options(tree), str(tree.ws))))
+    env = os.environ
+    asked = Guard(_options(tree)).claude_expected(
+        str(tree.ws), env.get("HOME"), env.get("CLAUDE_CONFIG_DIR")
+    )
+    value: dict[str, Any] = json.loads(json.dumps(asked))
     return value
 
 
@@ -221,6 +238,103 @@ async def test_a_users_wider_allow_write_is_merged_like_claude_code_does(
     assert any(f"allowWrite also allows {out}" in text for text in _toasts(actions))
 
 
+# -- the user's settings in CLAUDE_CONFIG_DIR are protected as the project's are ------------
+
+
+def _config_dir(tree: Tree) -> Path:
+    """A `CLAUDE_CONFIG_DIR` inside the workspace and not named `.claude`: its settings.json
+    is the user's, which Claude Code merges into the project's sandbox."""
+    folder = tree.ws / "claude-config"
+    folder.mkdir()
+    return folder
+
+
+@pytest.mark.parametrize("exists", [True, False])
+async def test_the_users_settings_in_a_config_dir_inside_the_workspace_are_denied_to_the_agent(
+    tree: Tree, exists: bool
+) -> None:
+    folder = _config_dir(tree)
+    settings = folder / "settings.json"
+    if exists:
+        settings.write_text("{}\n", encoding="utf-8")
+    wider = json.dumps({"sandbox": {"filesystem": {"allowWrite": ["/"]}}})
+    edit = {"file_path": str(settings), "old_string": "{}", "new_string": wider}
+    calls = [
+        {"tool": "Write", "input": {"file_path": str(settings), "content": wider}},
+        {"tool": "Edit", "input": edit},
+        {"command": f"echo '{wider}' > claude-config/settings.json"},
+        {"tool": "Write", "input": {"file_path": str(folder / "notes.md"), "content": "x"}},
+    ]
+    results, _actions = await _session(tree, calls, env={"CLAUDE_CONFIG_DIR": str(folder)})
+    *widening, other = results
+    for result in widening:
+        assert result.denial is not None and f"{settings} is protected" in result.denial.reason
+    assert other.denial is None  # the rest of the folder is the workspace's
+    assert settings.exists() is exists
+
+
+@needs_claude_sandbox
+def test_the_users_settings_in_a_config_dir_inside_a_root_are_in_claude_codes_deny_write(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _config_dir(tree)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(folder))
+    settings = str(folder / "settings.json")
+
+    def denied() -> list[str]:
+        asked = write_guard.harness_settings("claude-code", "local", str(tree.ws), _options(tree))
+        assert asked is not None
+        return list(asked["sandbox"]["filesystem"]["denyWrite"])
+
+    # Absent too: Claude Code denies its settings files itself, made or not.
+    assert settings in denied()
+    (folder / "settings.json").write_text("{}\n", encoding="utf-8")
+    assert settings in denied()
+    # A config dir outside every root adds nothing: install's settings stay as they were.
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tree.root / "config"))
+    assert not [path for path in denied() if path.startswith(str(tree.root / "config"))]
+
+
+@needs_bwrap
+async def test_settings_lacking_the_users_settings_in_a_config_dir_inside_the_workspace_differ(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _config_dir(tree)
+    _claude_settings(tree)  # as install wrote them without CLAUDE_CONFIG_DIR
+    env = {"CLAUDE_CONFIG_DIR": str(folder)}
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls, env=env)
+    assert result.denial is not None
+    lacks = f"denyWrite lacks {folder / 'settings.json'}"
+    assert any(lacks in text for text in _toasts(actions)), _toasts(actions)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(folder))
+    _claude_settings(tree)  # install run again with it
+    (result,), actions = await _session(tree, [dict(calls[0])], env=env)
+    assert not any(lacks in text for text in _toasts(actions)), _toasts(actions)
+    # What is left: the record of Claude Code's sessions there, which a command could forge.
+    assert result.denial is not None
+    record = f"record of its sessions ({folder / 'sessions'}) lies where commands may write"
+    assert any(record in text for text in _toasts(actions)), _toasts(actions)
+
+
+@needs_bwrap
+async def test_the_users_settings_in_a_config_dir_are_read_only_in_write_guards_sandbox(
+    tree: Tree,
+) -> None:
+    folder = _config_dir(tree)
+    settings = folder / "settings.json"
+    settings.write_text("{}\n", encoding="utf-8")
+    reached: list[str] = []
+    calls = [{"command": python_write("claude-config/settings.json"), "permission_mode": None}]
+    (result,), _actions = await _session(
+        tree, calls, reached=reached, env={"CLAUDE_CONFIG_DIR": str(folder)}
+    )
+    assert result.updated_input is not None  # write-guard's wrapper, run for real here
+    ran = tree.run(reached[0])
+    assert ran.rc != 0 and "Read-only file system" in ran.stderr, ran
+    assert settings.read_text(encoding="utf-8") == "{}\n"
+
+
 @needs_bwrap
 async def test_a_policy_root_missing_from_allow_write_keeps_claude_codes_sandbox_and_is_said(
     tree: Tree,
@@ -323,9 +437,9 @@ async def test_the_comparison_is_redone_only_when_a_settings_file_changes(
     compared: list[str] = []
     compare = runtime.expected_settings
 
-    def counted(policy: Any, hidden: Any) -> dict[str, Any]:
+    def counted(policy: Any, *rest: Any) -> dict[str, Any]:
         compared.append(policy.workspace_root)
-        return compare(policy, hidden)
+        return compare(policy, *rest)
 
     settings = tree.ws / ".claude" / "settings.json"
     _claude_settings(tree)
@@ -480,6 +594,7 @@ def test_status_names_claude_codes_sandbox_and_says_when_its_settings_differ(tre
     line = write_guard.status_line(str(tree.ws), options)
     assert line.startswith("shell writes: Claude Code's sandbox, in every permission mode")
     assert "match write-guard's policy" in line
+    assert "a session's Claude Code command line counts too (--add-dir, --settings" in line
     looser = json.loads(json.dumps(asked["sandbox"]))
     looser["filesystem"]["allowWrite"].append(str(tree.root / "out"))
     looser["filesystem"]["denyWrite"].remove(str(tree.ws / ".git" / "config"))
@@ -583,12 +698,53 @@ def _loosening(tree: Tree) -> dict[str, tuple[dict[str, Any], str]]:
             {"sandbox": {"enableWeakerNestedSandbox": True}},
             "enableWeakerNestedSandbox is true",
         ),
+        "enableWeakerNetworkIsolation": (
+            {"sandbox": {"enableWeakerNetworkIsolation": True}},
+            "enableWeakerNetworkIsolation is true",
+        ),
+        "allowAppleEvents": (
+            {"sandbox": {"allowAppleEvents": True}},
+            "allowAppleEvents is true",
+        ),
+        "allowMachLookup": (
+            {"sandbox": {"network": {"allowMachLookup": ["com.apple.x"]}}},
+            'network.allowMachLookup is ["com.apple.x"], not unset',
+        ),
+        # Claude Code's name for the filesystem half of its sandbox switched off (in 2.1.197 a
+        # remote setting, which "relaxed" turns into `filesystem.disabled`).
+        "filesystemPolicy-relaxed": (
+            {"sandbox": {"filesystemPolicy": "relaxed"}},
+            'filesystemPolicy is "relaxed", not "strict"',
+        ),
+        "filesystem-disabled": (
+            {"sandbox": {"filesystem": {"disabled": True}}},
+            "filesystem.disabled is true",
+        ),
+        "unknown-sandbox-key": (
+            {"sandbox": {"allowEverything": True}},
+            "sandbox.allowEverything in",
+        ),
+        "unknown-filesystem-key": (
+            {"sandbox": {"filesystem": {"allowExecute": ["/"]}}},
+            "sandbox.filesystem.allowExecute in",
+        ),
+        "unknown-network-key": (
+            {"sandbox": {"network": {"allowAllHosts": True}}},
+            "sandbox.network.allowAllHosts in",
+        ),
+        "network-not-an-object": (
+            {"sandbox": {"network": "open"}},
+            "sandbox.network in",
+        ),
     }
 
 
 LOOSENING = (
     "additionalDirectories", "allow-Edit-absolute", "allow-Edit-home", "excludedCommands",
     "allowRead", "allowAllUnixSockets", "allowUnixSockets", "enableWeakerNestedSandbox",
+    "enableWeakerNetworkIsolation", "allowAppleEvents", "allowMachLookup",
+    "filesystemPolicy-relaxed", "filesystem-disabled", "unknown-sandbox-key",
+    "unknown-filesystem-key", "unknown-network-key", "network-not-an-object",
 )  # fmt: skip
 
 
@@ -606,6 +762,55 @@ async def test_settings_that_loosen_claude_codes_sandbox_beside_it_are_not_count
     (result,), actions = await _session(tree, calls, reached=reached)
     assert result.denial is not None and reached == []
     assert any(said in text and "differ" in text for text in _toasts(actions)), _toasts(actions)
+
+
+@needs_bwrap
+async def test_an_unknown_sandbox_key_is_said_as_not_compared(tree: Tree) -> None:
+    _claude_settings(tree)
+    local = tree.ws / ".claude" / "settings.local.json"
+    local.write_text(json.dumps({"sandbox": {"allowEverything": True}}), encoding="utf-8")
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls)
+    assert result.denial is not None
+    said = f"sandbox.allowEverything in {local} is not a setting write-guard compares"
+    assert any(said in text for text in _toasts(actions)), _toasts(actions)
+
+
+@needs_bwrap
+async def test_known_sandbox_settings_that_confine_no_less_keep_claude_codes_sandbox(
+    tree: Tree,
+) -> None:
+    # Every other key of Claude Code's sandbox settings: network filters, credentials kept
+    # from commands, the reporting of violations, the search tool, paths only a managed file
+    # may set, and the strict filesystem policy.
+    _claude_settings(tree)
+    local = {
+        "sandbox": {
+            "filesystemPolicy": "strict",
+            "network": {
+                "allowedDomains": ["example.com"],
+                "deniedDomains": ["bad.example"],
+                "allowManagedDomainsOnly": True,
+                "allowLocalBinding": True,
+                "httpProxyPort": 3128,
+                "socksProxyPort": 1080,
+                "tlsTerminate": {"caCertPath": "/ca.pem", "caKeyPath": "/ca.key"},
+            },
+            "filesystem": {"allowManagedReadPathsOnly": True, "disabled": False},
+            "credentials": {"files": [{"path": "~/.aws", "mode": "deny"}], "envVars": []},
+            "ignoreViolations": {"*": ["/usr/bin"]},
+            "ripgrep": {"command": "rg", "args": []},
+            "bwrapPath": "/usr/bin/bwrap",
+            "socatPath": "/usr/bin/socat",
+            "autoAllowBashIfSandboxed": False,
+        }
+    }
+    (tree.ws / ".claude" / "settings.local.json").write_text(json.dumps(local), encoding="utf-8")
+    (result,), actions = await _session(
+        tree, [{"command": UNREADABLE, "permission_mode": "default"}]
+    )
+    assert _toasts(actions) == []
+    assert result.denial is None and result.updated_input is None
 
 
 @needs_bwrap
@@ -794,6 +999,55 @@ async def test_managed_enabled_platforms_without_this_one_switch_claude_codes_sa
 
 
 @needs_bwrap
+@pytest.mark.parametrize("config_dir", [None, "config"])
+async def test_a_relative_path_in_the_users_settings_is_taken_from_their_config_dir(
+    tree: Tree, config_dir: str | None
+) -> None:
+    # Claude Code takes `../ws` in the user's settings from their config dir (~/.claude):
+    # home/ws, outside the policy's roots, not the workspace beside home.
+    _claude_settings(tree)
+    home = tree.root / "home"
+    folder = home / ".claude" if config_dir is None else home / config_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    user = {"sandbox": {"filesystem": {"allowWrite": ["../ws"]}}}
+    (folder / "settings.json").write_text(json.dumps(user), encoding="utf-8")
+    env = {} if config_dir is None else {"CLAUDE_CONFIG_DIR": str(folder)}
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls, env=env)
+    assert result.denial is not None
+    said = f"allowWrite also allows {home / 'ws'}"
+    assert any(said in text for text in _toasts(actions)), _toasts(actions)
+
+
+@needs_bwrap
+async def test_a_path_with_spaces_around_it_is_taken_as_claude_code_trims_it(tree: Tree) -> None:
+    _claude_settings(tree)
+    local = {"sandbox": {"filesystem": {"allowWrite": [" ../out "]}}}
+    (tree.ws / ".claude" / "settings.local.json").write_text(json.dumps(local), encoding="utf-8")
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls)
+    assert result.denial is not None
+    said = f"allowWrite also allows {tree.root / 'out'}"
+    assert any(said in text for text in _toasts(actions)), _toasts(actions)
+
+
+@needs_bwrap
+async def test_a_relative_path_in_the_managed_settings_is_taken_from_claude_codes_folder(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Claude Code takes a managed relative path from the folder it runs in: `build` is the
+    # workspace's, which the policy lets write already.
+    _claude_settings(tree)
+    folder = _managed(tree, monkeypatch)
+    managed = {"sandbox": {"filesystem": {"allowWrite": ["build"]}}}
+    (folder / "managed-settings.json").write_text(json.dumps(managed), encoding="utf-8")
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls)
+    assert _toasts(actions) == []
+    assert result.denial is None
+
+
+@needs_bwrap
 async def test_the_settings_are_read_where_claude_code_reads_them_not_at_the_policy_root(
     tree: Tree,
 ) -> None:
@@ -825,3 +1079,221 @@ async def test_paths_spelled_as_claude_code_reads_them_are_compared_as_it_reads_
     calls = [{"command": UNREADABLE, "permission_mode": "default"}]
     (result,), actions = await _session(tree, calls)
     assert result.denial is None and _toasts(actions) == []
+
+
+# -- Claude Code's command line: --settings, --add-dir, --setting-sources, --managed-settings ----
+
+
+def _launches(tree: Tree) -> dict[str, tuple[list[str], str]]:
+    """Per shape, a command line that widens Claude Code's sandbox beside the settings files
+    (or changes which of them count), and the words the difference is said in."""
+    out, flags = str(tree.root / "out"), tree.root / "flags.json"
+    flags.write_text(json.dumps({"sandbox": {"filesystem": {"allowWrite": [out]}}}))
+    inside = tree.ws / "flags.json"
+    inside.write_text("{}", encoding="utf-8")
+    return {
+        "add-dir": (["--add-dir", out], f"Claude Code was started with --add-dir {out}"),
+        "add-dir-equals": ([f"--add-dir={out}"], f"started with --add-dir {out}"),
+        "add-dir-several": (
+            ["--add-dir", str(tree.ws), out, "-p", "go"],
+            f"started with --add-dir {tree.ws}, {out}:",
+        ),
+        "settings-file": (["--settings", str(flags)], f"allowWrite also allows {out}"),
+        "settings-relative": (["--settings", "../flags.json"], f"allowWrite also allows {out}"),
+        "settings-inline": (
+            ["--settings", '{"sandbox": {"excludedCommands": ["python3"]}}'],
+            'excludedCommands runs ["python3"] outside the sandbox',
+        ),
+        "settings-inline-relative": (
+            ["--settings", '{"sandbox": {"filesystem": {"allowWrite": ["x"]}}}'],
+            "allowWrite also allows x",
+        ),
+        "settings-where-commands-write": (
+            ["--settings", str(inside)],
+            f"--settings {inside} lies where commands may write",
+        ),
+        "settings-gone": (
+            ["--settings", str(tree.root / "gone.json")],
+            f"cannot read {tree.root / 'gone.json'}",
+        ),
+        "setting-sources": (
+            ["--setting-sources", "user"],
+            "started with --setting-sources user: which settings count then is not compared",
+        ),
+        "managed-settings": (["--managed-settings", "{}"], "started with --managed-settings {}"),
+    }
+
+
+LAUNCHES = (
+    "add-dir", "add-dir-equals", "add-dir-several", "settings-file", "settings-relative",
+    "settings-inline", "settings-inline-relative", "settings-where-commands-write",
+    "settings-gone", "setting-sources", "managed-settings",
+)  # fmt: skip
+
+
+@needs_bwrap
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+@pytest.mark.parametrize("shape", LAUNCHES)
+@pytest.mark.parametrize("mode", ["default", "bypassPermissions"])
+async def test_a_command_line_that_widens_claude_codes_sandbox_is_not_counted_on(
+    tree: Tree, shape: str, mode: str
+) -> None:
+    _claude_settings(tree)
+    flags, said = _launches(tree)[shape]
+    reached: list[str] = []
+    calls = [{"command": UNREADABLE, "permission_mode": mode}]
+    (result,), actions = await _session(tree, calls, reached=reached, launched=flags)
+    assert result.denial is not None and reached == []
+    assert said in result.denial.reason, result.denial.reason
+    assert any(said in text and "differ" in text for text in _toasts(actions)), _toasts(actions)
+
+
+@needs_bwrap
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["-p", "fix the --add-dir docs", "--model", "opus"],
+        ["--settings", '{"model": "opus"}'],
+        ["-p", "go", "--", "--add-dir", "/"],
+    ],
+)
+async def test_a_command_line_that_leaves_claude_codes_sandbox_as_the_files_say_keeps_it(
+    tree: Tree, flags: list[str]
+) -> None:
+    _claude_settings(tree)
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls, launched=flags)
+    assert _toasts(actions) == []
+    assert result.denial is None and result.updated_input is None
+
+
+@needs_bwrap
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+async def test_a_settings_file_given_on_the_command_line_is_compared_as_it_changes(
+    tree: Tree,
+) -> None:
+    _claude_settings(tree)
+    flags = tree.root / "flags.json"
+    flags.write_text("{}", encoding="utf-8")
+    out = str(tree.root / "out")
+
+    def widen() -> None:
+        flags.write_text(json.dumps({"sandbox": {"filesystem": {"allowWrite": [out]}}}))
+
+    calls = [
+        {"command": UNREADABLE, "permission_mode": "default"},
+        {"command": UNREADABLE, "permission_mode": "default", "before": widen},
+    ]
+    (first, widened), _actions = await _session(tree, calls, launched=["--settings", str(flags)])
+    assert first.denial is None
+    assert widened.denial is not None and f"allowWrite also allows {out}" in widened.denial.reason
+
+
+@needs_bwrap
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+async def test_without_a_record_of_the_sessions_claude_code_the_route_does_not_hold(
+    tree: Tree,
+) -> None:
+    # At the session start Claude Code may not have written it yet: nothing is said then;
+    # each command needs it.
+    _claude_settings(tree)
+    calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+    (result,), actions = await _session(tree, calls, launched=None)
+    assert result.denial is not None
+    folder = tree.root / "home" / ".claude" / "sessions"
+    said = f"cannot tell how Claude Code was started: no running Claude Code process in {folder}"
+    assert said in result.denial.reason, result.denial.reason
+    [toast] = _toasts(actions)
+    assert said in toast
+
+
+def _record(folder: Path, pid: int, start: str) -> None:
+    (folder / "sessions").mkdir(parents=True, exist_ok=True)
+    record = {"pid": pid, "sessionId": "s", "procStart": start}
+    (folder / "sessions" / f"{pid}.json").write_text(json.dumps(record), encoding="utf-8")
+
+
+@needs_bwrap
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+@pytest.mark.parametrize("record", ["another-start", "ended"])
+async def test_a_record_of_a_process_that_is_not_the_sessions_is_not_taken(
+    tree: Tree, record: str
+) -> None:
+    # A pid used again by another process, or one whose process ended: its command line is
+    # not the session's Claude Code's.
+    _claude_settings(tree)
+    config = tree.root / "home" / ".claude"
+    if record == "ended":
+        with running_claude(config, "other") as pid:
+            pass
+        _record(config, pid, "1")
+        claude: Any = contextlib.nullcontext()
+    else:
+        claude = running_claude(config, "s", record=False)
+    with claude as pid:
+        if pid is not None:
+            _record(config, pid, "1")  # not its start time
+        calls = [{"command": UNREADABLE, "permission_mode": "default"}]
+        (result,), _actions = await _session(tree, calls, launched=None)
+    assert result.denial is not None and "cannot tell how Claude Code was started" in (
+        result.denial.reason
+    )
+
+
+@needs_bwrap
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
+async def test_the_record_folder_is_read_again_only_when_it_changes(
+    tree: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import write_guard._claude_sandbox as claude_sandbox
+
+    _claude_settings(tree)
+    read: list[str] = []
+    session_argvs = claude_sandbox.session_argvs
+
+    def counted(folder: str, session_id: str) -> tuple[tuple[str, ...], ...]:
+        read.append(session_id)
+        return session_argvs(folder, session_id)
+
+    monkeypatch.setattr(claude_sandbox, "session_argvs", counted)
+    config = tree.root / "home" / ".claude"
+    sessions = config / "sessions"
+
+    def aged() -> None:
+        _age(sessions, 60)  # older than the doubt window of a change within a clock tick
+
+    later: list[Any] = []
+
+    def another_starts() -> None:
+        later.append(running_claude(config, "other", ["--add-dir", "/"]))
+        later[0].__enter__()
+        aged()
+        os.utime(sessions)  # its record just made
+
+    with running_claude(config, "s"):
+        aged()
+        calls = [
+            {"command": UNREADABLE, "permission_mode": "default"},
+            {"command": UNREADABLE + " ", "permission_mode": "default"},
+            {"command": UNREADABLE, "permission_mode": "default", "before": another_starts},
+        ]
+        results, _actions = await _session(tree, calls, launched=None)
+    later[0].__exit__(None, None, None)
+    assert [result.denial is None for result in results] == [True, True, True]
+    # One read at the session start, kept for the commands while the folder stays the same;
+    # one more after the change.
+    assert len(read) == 2, read
+
+
+def test_status_says_plainly_where_claude_codes_command_line_cannot_be_read() -> None:
+    from write_guard._claude_sandbox import ClaudeSettings
+    from write_guard._routes import Facts, status_line
+
+    held = ClaudeSettings(on=True)
+    facts = Facts(claude=held, bwrap_reason="bubblewrap", bwrap_works=True, command_line=False)
+    line = status_line(facts)
+    assert line.startswith("shell writes: Claude Code's sandbox, in every permission mode")
+    assert "Claude Code's command line cannot be read on this platform" in line
+    assert "--add-dir, --settings, --setting-sources or --managed-settings" in line
+    assert "may widen its sandbox unseen" in line

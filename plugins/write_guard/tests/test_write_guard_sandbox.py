@@ -21,7 +21,7 @@ from framework import (
     hookimpl,
     open_backend,
 )
-from wg_jail import BWRAP, Tree, guard_decides
+from wg_jail import BWRAP, Tree, guard_decides, running_claude
 from write_guard._claude_sandbox import (
     compare_settings,
     sandbox_settings,
@@ -285,12 +285,15 @@ def test_claude_codes_sandbox_settings_carry_the_policy(tmp_path: Path) -> None:
     assert loose.mismatch == "allowUnsandboxedCommands is true, not false"
 
 
-async def _bash_outcome(tree: Tree, tool_input: dict[str, Any]) -> Any:
+async def _bash_outcome(
+    tree: Tree, tool_input: dict[str, Any], options: dict[str, Any] | None = None
+) -> Any:
     async def terminal(event: ToolCall) -> ToolResult:
         return ToolResult(output="ran")
 
     env = {"HOME": str(tree.root / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws)}
-    async with Host(plugins=[write_guard], entry_points=False, env=env) as host:
+    chosen = {"write-guard": options} if options is not None else None
+    async with Host(plugins=[write_guard], entry_points=False, env=env, options=chosen) as host:
         await host.dispatch(SessionStart(session_id="s", cwd=str(tree.ws)))
         call = ToolCall(session_id="s", tool_use_id="t", tool="Bash", input=tool_input)
         return await host.dispatch(call, terminal=terminal)
@@ -298,12 +301,15 @@ async def _bash_outcome(tree: Tree, tool_input: dict[str, Any]) -> Any:
 
 @needs_bwrap
 async def test_under_claude_codes_own_sandbox_the_command_is_left_as_written(tree: Tree) -> None:
-    # The settings `hookchain install` writes from the policy of the host below.
-    guard = _runtime.Guard(Options())
+    # The settings `hookchain install` writes from the policy of the host below; its temp
+    # folder is the tree's (the tree, in the real one, would be writable whole).
+    options = {"extra_writable_roots": [str(tree.root / "tmp")]}
+    guard = _runtime.Guard(Options(**options))  # type: ignore[arg-type]
     write_sandbox_settings(
         str(tree.ws), guard.claude_expected(str(tree.ws), str(tree.root / "home"))
     )
-    outcome = await _bash_outcome(tree, {"command": "npm run dev"})
+    with running_claude(tree.root / "home" / ".claude", "s"):
+        outcome = await _bash_outcome(tree, {"command": "npm run dev"}, options)
     assert outcome.result.updated_input is None
     assert outcome.result.denial is None
 

@@ -8,13 +8,15 @@ protected files inside them, and the git work (uncommitted changes, branches, ta
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
 import shutil
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -247,6 +249,31 @@ class Tree:
         except subprocess.TimeoutExpired:
             return Ran(-1, "", "timeout")
         return Ran(done.returncode, done.stdout, done.stderr)
+
+
+@contextlib.contextmanager
+def running_claude(
+    config: Path, session_id: str, flags: Sequence[str] = (), record: bool = True
+) -> Iterator[int]:
+    """A process standing for the session's Claude Code, started with `flags` on its command
+    line, and (`record`) its record in `config`/sessions as Claude Code 2.1.197 writes it; its
+    pid. It waits on its stdin and ends with the block."""
+    code = "import sys; sys.stdin.read()"
+    process = subprocess.Popen([sys.executable, "-c", code, *flags], stdin=subprocess.PIPE)
+    path = config / "sessions" / f"{process.pid}.json"
+    try:
+        if record:
+            with open(f"/proc/{process.pid}/stat", encoding="utf-8") as handle:
+                started = handle.read().rpartition(")")[2].split()[19]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fields = {"pid": process.pid, "sessionId": session_id, "procStart": started}
+            path.write_text(json.dumps({**fields, "cwd": "/", "kind": "interactive"}))
+        yield process.pid
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=30)
+        path.unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ e.g. without `socat`).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -62,8 +63,13 @@ REQUIRED = {"enabled": True, "allowUnsandboxedCommands": False, "failIfUnavailab
 """What makes Claude Code's sandbox hold: on, no model-chosen way out, no unsandboxed start."""
 
 
-def sandbox_settings(plan: SandboxPlan, workspace: str) -> dict[str, Any]:
-    """The `sandbox` value of Claude Code's settings for a write-guard sandbox plan.
+def sandbox_settings(
+    plan: SandboxPlan, workspace: str, settings: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The `sandbox` value of Claude Code's settings for a write-guard sandbox plan;
+    `settings`: Claude Code's settings files outside `.claude` folders (the user's in
+    `CLAUDE_CONFIG_DIR`), denied where they lie in a writable root, made or not (Claude Code
+    denies its settings files itself, so an absent one changes nothing there).
 
     Claude Code makes its cwd writable itself; `autoAllowBashIfSandboxed` stays off, so a
     command no rule covers still asks the person."""
@@ -77,6 +83,9 @@ def sandbox_settings(plan: SandboxPlan, workspace: str) -> dict[str, Any]:
             read_only.append(path)
     if real in plan.writable:
         read_only += [os.path.join(real, name) for name in WORKSPACE_FILES]
+    for path in settings:
+        if not os.path.exists(path) and _within(path, plan.writable):
+            read_only.append(path)
     return {
         **REQUIRED,
         "autoAllowBashIfSandboxed": False,
@@ -100,25 +109,79 @@ def shell_roots(policy: Policy) -> tuple[str, ...]:
     return (policy.workspace_root, *extra)
 
 
-def expected_settings(policy: Policy, hidden: Sequence[str]) -> dict[str, Any]:
+def expected_settings(
+    policy: Policy, hidden: Sequence[str], settings: Sequence[str] = ()
+) -> dict[str, Any]:
     """The `sandbox` value of Claude Code's settings for a project's policy (`policy` as
-    `hookchain install` builds it, `hidden` hookchain's runtime and data dirs): what install
-    writes, status compares, and the route requires."""
+    `hookchain install` builds it, `hidden` hookchain's runtime and data dirs, `settings` the
+    user's settings file, see `sandbox_settings`): what install writes, status compares, and
+    the route requires, each through `Guard.claude_expected`."""
     plan = plan_sandbox("bwrap", shell_roots(policy), policy.protected_paths, hidden)
-    return sandbox_settings(plan, policy.workspace_root)
+    return sandbox_settings(plan, policy.workspace_root, settings)
+
+
+def user_folder(home: str | None, config_dir: str | None, base: str) -> str:
+    """Claude Code's folder of the user's settings: `CLAUDE_CONFIG_DIR` (a relative one from
+    `base`, the folder Claude Code started in), else `~/.claude`."""
+    if config_dir:
+        return os.path.normpath(os.path.join(base, config_dir))
+    return os.path.join(home or os.path.expanduser("~"), ".claude")
+
+
+def user_settings(home: str | None, config_dir: str | None, base: str) -> str:
+    """The user's Claude Code settings file (see `user_folder`): protected like the project's,
+    since a wider `allowWrite` there widens the project's sandbox."""
+    return os.path.join(user_folder(home, config_dir, base), "settings.json")
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One of the settings Claude Code merges its sandbox from."""
+
+    path: str
+    root: str
+    """Where a relative path in it is taken from, as Claude Code takes it: the config dir for
+    the user's, the project's folder for the project's and the local file, the folder Claude
+    Code runs in for the managed ones."""
+    managed: bool = False
+    """An administrator's: only there does `sandbox.enabledPlatforms` count."""
+    text: str | None = None
+    """The settings themselves, given as JSON on Claude Code's command line (`path` names
+    them). Claude Code writes them into a temp file of its own, the `root` of their relative
+    paths: unknown here (""), so such a path stays relative and counts as looser."""
+    required: bool = False
+    """Claude Code read it at its start (`--settings FILE`): gone now, what it held is
+    unknown."""
 
 
 def settings_files(
-    workspace: str, home: str | None, config_dir: str | None = None
-) -> tuple[str, ...]:
+    workspace: str,
+    home: str | None,
+    config_dir: str | None = None,
+    flags: Sequence[Source] = (),
+) -> tuple[Source, ...]:
     """Claude Code's settings files a session in `workspace` reads its `sandbox` from, the
     lowest first: the user's (in `CLAUDE_CONFIG_DIR`, else `~/.claude`), the project's, the
-    local one, the managed one. Claude Code merges them: a user's `allowWrite` widens the
-    project's sandbox (shown with the real binary)."""
-    user = config_dir or os.path.join(home or os.path.expanduser("~"), ".claude")
-    files = [os.path.join(user, "settings.json")]
-    files += [os.path.join(workspace, ".claude", name) for name in SETTINGS_FILES]
-    return (*files, *managed_files())
+    local one, those of its command line (`flags`, see `Launch`), the managed ones. Claude
+    Code merges them: a user's `allowWrite` widens the project's sandbox (shown with the real
+    binary)."""
+    return (*_own_files(workspace, home, config_dir), *flags, *_managed(managed_files(), workspace))
+
+
+# Per shell command: the same few sources, made once (a frozen dataclass is slow to build).
+@functools.lru_cache(maxsize=64)
+def _own_files(workspace: str, home: str | None, config_dir: str | None) -> tuple[Source, ...]:
+    user = user_folder(home, config_dir, workspace)
+    files = [Source(os.path.join(user, "settings.json"), user)]
+    files += [
+        Source(os.path.join(workspace, ".claude", name), workspace) for name in SETTINGS_FILES
+    ]
+    return tuple(files)
+
+
+@functools.lru_cache(maxsize=64)
+def _managed(paths: tuple[str, ...], workspace: str) -> tuple[Source, ...]:
+    return tuple(Source(path, workspace, managed=True) for path in paths)
 
 
 PLATFORM = {"linux": "linux", "darwin": "macos"}
@@ -202,8 +265,76 @@ def _object(value: object, name: str, path: str, said: list[str]) -> dict[str, A
     return {}
 
 
-def _loosening(sandbox: dict[str, Any]) -> list[str]:
-    """What one file's `sandbox` lets a command do beyond its lists."""
+Known = dict[str, "Known | None"]
+
+SANDBOX_KEYS: Known = {
+    "enabled": None,
+    "failIfUnavailable": None,
+    "autoAllowBashIfSandboxed": None,
+    "allowUnsandboxedCommands": None,
+    "network": {
+        "allowedDomains": None,
+        "deniedDomains": None,
+        "allowManagedDomainsOnly": None,
+        "allowUnixSockets": None,
+        "allowAllUnixSockets": None,
+        "allowLocalBinding": None,
+        "allowMachLookup": None,
+        "httpProxyPort": None,
+        "socksProxyPort": None,
+        "tlsTerminate": {"caCertPath": None, "caKeyPath": None},
+    },
+    "filesystem": {
+        "allowWrite": None,
+        "denyWrite": None,
+        "denyRead": None,
+        "allowRead": None,
+        "allowManagedReadPathsOnly": None,
+        # The sandbox runtime's own switch, which Claude Code sets for a relaxed policy.
+        "disabled": None,
+    },
+    "credentials": {"files": None, "envVars": None},
+    "ignoreViolations": None,
+    "enableWeakerNestedSandbox": None,
+    "enableWeakerNetworkIsolation": None,
+    "allowAppleEvents": None,
+    "excludedCommands": None,
+    "ripgrep": {"command": None, "args": None},
+    "bwrapPath": None,
+    "socatPath": None,
+    "enabledPlatforms": None,
+    "filesystemPolicy": None,
+}
+"""Every key of `sandbox` Claude Code's settings have (2.1.197's schema, `enabledPlatforms`,
+which it reads from the managed settings, and `filesystemPolicy`, its name for whether the
+filesystem is confined, a remote setting there), with the keys of those that are objects.
+What these settings do is known; any other key is not compared, so it counts as looser: a
+newer Claude Code may loosen its sandbox with it."""
+
+PATH_LISTS = ("allowWrite", "denyWrite", "denyRead", "allowRead")
+"""The path lists of `sandbox.filesystem` (its other keys are switches)."""
+
+STRICT = "strict"
+"""The one `filesystemPolicy` that confines writes: "relaxed" confines none (Claude Code
+sets `filesystem.disabled`), "relaxedIfForced" is relaxed unless a settings file asks for
+the sandbox."""
+
+
+def _unknown(value: dict[str, Any], known: Known, name: str, path: str) -> list[str]:
+    """The keys of `value` (at `name` of the settings file `path`) that `known` lacks, at every
+    depth; a value that is not an object where one is known is said by `_object`."""
+    said: list[str] = []
+    for key, inner in value.items():
+        if key not in known:
+            said.append(f"{name}.{key} in {path} is not a setting write-guard compares")
+        elif (kept := known[key]) is not None and isinstance(inner, dict):
+            said += _unknown(inner, kept, f"{name}.{key}", path)
+    return said
+
+
+def _loosening(sandbox: dict[str, Any], path: str) -> list[str]:
+    """What one file's `sandbox` (of the settings file `path`) lets a command do beyond its
+    lists, named where the setting is known, and every key that is not."""
     said: list[str] = []
     excluded = sandbox.get("excludedCommands")
     if excluded:
@@ -211,19 +342,33 @@ def _loosening(sandbox: dict[str, Any]) -> list[str]:
     listed = sandbox.get("filesystem")
     if isinstance(listed, dict) and listed.get("allowRead"):
         said.append(f"allowRead re-allows {json.dumps(listed['allowRead'])} within denyRead")
+    if isinstance(listed, dict) and listed.get("disabled"):
+        said.append("filesystem.disabled is true: Claude Code's sandbox confines no write")
+    policy = sandbox.get("filesystemPolicy", STRICT)
+    if policy != STRICT:
+        said.append(
+            f"filesystemPolicy is {json.dumps(policy)}, not {json.dumps(STRICT)} (a relaxed "
+            "policy confines no write)"
+        )
     network = sandbox.get("network")
     if isinstance(network, dict):
-        for key in ("allowAllUnixSockets", "allowUnixSockets"):
+        # Ways out through a socket or (macOS) a system service that acts outside.
+        for key in ("allowAllUnixSockets", "allowUnixSockets", "allowMachLookup"):
             if network.get(key):
                 said.append(f"network.{key} is {json.dumps(network[key])}, not unset")
-    if sandbox.get("enableWeakerNestedSandbox"):
-        said.append("enableWeakerNestedSandbox is true")
-    return said
+    # macOS: the first lets commands reach a system service, the second launch and script
+    # applications outside the sandbox.
+    for key in ("enableWeakerNestedSandbox", "enableWeakerNetworkIsolation", "allowAppleEvents"):
+        if sandbox.get(key):
+            said.append(f"{key} is true")
+    return said + _unknown(sandbox, SANDBOX_KEYS, "sandbox", path)
 
 
-def workspace_sandbox(files: Sequence[str], workspace: str = "", home: str | None = None) -> Found:
+def workspace_sandbox(
+    files: Sequence[Source], workspace: str = "", home: str | None = None
+) -> Found:
     """What Claude Code's sandbox is made of from `files` (see `settings_files`), paths taken
-    from `workspace` and `home` as Claude Code does."""
+    from their roots, `workspace` and `home` as Claude Code does."""
     home = home or os.path.expanduser("~")
     found: dict[str, Any] = {}
     paths: dict[str, list[str]] = {}
@@ -231,12 +376,18 @@ def workspace_sandbox(files: Sequence[str], workspace: str = "", home: str | Non
     loosening: list[str] = []
     unreadable: list[str] = []
     enabled_here = True
-    for path in files:
+    for source in files:
+        path, root = source.path, source.root
         try:
-            # Claude Code strips a leading BOM and applies the file.
-            with open(path, encoding="utf-8-sig") as handle:
-                settings = json.load(handle)
+            if source.text is not None:
+                settings = json.loads(source.text)
+            else:
+                # Claude Code strips a leading BOM and applies the file.
+                with open(path, encoding="utf-8-sig") as handle:
+                    settings = json.load(handle)
         except (FileNotFoundError, NotADirectoryError):
+            if source.required:
+                unreadable.append(f"cannot read {path} (gone since Claude Code read it)")
             continue
         except (OSError, ValueError) as error:
             # What Claude Code makes of it is unknown here: counted as looser.
@@ -245,8 +396,6 @@ def workspace_sandbox(files: Sequence[str], workspace: str = "", home: str | Non
         if not isinstance(settings, dict):
             unreadable.append(f"cannot read {path} (not a JSON object)")
             continue
-        # A project's settings belong to its folder, the user's to the folder above theirs.
-        root = os.path.dirname(os.path.dirname(path))
         said = unreadable
         permissions = _object(settings.get("permissions"), "permissions", path, said)
         allowed = _listed(permissions.get("allow"), "permissions.allow", path, said)
@@ -263,15 +412,18 @@ def workspace_sandbox(files: Sequence[str], workspace: str = "", home: str | Non
         if not sandbox:
             continue
         found.update(sandbox)
-        loosening += _loosening(sandbox)
+        loosening += _loosening(sandbox, path)
+        for key in ("network", "credentials", "ripgrep"):
+            _object(sandbox.get(key), f"sandbox.{key}", path, said)
         platforms = sandbox.get("enabledPlatforms")
-        if isinstance(platforms, list) and path in managed_files():
+        if isinstance(platforms, list) and source.managed:
             # Claude Code's sandbox runs only on the platforms an administrator lists.
             enabled_here = enabled_here and PLATFORM.get(sys.platform) in platforms
         listed = _object(sandbox.get("filesystem"), "sandbox.filesystem", path, said)
-        for key, value in listed.items():
-            items = _listed(value, f"sandbox.filesystem.{key}", path, said)
-            taken = (claude_path(str(item), root, home) for item in items)
+        for key in PATH_LISTS:
+            items = _listed(listed.get(key), f"sandbox.filesystem.{key}", path, said)
+            # Claude Code trims a listed path before it takes it from the root.
+            taken = (claude_path(str(item).strip(), root, home) for item in items)
             paths.setdefault(key, []).extend(item for item in taken if item is not None)
     # Only lists, whatever a file held there.
     found["filesystem"] = paths
@@ -280,17 +432,165 @@ def workspace_sandbox(files: Sequence[str], workspace: str = "", home: str | Non
     return Found(found, tuple(writable), tuple(loosening), tuple(unreadable))
 
 
+SESSIONS = "sessions"
+"""The folder of Claude Code's config dir where each running Claude Code process keeps a
+`<pid>.json` naming its session (`sessionId`), with `procStart`, its start time as
+`/proc/<pid>/stat` gives it (Claude Code 2.1.197, also with `-p`; it is written shortly after
+the start, at times after the session start's hooks)."""
+
+PROC = sys.platform == "linux" and os.path.isdir("/proc/self")
+"""Whether a process's command line can be read here (`/proc/<pid>/cmdline`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """What the command line the session's Claude Code process was started with does to its
+    sandbox, beyond the settings files: `--settings` adds settings, `--add-dir` writable
+    folders, `--setting-sources` and `--managed-settings` change which settings count."""
+
+    settings: tuple[Source, ...] = ()
+    """Its `--settings`, merged over the local file and under the managed ones."""
+    said: tuple[str, ...] = ()
+    """What else it changes, said as differences counted as looser (and why it cannot be told
+    how Claude Code was started)."""
+    watched: tuple[tuple[str, str], ...] = ()
+    """(path, what follows) for what must lie where no command may write: the record of the
+    running sessions, a `--settings` file."""
+
+
+UNCHECKED = Launch()
+"""A command line not read: the platform has no `/proc`, or (at the session start) Claude
+Code has not yet said which process is the session's."""
+
+
+def launch_of(argv: Sequence[str], base: str) -> Launch:
+    """What `argv` (Claude Code's command line) does to its sandbox; a relative `--settings`
+    file is taken from `base`, the folder Claude Code started in. Options are read as Claude
+    Code's parser reads them (`--x v`, `--x=v`, `--add-dir` taking every value up to the next
+    option, nothing after `--`)."""
+    settings: list[Source] = []
+    said: list[str] = []
+    watched: list[tuple[str, str]] = []
+    index = 1
+    while index < len(argv):
+        token = argv[index]
+        index += 1
+        if token == "--":
+            break
+        name, equals, value = token.partition("=")
+        if name not in ("--settings", "--add-dir", "--setting-sources", "--managed-settings"):
+            continue
+        values = [value] if equals else list(argv[index : index + 1])
+        index += 0 if equals else 1
+        if name == "--add-dir":
+            while index < len(argv) and not (len(argv[index]) > 1 and argv[index][0] == "-"):
+                values.append(argv[index])
+                index += 1
+            said.append(
+                f"Claude Code was started with --add-dir {', '.join(values)}: its sandbox "
+                "lets commands write there"
+            )
+        elif name == "--settings" and values:
+            given = values[0].strip()
+            if given.startswith("{") and given.endswith("}"):
+                settings.append(Source("--settings (given inline)", "", text=given))
+            else:
+                path = os.path.normpath(os.path.join(base, values[0]))
+                settings.append(Source(path, os.path.dirname(path), required=True))
+                watched.append((path, f"--settings {path} lies where commands may write"))
+        else:
+            shown = f" {values[0]}" if values else ""
+            said.append(
+                f"Claude Code was started with {name}{shown}: which settings count then is "
+                "not compared"
+            )
+    return Launch(tuple(settings), tuple(said), tuple(watched))
+
+
+def _proc_start(pid: int) -> str | None:
+    """A process's start time as `/proc/<pid>/stat` gives it (its 22nd field); None when it
+    does not run."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as handle:
+            stat = handle.read()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()
+    return fields[19] if len(fields) > 19 else None
+
+
+def _proc_argv(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    return [part.decode(errors="surrogateescape") for part in raw.split(b"\0")[:-1]]
+
+
+def session_argvs(folder: str, session_id: str) -> tuple[tuple[str, ...], ...]:
+    """The command lines of the running Claude Code processes whose record in `folder` (see
+    `SESSIONS`) names `session_id`: a record is taken only while its process runs with the
+    start time it gives (a pid used again by another process is not it)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return ()
+    found: list[tuple[str, ...]] = []
+    for name in names:
+        if not name.endswith(".json") or not name[:-5].isdigit():
+            continue
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                record = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        if not isinstance(record, dict) or record.get("sessionId") != session_id:
+            continue
+        pid = int(name[:-5])
+        if record.get("pid") != pid:
+            continue
+        argv = _proc_argv(pid)
+        # After the read: a process that ended before it left its pid to the one read.
+        if argv is not None and _proc_start(pid) == record.get("procStart"):
+            found.append(tuple(argv))
+    return tuple(found)
+
+
+def session_launch(argvs: Sequence[Sequence[str]], folder: str, base: str) -> Launch:
+    """What the command lines of the session's Claude Code processes (`session_argvs` of
+    `folder`) do to its sandbox, all of them together. None found: it cannot be told, which
+    counts as looser (but at the session start, see `LaunchCache.get`)."""
+    why = f"Claude Code's record of its sessions ({folder}) lies where commands may write"
+    record = (folder, f"{why}, so how it was started cannot be told")
+    if not argvs:
+        said = (
+            f"cannot tell how Claude Code was started: no running Claude Code process in "
+            f"{folder} names this session",
+        )
+        return Launch(said=said, watched=(record,))
+    launches = [launch_of(argv, base) for argv in argvs]
+    return Launch(
+        tuple(dict.fromkeys(source for launch in launches for source in launch.settings)),
+        tuple(dict.fromkeys(said for launch in launches for said in launch.said)),
+        (record, *dict.fromkeys(item for launch in launches for item in launch.watched)),
+    )
+
+
 def _within(path: str, roots: Sequence[str]) -> bool:
     return any(path == root or path.startswith(root.rstrip("/") + "/") for root in roots)
 
 
 def settings_differences(
-    found: Found | dict[str, Any], expected: dict[str, Any], workspace: str = ""
+    found: Found | dict[str, Any],
+    expected: dict[str, Any],
+    workspace: str = "",
+    launch: Launch = UNCHECKED,
 ) -> tuple[list[str], list[str]]:
     """How the workspace's sandbox settings differ from the policy's: what lets a command do
     more (a flag not as required, more writable paths, fewer protected or hidden ones, a
-    setting beside the lists that opens a way out), and what lets it do less (a policy root
-    missing from `allowWrite`: commands there fail)."""
+    setting beside the lists that opens a way out, what Claude Code's command line adds), and
+    what lets it do less (a policy root missing from `allowWrite`: commands there fail)."""
     if isinstance(found, dict):
         found = Found(found)
     sandbox = found.sandbox
@@ -317,6 +617,8 @@ def settings_differences(
     opened = sorted({path for path in found.writable if path and not _within(path, roots)})
     if opened:
         looser.append(f"permissions make {', '.join(opened)} writable")
+    looser += launch.said
+    looser += [why for path, why in launch.watched if _within(path, roots)]
     narrower: list[str] = []
     for key in wanted:
         missing = [path for path in wanted[key] if path not in have[key]]
@@ -353,17 +655,19 @@ OFF = ClaudeSettings(on=False)
 
 
 def compare_settings(
-    files: Sequence[str],
+    files: Sequence[Source],
     expected: Callable[[], dict[str, Any]],
     workspace: str = "",
     home: str | None = None,
+    launch: Launch = UNCHECKED,
 ) -> ClaudeSettings:
-    """The settings in `files` against `expected()` (called only when the sandbox is on), for a
-    session in `workspace` with `home`."""
+    """The settings in `files` (with `launch.settings`) against `expected()` (called only
+    when the sandbox is on), for a session in `workspace` with `home`, whose Claude Code was
+    started as `launch` says."""
     found = workspace_sandbox(files, workspace, home)
     if found.sandbox.get("enabled") is not True and not found.unreadable:
         return OFF
-    looser, narrower = settings_differences(found, expected(), workspace)
+    looser, narrower = settings_differences(found, expected(), workspace, launch)
     mismatch = "; ".join([*looser, *narrower]) or None
     return ClaudeSettings(on=True, mismatch=mismatch, looser=bool(looser))
 
@@ -408,22 +712,57 @@ class SettingsCache:
     def get(
         self,
         key: Hashable,
-        files: Sequence[str],
+        files: Sequence[Source],
         expected: Callable[[], dict[str, Any]],
         workspace: str = "",
         home: str | None = None,
+        launch: Launch = UNCHECKED,
     ) -> ClaudeSettings:
-        signature, recent = settings_signature(files)
+        """`compare_settings`; `key` names the workspace and `launch` (hashable) too."""
+        signature, recent = settings_signature([f.path for f in files if f.text is None])
         now = time.monotonic()
         known = self._known.get(key)
         if known is not None and known[0] == signature and now - known[1] < RECHECK_S:
             return known[2]
-        state = compare_settings(files, expected, workspace, home)
+        state = compare_settings(files, expected, workspace, home, launch)
         if len(self._known) >= self._kept:
             self._known.clear()
         # A recent change is not trusted to show in the signature: compared again next time.
         self._known[key] = (signature, -math.inf if recent else now, state)
         return state
+
+
+class LaunchCache:
+    """`session_argvs` per (record folder, session), read again only when the folder changes
+    (a Claude Code process starting or ending adds or takes out its record there): a `stat`
+    per shell command."""
+
+    def __init__(self, kept: int = 64) -> None:
+        self._kept = kept
+        self._known: dict[tuple[str, str, str], tuple[Signature, bool, Launch]] = {}
+
+    def get(self, folder: str, session_id: str, base: str, at_start: bool = False) -> Launch:
+        """What the session's Claude Code command line does to its sandbox (`session_launch`);
+        `UNCHECKED` where no command line can be read, and `at_start` while no record names
+        the session (Claude Code may not have written it yet: each command checks again)."""
+        if not PROC:
+            return UNCHECKED
+        signature, recent = settings_signature([folder])
+        key = (folder, session_id, base)
+        known = self._known.get(key)
+        if known is not None and known[0] == signature:
+            _signature, found, launch = known
+        else:
+            argvs = session_argvs(folder, session_id)
+            found, launch = bool(argvs), session_launch(argvs, folder, base)
+            if len(self._known) >= self._kept:
+                self._known.clear()
+            # A change within the clock's tick may not show in the signature: read again.
+            if recent:
+                self._known.pop(key, None)
+            else:
+                self._known[key] = (signature, found, launch)
+        return UNCHECKED if at_start and not found else launch
 
 
 def write_sandbox_settings(workspace: str, value: dict[str, Any]) -> str:

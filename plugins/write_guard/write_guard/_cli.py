@@ -16,7 +16,7 @@ from write_guard import _claude_sandbox as claude_sandbox
 from write_guard import _snapshot, _status
 from write_guard._approvals import approval_key, canonical, code_key, new_approval
 from write_guard._options import Options
-from write_guard._runtime import PLUGIN, RECORD_TTL_S
+from write_guard._runtime import PLUGIN, RECORD_TTL_S, Guard
 
 
 async def approve_in(store: Store, command: str, now_ms: int) -> dict[str, Any]:
@@ -150,7 +150,8 @@ def sandbox_settings(
     and socat); write-guard no longer rewrites the command."""
     root = os.path.abspath(workspace)
     options = _project_options(root)
-    value = _status.expected_settings(options, root)
+    home, config_dir = os.environ.get("HOME"), os.environ.get("CLAUDE_CONFIG_DIR")
+    value = Guard(options).claude_expected(root, home, config_dir)
     if show:
         typer.echo(json.dumps({"sandbox": value}, indent=2))
         return

@@ -26,6 +26,15 @@ UNCHECKED_MODE = "bypassPermissions"
 INSTALL_HINT = "`hookchain install` writes Claude Code's sandbox settings from the policy"
 RERUN_HINT = "run `hookchain install` again, then `hookchain status` to see them match"
 FALLBACK = "the command line is analysed instead and refused when it cannot be read fully"
+LAUNCH_FLAGS = "--add-dir, --settings, --setting-sources and --managed-settings"
+COMMAND_LINE_SEEN = (
+    f"a session's Claude Code command line counts too ({LAUNCH_FLAGS}, read at each command: "
+    "one that widens the sandbox leaves the line analysis to decide)"
+)
+COMMAND_LINE_UNSEEN = (
+    "Claude Code's command line cannot be read on this platform: a session started with "
+    f"{LAUNCH_FLAGS.replace(' and ', ' or ')} may widen its sandbox unseen"
+)
 
 
 def permission_checks(mode: str | None) -> bool:
@@ -47,6 +56,8 @@ class Facts:
     bwrap_works: bool
     missing_tools: tuple[str, ...] = ()
     """What Claude Code's sandbox needs and this machine lacks (`bwrap`, `socat`)."""
+    command_line: bool = True
+    """Whether a session's Claude Code command line can be read here (`/proc`)."""
 
 
 def route_at_rest(facts: Facts) -> Route:
@@ -101,7 +112,8 @@ def status_line(facts: Facts) -> str:
             line += " (its settings in .claude/ match write-guard's policy)"
         else:
             line += f", but {lacks(claude.mismatch)}; {RERUN_HINT}"
-        return line + missing
+        seen = COMMAND_LINE_SEEN if facts.command_line else COMMAND_LINE_UNSEEN
+        return f"{line}; {seen}{missing}"
     if claude.on and claude.mismatch is not None:
         return (
             "shell writes: NONE as write-guard's policy says: line analysis only, failing "

@@ -39,10 +39,14 @@ from write_guard._approvals import (
 from write_guard._bash import analyse_bash
 from write_guard._claude_sandbox import (
     OFF,
+    SESSIONS,
     ClaudeSettings,
+    LaunchCache,
     SettingsCache,
     expected_settings,
     settings_files,
+    user_folder,
+    user_settings,
 )
 from write_guard._control import ControlDenial, control_denial, control_reason
 from write_guard._decide import (
@@ -197,10 +201,13 @@ class Guard:
         self.decisions: deque[_Decision] = deque(maxlen=DECISIONS_KEPT)
         # Context and policy depend only on these inputs and the options, fixed per host.
         self.built: dict[
-            tuple[str, str | None, str | None, str | None], tuple[PathContext, Policy, Verdicts]
+            tuple[str, str | None, str | None, str | None, str | None],
+            tuple[PathContext, Policy, Verdicts],
         ] = {}
-        # Per (workspace, HOME): its Claude Code sandbox settings against the policy.
+        # Per (workspace, HOME, CLAUDE_CONFIG_DIR, launch): its Claude Code sandbox settings
+        # against the policy; per session, what Claude Code's command line adds.
         self.claude = SettingsCache(BUILT_KEPT)
+        self.launches = LaunchCache(BUILT_KEPT)
         # (session, why) Claude Code's sandbox is not the route, as the person was told.
         self.route_said: set[tuple[str, str]] = set()
         # Without protected globs in the options, every policy uses the built-in patterns.
@@ -284,33 +291,48 @@ class Guard:
         (its original cwd), not the policy's root (`workspace_root` may be a folder above)."""
         return engine.env.get("CLAUDE_PROJECT_DIR") or cwd or self.session_cwd(engine)
 
-    def claude_settings(self, engine: Engine, workspace: str) -> ClaudeSettings:
-        """The workspace's Claude Code sandbox settings against the policy, compared again
-        when a settings file changes. A replay or a test host runs nothing: the recorded
-        workspace's files are not read."""
+    def claude_settings(
+        self, engine: Engine, workspace: str, at_start: bool = False
+    ) -> ClaudeSettings:
+        """The workspace's Claude Code sandbox settings, with what the session's Claude Code
+        command line adds, against the policy; compared again when a settings file changes
+        or a Claude Code process starts or ends. `at_start`: Claude Code may not have said
+        yet which process is the session's (each command checks). A replay or a test host
+        runs nothing: the recorded workspace's files are not read."""
         if engine.sandboxed or not workspace:
             return OFF
         env = engine.env
         home, config_dir = env.get("HOME"), env.get("CLAUDE_CONFIG_DIR")
+        user_home = home or self.default_home
+        folder = os.path.join(user_folder(user_home, config_dir, workspace), SESSIONS)
+        launch = self.launches.get(folder, engine.session.id, workspace, at_start)
         return self.claude.get(
-            (workspace, home, config_dir),
-            settings_files(workspace, home or self.default_home, config_dir),
-            lambda: self.claude_expected(workspace, home),
+            (workspace, home, config_dir, launch),
+            settings_files(workspace, user_home, config_dir, launch.settings),
+            lambda: self.claude_expected(workspace, home, config_dir),
             workspace,
-            home or self.default_home,
+            user_home,
+            launch,
         )
 
-    def claude_expected(self, workspace: str, home: str | None) -> dict[str, Any]:
-        """The `sandbox` value `hookchain install` writes into the workspace's Claude Code
-        settings: from the main agent's policy there, hiding hookchain's runtime and data
-        dirs (which hold the host's own files)."""
+    def claude_expected(
+        self, workspace: str, home: str | None, config_dir: str | None = None
+    ) -> dict[str, Any]:
+        """The `sandbox` value of the workspace's Claude Code settings that the route requires,
+        `hookchain install` and `hookchain sandbox-settings` write and `hookchain status`
+        compares (all through here): `expected_settings` of the main agent's policy there,
+        hiding hookchain's runtime and data dirs (which hold the host's own files)."""
         hidden = (self.runtime_dir, str(data_dir()))
-        return expected_settings(self.project_policy(workspace, home), hidden)
+        policy = self.project_policy(workspace, home, config_dir)
+        user = user_settings(home or self.default_home, config_dir, workspace)
+        return expected_settings(policy, hidden, (user,))
 
-    def project_policy(self, workspace: str, home: str | None) -> Policy:
+    def project_policy(
+        self, workspace: str, home: str | None, config_dir: str | None = None
+    ) -> Policy:
         """The main agent's policy in a workspace as `hookchain install` and `hookchain status`
         see it (no host's files yet: install hides their folders whole)."""
-        _context, policy = self._build(workspace, workspace, home, None, ())
+        _context, policy = self._build(workspace, workspace, home, None, (), config_dir)
         return policy
 
     def decision(self, event: ToolCall) -> _Decision:
@@ -357,11 +379,13 @@ class Guard:
         if paths is None:
             if self.host_paths is None:
                 self.host_paths = (*engine.host_files, self.runtime_dir)
+            env = engine.env
             context, policy, decision.verdicts = self.built_for(
                 self.session_cwd(engine),
-                engine.env.get("CLAUDE_PROJECT_DIR"),
-                engine.env.get("HOME"),
+                env.get("CLAUDE_PROJECT_DIR"),
+                env.get("HOME"),
                 agent_type,
+                env.get("CLAUDE_CONFIG_DIR"),
             )
             paths = decision.paths = (context, policy, resolve_all(decision.surface, context))
         return paths
@@ -378,15 +402,21 @@ class Guard:
         return self.setup_dir
 
     def built_for(
-        self, cwd: str, project: str | None, home: str | None, agent_type: str | None
+        self,
+        cwd: str,
+        project: str | None,
+        home: str | None,
+        agent_type: str | None,
+        config_dir: str | None = None,
     ) -> tuple[PathContext, Policy, Verdicts]:
         """`build`, and the policy's kept verdicts."""
-        key = (cwd, project, home, agent_type)
+        key = (cwd, project, home, agent_type, config_dir)
         built = self.built.get(key)
         if built is None:
             if len(self.built) >= BUILT_KEPT:
                 self.built.clear()
-            context, policy = self._build(cwd, project, home, agent_type, self.host_paths or ())
+            host_paths = self.host_paths or ()
+            context, policy = self._build(cwd, project, home, agent_type, host_paths, config_dir)
             built = self.built[key] = (context, policy, verdicts_for(policy))
         return built
 
@@ -397,8 +427,10 @@ class Guard:
         home: str | None,
         agent_type: str | None,
         host_paths: tuple[str, ...],
+        config_dir: str | None = None,
     ) -> tuple[PathContext, Policy]:
-        """The path context and policy for one event (pure apart from the options)."""
+        """The path context and policy for one event (pure apart from the options);
+        `config_dir`: Claude Code's `CLAUDE_CONFIG_DIR`, whose settings file is protected."""
         options = self.options
         root = options.workspace_root or project or cwd
         context = PathContext(
@@ -408,7 +440,9 @@ class Guard:
             case_insensitive=options.case_insensitive,
         )
         patterns = list(BUILTIN_PROTECTED_PATTERNS)
-        protected = list(host_paths)
+        # The user's Claude Code settings: `*/.claude/settings*.json` misses a config dir of
+        # another name, and they widen the project's sandbox as its own settings do.
+        protected = [*host_paths, user_settings(context.home, config_dir, project or cwd)]
         for entry in options.protected_paths:
             anchored = os.path.join(root, os.path.expanduser(entry))
             if "*" in entry:
@@ -681,7 +715,7 @@ class Guard:
         workspace = self.settings_folder(engine, event.cwd)
         available = self.sandbox
         ours = event.harness == SETTINGS_HARNESS
-        claude = self.claude_settings(engine, workspace) if ours else OFF
+        claude = self.claude_settings(engine, workspace, at_start=True) if ours else OFF
         facts = Facts(
             claude=claude, bwrap_reason=available.reason, bwrap_works=available.bwrap is not None
         )

@@ -16,6 +16,7 @@ from typing import Any
 from framework import hookimpl
 
 from write_guard._claude_sandbox import (
+    PROC,
     REQUIRED_TOOLS,
     compare_settings,
     settings_files,
@@ -36,15 +37,8 @@ def _policy_roots(options: Options, project_root: str) -> tuple[Guard, Policy, t
     """The guard, the policy of a project and the roots it lets shell commands write."""
     root = os.path.abspath(project_root)
     guard = Guard(options)
-    policy = guard.project_policy(root, os.environ.get("HOME"))
+    policy = guard.project_policy(root, os.environ.get("HOME"), os.environ.get("CLAUDE_CONFIG_DIR"))
     return guard, policy, shell_roots(policy)
-
-
-def expected_settings(options: Options, project_root: str) -> dict[str, Any]:
-    """The `sandbox` value of Claude Code's settings for the policy of a project (the rule
-    is `Guard.claude_expected`, which the route of each command compares with too)."""
-    root = os.path.abspath(project_root)
-    return Guard(options).claude_expected(root, os.environ.get("HOME"))
 
 
 def codex_settings(options: Options, project_root: str) -> dict[str, Any]:
@@ -154,9 +148,10 @@ def claude_sandbox_unavailable(options: Options) -> str | None:
 def project_facts(options: Options, project_root: str) -> Facts:
     """The facts that decide the route of shell commands in a project."""
     root = os.path.abspath(options.workspace_root or project_root)
-    files = settings_files(root, os.environ.get("HOME"), os.environ.get("CLAUDE_CONFIG_DIR"))
+    home, config_dir = os.environ.get("HOME"), os.environ.get("CLAUDE_CONFIG_DIR")
+    files = settings_files(root, home, config_dir)
     claude = compare_settings(
-        files, lambda: expected_settings(options, root), root, os.environ.get("HOME")
+        files, lambda: Guard(options).claude_expected(root, home, config_dir), root, home
     )
     available = probe(options.sandbox)
     return Facts(
@@ -164,6 +159,7 @@ def project_facts(options: Options, project_root: str) -> Facts:
         bwrap_reason=available.reason,
         bwrap_works=available.bwrap is not None,
         missing_tools=missing_tools() if claude.on else (),
+        command_line=PROC,
     )
 
 
@@ -182,7 +178,9 @@ def harness_settings(
         return None if chosen.sandbox == "off" else codex_settings(chosen, project_root)
     if claude_sandbox_unavailable(chosen) is not None:
         return None
-    return {"sandbox": expected_settings(chosen, project_root)}
+    root = os.path.abspath(project_root)
+    home, config_dir = os.environ.get("HOME"), os.environ.get("CLAUDE_CONFIG_DIR")
+    return {"sandbox": Guard(chosen).claude_expected(root, home, config_dir)}
 
 
 @hookimpl
