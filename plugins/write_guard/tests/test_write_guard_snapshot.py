@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 import pytest
+from structlog.testing import capture_logs
 from wg_jail import BWRAP, UNTRACKED, Tree, guard_decides, restore_the_snapshot
 from write_guard._snapshot import UNTRACKED_FILE_MAX, record, restore, snapshots
 
@@ -117,3 +118,39 @@ def test_a_change_made_in_the_second_the_index_was_written_is_recorded(git_env: 
     snap = record(str(tree.ws), "x")
     assert snap is not None
     assert tree.run(f"git show {snap.commit}:a.txt").stdout == "dIrTy\n"
+
+
+def _snapshot_logs(logs: list[dict[str, object]]) -> list[tuple[object, str]]:
+    return [
+        (entry["log_level"], str(entry["event"]))
+        for entry in logs
+        if "the work tree's changes" in str(entry["event"])
+    ]
+
+
+async def test_the_log_says_when_a_snapshot_is_kept_in_the_repository_only(
+    git_env: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = git_env
+    blocker = tree.root / "data-file"
+    blocker.write_text("not a folder\n")
+    monkeypatch.setenv("HOOKCHAIN_DATA_DIR", str(blocker / "d"))  # the store cannot be made
+    with capture_logs() as logs:
+        verdict = await guard_decides(tree, "touch new.txt")
+    assert verdict.denied is None
+    refs = tree.run("git for-each-ref --format='%(refname)' refs/write-guard/snapshots").stdout
+    assert len(refs.split()) == 1
+    said = _snapshot_logs(logs)
+    assert len(said) == 1 and said[0][0] == "warning", said
+    assert said[0][1].startswith(f"recorded the work tree's changes as {refs.split()[0]}, ")
+    assert "kept in the repository only" in said[0][1] and "NotADirectoryError" in said[0][1]
+
+
+async def test_the_log_names_a_snapshot_the_store_holds_without_a_warning(git_env: Tree) -> None:
+    tree = git_env
+    with capture_logs() as logs:
+        verdict = await guard_decides(tree, "touch new.txt")
+    assert verdict.denied is None
+    ref = tree.run("git for-each-ref --format='%(refname)' refs/write-guard/snapshots").stdout
+    said = _snapshot_logs(logs)
+    assert said == [("debug", f"recorded the work tree's changes as {ref.strip()}")], said
