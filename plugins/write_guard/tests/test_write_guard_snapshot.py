@@ -4,12 +4,14 @@ throwaway tree (see `wg_jail`)."""
 
 from __future__ import annotations
 
+import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from structlog.testing import capture_logs
 from wg_jail import BWRAP, UNTRACKED, Tree, guard_decides, restore_the_snapshot
-from write_guard._snapshot import UNTRACKED_FILE_MAX, record, restore, snapshots
+from write_guard._snapshot import UNTRACKED_FILE_MAX, record, recover, restore, snapshots
 
 pytestmark = pytest.mark.anyio
 needs_bwrap = pytest.mark.skipif(BWRAP is None, reason="needs bubblewrap")
@@ -154,3 +156,141 @@ async def test_the_log_names_a_snapshot_the_store_holds_without_a_warning(git_en
     ref = tree.run("git for-each-ref --format='%(refname)' refs/write-guard/snapshots").stdout
     said = _snapshot_logs(logs)
     assert said == [("debug", f"recorded the work tree's changes as {ref.strip()}")], said
+
+
+def _git(cwd: Path, *argv: str) -> str:
+    """git with the environment `git_env` set (the tree's HOME), wherever `cwd` is."""
+    done = subprocess.run(["git", *argv], cwd=cwd, capture_output=True, text=True, timeout=30,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, (argv, done.stderr)
+    return done.stdout
+
+
+@pytest.fixture
+def scratch_env(git_env: Tree, monkeypatch: pytest.MonkeyPatch) -> Tree:
+    """`git_env` with TMPDIR in the tree too: every file the host's git makes stays there."""
+    monkeypatch.setenv("TMPDIR", str(git_env.root / "tmp"))
+    return git_env
+
+
+def _other_repository(tree: Tree) -> Path:
+    """A repository outside every root, with a commit and uncommitted work of its own."""
+    other = tree.root / "out" / "other"
+    other.mkdir(parents=True)
+    _git(other, "init", "-q", "-b", "main")
+    (other / "o.txt").write_text("o\n")
+    _git(other, "add", "o.txt")
+    _git(other, "commit", "-qm", "other")
+    (other / "o.txt").write_text("other's work\n")
+    _git(other, "worktree", "add", "-q", str(tree.root / "out" / "other-wt"), "-b", "w")
+    return other
+
+
+def _everything_under(folder: Path) -> dict[str, int]:
+    return {str(path): path.lstat().st_size for path in folder.rglob("*")}
+
+
+@pytest.mark.parametrize(
+    "planted",
+    ["gitfile", "gitfile-to-worktree", "relative-gitfile", "git-dir-commondir", "git-dir-links"],
+)
+def test_a_git_redirection_planted_in_a_folder_is_not_followed(
+    scratch_env: Tree, planted: str
+) -> None:
+    tree = scratch_env
+    other = _other_repository(tree)
+    folder = tree.ws / "planted"
+    folder.mkdir()
+    (folder / "x.txt").write_text("x\n")
+    dot_git = folder / ".git"
+    if planted == "gitfile":
+        dot_git.write_text(f"gitdir: {other / '.git'}\n")
+    elif planted == "gitfile-to-worktree":  # a linked work tree's git dir, named elsewhere
+        dot_git.write_text(f"gitdir: {other / '.git' / 'worktrees' / 'other-wt'}\n")
+    elif planted == "relative-gitfile":
+        dot_git.write_text("gitdir: ../../out/other/.git\n")
+    else:  # a `.git` folder of the command's making that leads into the other's
+        dot_git.mkdir()
+        (dot_git / "HEAD").write_text("ref: refs/heads/main\n")
+        (dot_git / "index").write_bytes((other / ".git" / "index").read_bytes())
+        if planted == "git-dir-commondir":
+            (dot_git / "commondir").write_text(f"{other / '.git'}\n")
+        else:
+            for name in ("objects", "refs", "config"):
+                (dot_git / name).symlink_to(other / ".git" / name)
+    # git itself follows it: the planted folder is a work tree of the other repository.
+    assert _git(folder, "rev-parse", "--verify", "HEAD") == _git(other, "rev-parse", "HEAD")
+    before = _everything_under(other / ".git")
+    data = tree.root / "data"
+    stores = _everything_under(data)
+    assert record(str(folder), "x") is None
+    assert _everything_under(other / ".git") == before
+    assert _everything_under(data) == stores
+    # Nor does the person's restore there write into the other repository.
+    if planted == "git-dir-links":  # the `.git` folder is this one's (no store: no write)
+        assert not recover(str(folder)).stored
+    else:
+        for step in (snapshots, recover):
+            with pytest.raises(LookupError, match="does not name this work tree back"):
+                step(str(folder))
+        with pytest.raises(LookupError, match="does not name this work tree back"):
+            restore(str(folder), "x")
+    assert _everything_under(other / ".git") == before
+
+
+def test_git_dir_names_in_the_environment_are_not_followed(
+    scratch_env: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = scratch_env
+    other = _other_repository(tree)
+    before = _everything_under(other / ".git")
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(other))
+    snap = record(str(tree.ws), "x")
+    assert snap is not None
+    assert _everything_under(other / ".git") == before
+    monkeypatch.delenv("GIT_DIR")
+    monkeypatch.delenv("GIT_WORK_TREE")
+    assert _git(tree.ws, "show", f"{snap.commit}:a.txt") == "dirty\n"
+
+
+def test_the_gitfiles_git_writes_are_followed(scratch_env: Tree) -> None:
+    tree = scratch_env
+    # A linked work tree: its git dir's `gitdir` names its `.git` file back.
+    linked = tree.root / "linked"
+    _git(tree.ws, "worktree", "add", "-q", str(linked), "-b", "linked")
+    (linked / "a.txt").write_text("linked work\n")
+    snap = record(str(linked), "x")
+    assert snap is not None
+    assert _git(linked, "show", f"{snap.commit}:a.txt") == "linked work\n"
+    # A submodule: its git dir's `core.worktree` names its folder.
+    lib = tree.root / "lib"
+    lib.mkdir()
+    _git(lib, "init", "-q", "-b", "main")
+    (lib / "l.txt").write_text("l\n")
+    _git(lib, "add", "l.txt")
+    _git(lib, "commit", "-qm", "lib")
+    _git(tree.ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib),
+        "mod")  # fmt: skip
+    (tree.ws / "mod" / "l.txt").write_text("module work\n")
+    snap = record(str(tree.ws / "mod"), "x")
+    assert snap is not None
+    assert _git(tree.ws / "mod", "show", f"{snap.commit}:l.txt") == "module work\n"
+
+
+def test_a_separate_git_dir_is_followed_once_its_config_names_the_work_tree(
+    scratch_env: Tree,
+) -> None:
+    tree = scratch_env
+    work, git_dir = tree.root / "sep", tree.root / "sep.git"
+    _git(tree.root, "init", "-q", "-b", "main", f"--separate-git-dir={git_dir}", str(work))
+    (work / "s.txt").write_text("s\n")
+    _git(work, "add", "s.txt")
+    _git(work, "commit", "-qm", "s")
+    (work / "s.txt").write_text("separate work\n")
+    # git writes no back-reference for it: a gitfile like any planted one.
+    assert record(str(work), "x") is None
+    _git(work, "config", "core.worktree", str(work))
+    snap = record(str(work), "x")
+    assert snap is not None
+    assert _git(work, "show", f"{snap.commit}:s.txt") == "separate work\n"

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from framework import data_dir
 
+from write_guard._gitdir import commondir_target, gitfile_target, linked_gitfile
 from write_guard._sandbox import git_dirs
 
 PREFIX = "refs/write-guard/"
@@ -84,10 +85,19 @@ class Snapshot:
     store again at the next snapshot); "" when copied."""
 
 
+# What names a repository other than the `.git` found from the folder: git would read and
+# write the repository they name whatever folder it runs in (the host's environment holds one
+# when it was started from inside git, a hook or `rebase -x`).
+_LOCATION_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE",
+                 "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE",
+                 "GIT_SHALLOW_FILE", "GIT_PREFIX", "GIT_IMPLICIT_WORK_TREE")  # fmt: skip
+
+
 def _env() -> dict[str, str]:
     # A command can write `.git/refs/replace`, `.git/info/grafts` and the commit-graph: none of
     # them may change what a snapshot holds or what comes back.
-    return {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0",
+    env = {key: value for key, value in os.environ.items() if key not in _LOCATION_ENV}
+    return {**env, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0",
             "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}  # fmt: skip
 
 
@@ -138,6 +148,61 @@ def holder(cwd: str) -> str:
     return path
 
 
+def own_git_dir(folder: str) -> str:
+    """The git dir `folder/.git` is or names, when write-guard follows it; else "".
+
+    A command can write a `.git` into any folder it writes, naming any repository (one outside
+    the roots, which it could not otherwise touch): git would take the folder for a work tree
+    of that repository, and the snapshot (objects, a ref) and its store copy would go there,
+    with the person's rights. So a `.git` is followed only where the repository names the
+    folder back, as git itself writes it for the work trees it makes, and only the repository
+    named could make it so:
+    - a `.git` folder: the repository's own;
+    - a `.git` file (a gitfile, read by `gitfile_target`): its git dir's `gitdir` names this
+      `.git` file (a linked work tree: `git worktree add` writes it), or, without one, its
+      `core.worktree` names this folder (a submodule's git dir under `.git/modules`; a
+      repository made with `--separate-git-dir` has neither, and is followed once the person
+      sets `core.worktree`);
+    - a git dir with a `commondir` must be one of that common dir's `worktrees/` (else the
+      refs and objects written are another repository's);
+    - `.git` itself is no symlink (a snapshot refuses one in the folders it writes into too:
+      `_symlinked`; `recover` says which).
+    A gitfile the repository never wrote names it in one direction only, and is refused
+    rather than guessed at."""
+    dot_git = os.path.join(folder, ".git")
+    if os.path.islink(dot_git):
+        return ""
+    if os.path.isdir(dot_git):
+        git_dir = dot_git
+    else:
+        target = gitfile_target(dot_git)
+        if target is None or not os.path.isdir(target) or not _names_back(target, folder):
+            return ""
+        git_dir = target
+    common = commondir_target(git_dir)
+    if common is None:
+        common = git_dir
+    elif os.path.dirname(os.path.realpath(git_dir)) != os.path.join(
+        os.path.realpath(common), "worktrees"
+    ):
+        return ""
+    return git_dir
+
+
+def _names_back(git_dir: str, folder: str) -> bool:
+    """Whether the git dir a gitfile in `folder` names names that folder back (see
+    `own_git_dir`)."""
+    back = linked_gitfile(git_dir)
+    if back is not None:
+        return os.path.realpath(back) == os.path.realpath(os.path.join(folder, ".git"))
+    # Only its own config (no include is followed), read by git.
+    worktree = _git(git_dir, "config", "--file", os.path.join(git_dir, "config"), "--get",
+                    "core.worktree", check=False, ceiling=git_dir)  # fmt: skip
+    if not worktree:
+        return False
+    return os.path.realpath(os.path.join(git_dir, worktree)) == os.path.realpath(folder)
+
+
 def is_work_tree(cwd: str) -> bool:
     """Whether `cwd` lies in a git work tree (found without running git: a `.git` above)."""
     return bool(holder(cwd))
@@ -186,11 +251,11 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
     snapshot, kept by the caller) says was recorded last: one ref per state, not one per
     command."""
     found = holder(cwd)
-    if not found or os.path.islink(os.path.join(found, ".git")):
-        # A `.git` symlink (a command can plant one in any folder it writes): git would
-        # take that folder for the work tree of the repository it names, and the snapshot
-        # and its store copy would go there. Refused rather than guessed: a work tree whose
-        # `.git` the person made a symlink is not snapshotted either.
+    git_dir = own_git_dir(found) if found else ""
+    if not git_dir or _symlinked(git_dir, commondir_target(git_dir) or git_dir):
+        # A `.git` a command could have planted, naming another repository, or a symlink
+        # on the way to what is written (see `own_git_dir`). Refused rather than guessed: a
+        # work tree whose `.git` the person made a symlink is not snapshotted either.
         return None
     subject = f"write-guard: before {why[:60]}"
     # One git for all five (each process counts: this runs before every shell command).
@@ -639,6 +704,12 @@ def locate(cwd: str) -> tuple[str, str, str]:
     path = holder(cwd)
     if not path:
         raise LookupError(f"no git repository at or above {cwd}")
+    if not own_git_dir(path):
+        raise LookupError(
+            f"{path}/.git names a git dir that does not name this work tree back (a command "
+            "may have planted it): write-guard does not follow it; remove it, or run restore "
+            "in the repository's own work tree"
+        )
     located = _git(cwd, "rev-parse", "--show-toplevel", "--git-dir", "--git-common-dir",
                    check=False, ceiling=path).splitlines()  # fmt: skip
     if len(located) == 3:
@@ -664,13 +735,19 @@ def _stored_head(store: str) -> str:
     return seen or "ref: refs/heads/main"
 
 
-def _refuse_symlinks(git_dir: str, common: str) -> None:
-    """Refuse to write into a repository whose git dirs, HEAD or folders written into are
-    symlinks: a command may leave one pointing anywhere, and what `recover` writes would
-    land there (with the person's rights)."""
+def _symlinked(git_dir: str, common: str) -> list[str]:
+    """The git dirs, HEAD and folders written into (by a snapshot and by `recover`) that are
+    symlinks: a command may leave one pointing anywhere, and what is written would land there
+    (with the person's rights)."""
     paths = [git_dir, common, os.path.join(git_dir, "HEAD")]
     paths += [os.path.join(common, folder) for folder in _RECOVERED_FOLDERS]
-    linked = [path for path in dict.fromkeys(paths) if os.path.islink(path)]
+    paths += [os.path.join(common, PREFIX), os.path.join(common, REF_PREFIX)]
+    return [path for path in dict.fromkeys(paths) if os.path.islink(path.rstrip("/"))]
+
+
+def _refuse_symlinks(git_dir: str, common: str) -> None:
+    """Refuse to write into a repository through a symlink (see `_symlinked`)."""
+    linked = _symlinked(git_dir, common)
     if linked:
         raise RuntimeError(
             f"{', '.join(linked)}: a symlink (a command may have left it); nothing was written "
