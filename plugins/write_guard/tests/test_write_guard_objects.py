@@ -271,13 +271,6 @@ def test_a_ref_naming_a_lost_object_stays_and_the_others_come_back(git_env: Tree
     assert tree.run("git log -1 --format=%s main").stdout == "first\n"
 
 
-@pytest.fixture
-def scratch_env(git_env: Tree, monkeypatch: pytest.MonkeyPatch) -> Tree:
-    """`git_env` with TMPDIR in the tree too: every file the host's git makes stays there."""
-    monkeypatch.setenv("TMPDIR", str(git_env.root / "tmp"))
-    return git_env
-
-
 def test_recover_writes_through_no_symlink_a_command_left_in_git(scratch_env: Tree) -> None:
     tree = scratch_env
     assert _snapshot.record(str(tree.ws), "x") is not None

@@ -4,13 +4,12 @@ throwaway tree (see `wg_jail`)."""
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 from structlog.testing import capture_logs
-from wg_jail import BWRAP, UNTRACKED, Tree, guard_decides, restore_the_snapshot
+from wg_jail import BWRAP, UNTRACKED, Tree, git, guard_decides, restore_the_snapshot
 from write_guard._snapshot import UNTRACKED_FILE_MAX, record, recover, restore, snapshots
 
 pytestmark = pytest.mark.anyio
@@ -158,31 +157,16 @@ async def test_the_log_names_a_snapshot_the_store_holds_without_a_warning(git_en
     assert said == [("debug", f"recorded the work tree's changes as {ref.strip()}")], said
 
 
-def _git(cwd: Path, *argv: str) -> str:
-    """git with the environment `git_env` set (the tree's HOME), wherever `cwd` is."""
-    done = subprocess.run(["git", *argv], cwd=cwd, capture_output=True, text=True, timeout=30,
-                          check=False)  # fmt: skip
-    assert done.returncode == 0, (argv, done.stderr)
-    return done.stdout
-
-
-@pytest.fixture
-def scratch_env(git_env: Tree, monkeypatch: pytest.MonkeyPatch) -> Tree:
-    """`git_env` with TMPDIR in the tree too: every file the host's git makes stays there."""
-    monkeypatch.setenv("TMPDIR", str(git_env.root / "tmp"))
-    return git_env
-
-
 def _other_repository(tree: Tree) -> Path:
     """A repository outside every root, with a commit and uncommitted work of its own."""
     other = tree.root / "out" / "other"
     other.mkdir(parents=True)
-    _git(other, "init", "-q", "-b", "main")
+    git(other, "init", "-q", "-b", "main")
     (other / "o.txt").write_text("o\n")
-    _git(other, "add", "o.txt")
-    _git(other, "commit", "-qm", "other")
+    git(other, "add", "o.txt")
+    git(other, "commit", "-qm", "other")
     (other / "o.txt").write_text("other's work\n")
-    _git(other, "worktree", "add", "-q", str(tree.root / "out" / "other-wt"), "-b", "w")
+    git(other, "worktree", "add", "-q", str(tree.root / "out" / "other-wt"), "-b", "w")
     return other
 
 
@@ -219,7 +203,7 @@ def test_a_git_redirection_planted_in_a_folder_is_not_followed(
             for name in ("objects", "refs", "config"):
                 (dot_git / name).symlink_to(other / ".git" / name)
     # git itself follows it: the planted folder is a work tree of the other repository.
-    assert _git(folder, "rev-parse", "--verify", "HEAD") == _git(other, "rev-parse", "HEAD")
+    assert git(folder, "rev-parse", "--verify", "HEAD") == git(other, "rev-parse", "HEAD")
     before = _everything_under(other / ".git")
     data = tree.root / "data"
     stores = _everything_under(data)
@@ -251,31 +235,31 @@ def test_git_dir_names_in_the_environment_are_not_followed(
     assert _everything_under(other / ".git") == before
     monkeypatch.delenv("GIT_DIR")
     monkeypatch.delenv("GIT_WORK_TREE")
-    assert _git(tree.ws, "show", f"{snap.commit}:a.txt") == "dirty\n"
+    assert git(tree.ws, "show", f"{snap.commit}:a.txt") == "dirty\n"
 
 
 def test_the_gitfiles_git_writes_are_followed(scratch_env: Tree) -> None:
     tree = scratch_env
     # A linked work tree: its git dir's `gitdir` names its `.git` file back.
     linked = tree.root / "linked"
-    _git(tree.ws, "worktree", "add", "-q", str(linked), "-b", "linked")
+    git(tree.ws, "worktree", "add", "-q", str(linked), "-b", "linked")
     (linked / "a.txt").write_text("linked work\n")
     snap = record(str(linked), "x")
     assert snap is not None
-    assert _git(linked, "show", f"{snap.commit}:a.txt") == "linked work\n"
+    assert git(linked, "show", f"{snap.commit}:a.txt") == "linked work\n"
     # A submodule: its git dir's `core.worktree` names its folder.
     lib = tree.root / "lib"
     lib.mkdir()
-    _git(lib, "init", "-q", "-b", "main")
+    git(lib, "init", "-q", "-b", "main")
     (lib / "l.txt").write_text("l\n")
-    _git(lib, "add", "l.txt")
-    _git(lib, "commit", "-qm", "lib")
-    _git(tree.ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib),
+    git(lib, "add", "l.txt")
+    git(lib, "commit", "-qm", "lib")
+    git(tree.ws, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib),
         "mod")  # fmt: skip
     (tree.ws / "mod" / "l.txt").write_text("module work\n")
     snap = record(str(tree.ws / "mod"), "x")
     assert snap is not None
-    assert _git(tree.ws / "mod", "show", f"{snap.commit}:l.txt") == "module work\n"
+    assert git(tree.ws / "mod", "show", f"{snap.commit}:l.txt") == "module work\n"
 
 
 def test_a_separate_git_dir_is_followed_once_its_config_names_the_work_tree(
@@ -283,14 +267,14 @@ def test_a_separate_git_dir_is_followed_once_its_config_names_the_work_tree(
 ) -> None:
     tree = scratch_env
     work, git_dir = tree.root / "sep", tree.root / "sep.git"
-    _git(tree.root, "init", "-q", "-b", "main", f"--separate-git-dir={git_dir}", str(work))
+    git(tree.root, "init", "-q", "-b", "main", f"--separate-git-dir={git_dir}", str(work))
     (work / "s.txt").write_text("s\n")
-    _git(work, "add", "s.txt")
-    _git(work, "commit", "-qm", "s")
+    git(work, "add", "s.txt")
+    git(work, "commit", "-qm", "s")
     (work / "s.txt").write_text("separate work\n")
     # git writes no back-reference for it: a gitfile like any planted one.
     assert record(str(work), "x") is None
-    _git(work, "config", "core.worktree", str(work))
+    git(work, "config", "core.worktree", str(work))
     snap = record(str(work), "x")
     assert snap is not None
-    assert _git(work, "show", f"{snap.commit}:s.txt") == "separate work\n"
+    assert git(work, "show", f"{snap.commit}:s.txt") == "separate work\n"

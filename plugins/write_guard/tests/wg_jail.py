@@ -42,6 +42,15 @@ def _sh(cwd: Path, *argv: str) -> str:
     return done.stdout
 
 
+def git(cwd: Path, *argv: str) -> str:
+    """The host's git in `cwd` with the test's environment (`git_env`: the tree's HOME and
+    fixed dates), wherever `cwd` is in the tree; its output."""
+    done = subprocess.run(["git", *argv], cwd=cwd, capture_output=True, text=True, timeout=30,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, (argv, done.stderr)
+    return done.stdout
+
+
 def build_template(root: Path) -> None:
     """The tree every case starts from (built once, copied per run)."""
     ws, out, home = root / "ws", root / "out", root / "home"
