@@ -105,9 +105,9 @@ def restore(
         if snapshot is None:
             found = _snapshot.snapshots(where)
             if not found:
-                typer.echo("no write-guard snapshots in this repository")
+                typer.echo("no write-guard snapshots of this work tree")
             for snap in found:
-                typer.echo(f"{snap.ref[len(_snapshot.REF_PREFIX) :]}  {snap.subject}")
+                typer.echo(f"{snap.name}  {snap.subject}")
             return
         done = _snapshot.restore(where, snapshot)
     except (LookupError, RuntimeError, OSError) as error:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -66,6 +67,9 @@ CLASH_FILE = "write-guard.clash"
 # (`repack --geometric`, whose work grows with the small packs, not with the store).
 STORE_PACKS_MAX = 24
 HEAD_REF = PREFIX + "head"
+# A linked work tree's own (see `WorkTree`): its snapshots and its record of HEAD.
+WORKTREES_PREFIX = PREFIX + "worktrees/"
+_KEY = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}")
 # The trees of the last snapshot copied (work tree, index, untracked files).
 TREES_FILE = "write-guard.trees"
 _HEX = frozenset("0123456789abcdef")
@@ -83,6 +87,55 @@ class Snapshot:
     unstored: str = ""
     """Why write-guard's store does not hold it (kept in the repository only; offered to the
     store again at the next snapshot); "" when copied."""
+
+    @property
+    def name(self) -> str:
+        """What `hookchain restore` lists and takes: `<time>-<commit>`."""
+        return self.ref.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class WorkTree:
+    """Where one work tree of a repository keeps its own, in the repository and in the store
+    (the objects and branches are the repository's, shared): its snapshots, its record of
+    HEAD (a ref of the store) and the branch HEAD was on (a file of the store). Two work
+    trees (`git worktree add`) are on two branches, with two states: the main work tree keeps
+    the names it always had, a linked one names them after its entry under `worktrees/`
+    (kept by `git worktree move`)."""
+
+    key: str = ""
+    """"" for the main work tree."""
+
+    @property
+    def prefix(self) -> str:
+        """Its snapshot refs' folder."""
+        return f"{WORKTREES_PREFIX}{self.key}/snapshots/" if self.key else REF_PREFIX
+
+    @property
+    def head_ref(self) -> str:
+        return f"{WORKTREES_PREFIX}{self.key}/head" if self.key else HEAD_REF
+
+    def head_file(self, store: str) -> str:
+        """The store's file naming what its HEAD was on (the store's own HEAD for the main
+        work tree)."""
+        return os.path.join(store, f"write-guard.head.{self.key}" if self.key else "HEAD")
+
+
+def work_tree(git_dir: str, common: str) -> WorkTree:
+    """The work tree whose git dir is `git_dir` (see `WorkTree`)."""
+    real = os.path.realpath(git_dir)
+    if real == os.path.realpath(common):
+        return WorkTree()
+    name = os.path.basename(real)
+    # git makes the names valid in a ref; one it did not is hashed rather than trusted.
+    if not _KEY.fullmatch(name) or ".." in name or name.endswith((".", ".lock")):
+        name = hashlib.sha256(os.fsencode(name)).hexdigest()[:16]
+    return WorkTree(name)
+
+
+def _is_head_record(ref: str) -> bool:
+    """One of the store's records of a work tree's HEAD (never made in the repository)."""
+    return ref == HEAD_REF or (ref.startswith(WORKTREES_PREFIX) and ref.endswith("/head"))
 
 
 # What names a repository other than the `.git` found from the folder: git would read and
@@ -267,7 +320,8 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
     top, head = located[0], located[4]
     index, git_dir, common = (os.path.join(cwd, path) for path in located[1:4])
     store = store_of(common)
-    kept, branch = _head_updates(store, git_dir, head)
+    where = work_tree(git_dir, common)
+    kept, branch = _head_updates(store, git_dir, head, where)
     with tempfile.TemporaryDirectory(prefix="write-guard-index-") as scratch:
         # A copy of the index: the real one is neither locked nor rewritten (and an
         # `index.lock` a command left behind cannot make the snapshot fail). With its time:
@@ -283,7 +337,7 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
         names, left_out = untracked(top, copy)
     if not commit and not names:
         with contextlib.suppress(_BackingOff):  # said with the last snapshot
-            _keep(top, store, kept, branch)
+            _keep(top, store, kept, branch, where)
         return None
     if left_out:
         subject += f" ({left_out} untracked files over the size cap not kept)"
@@ -305,37 +359,38 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
     trees = f"{work} {index_tree} {untracked_tree}"
     if last is not None and last.get(cwd) == trees:
         with contextlib.suppress(_BackingOff):
-            _keep(top, store, kept, branch)
+            _keep(top, store, kept, branch, where)
         return None
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    ref = f"{REF_PREFIX}{stamp}-{commit[:12]}"
-    missed = _unstored(common, store)
+    ref = f"{where.prefix}{stamp}-{commit[:12]}"
+    missed = _unstored(common, store, where.prefix)
     _git(cwd, "update-ref", "-m", "write-guard snapshot", ref, commit)
     # In the repository first: a store that cannot be written loses no snapshot, and the
     # snapshots it missed are offered to it again with this one.
     made = (work, index_tree, untracked_tree)
-    unstored = _keep_or_why(top, store, {**missed, **kept, ref: commit}, branch, made)
+    unstored = _keep_or_why(top, store, {**missed, **kept, ref: commit}, branch, where, made)
     if unstored and missed and not unstored.startswith(_BACKING_OFF):
         # One of those missed may have lost its objects since: not worth losing this one.
-        unstored = _keep_or_why(top, store, {**kept, ref: commit}, branch, made, force=True)
+        unstored = _keep_or_why(top, store, {**kept, ref: commit}, branch, where, made, True)
     if last is not None and not unstored:
         last[cwd] = trees  # only once copied: until then the same state is offered again
     return Snapshot(ref=ref, commit=commit, created=stamp, subject=subject, unstored=unstored)
 
 
-def _unstored(common: str, store: str) -> dict[str, str]:
-    """The repository's snapshot refs (the loose ones: `update-ref` writes them so) that the
-    store lacks: those a store that could not be written missed. Two folder reads."""
+def _unstored(common: str, store: str, prefix: str) -> dict[str, str]:
+    """The repository's snapshot refs below `prefix` (the loose ones: `update-ref` writes them
+    so) that the store lacks: those a store that could not be written missed. Two folder
+    reads."""
     try:
-        names = os.listdir(os.path.join(common, REF_PREFIX))
+        names = os.listdir(os.path.join(common, prefix))
     except OSError:
         return {}  # no snapshot
     try:
-        have = set(os.listdir(os.path.join(store, REF_PREFIX)))
+        have = set(os.listdir(os.path.join(store, prefix)))
     except OSError:
         have = set()  # none copied yet
-    found = {REF_PREFIX + name: _read_ref(common, REF_PREFIX + name) for name in names}
-    return {ref: sha for ref, sha in found.items() if sha and ref[len(REF_PREFIX) :] not in have}
+    found = {prefix + name: _read_ref(common, prefix + name) for name in names}
+    return {ref: sha for ref, sha in found.items() if sha and ref[len(prefix) :] not in have}
 
 
 def _keep_or_why(
@@ -343,12 +398,13 @@ def _keep_or_why(
     store: str,
     updates: dict[str, str],
     branch: str,
+    tree: WorkTree,
     trees: tuple[str, ...],
     force: bool = False,
 ) -> str:
     """`_keep`, and why the store does not hold the snapshot ("" when it does)."""
     try:
-        if _keep(top, store, updates, branch, trees, force=force):
+        if _keep(top, store, updates, branch, tree, trees, force=force):
             return ""
         return "another copy into write-guard's store is under way"
     except _BackingOff as error:
@@ -414,31 +470,34 @@ def _clashed(store: str, branch: str, head: str) -> bool:
     return False
 
 
-def _head_updates(store: str, git_dir: str, head: str) -> tuple[dict[str, str], str]:
-    """The store's refs that HEAD has moved past (its own record of HEAD and the branch HEAD
-    is on), and that branch. Three small reads when nothing moved (every command of a clean
-    tree)."""
+def _head_updates(
+    store: str, git_dir: str, head: str, tree: WorkTree
+) -> tuple[dict[str, str], str]:
+    """The store's refs that the work tree's HEAD has moved past (its own record of HEAD and
+    the branch HEAD is on), and that branch. Three small reads when nothing moved (every
+    command of a clean tree)."""
     updates: dict[str, str] = {}
-    if _read_ref(store, HEAD_REF) != head:
-        updates[HEAD_REF] = head
+    if _read_ref(store, tree.head_ref) != head:
+        updates[tree.head_ref] = head
     branch = _branch_in(os.path.join(git_dir, "HEAD"))
     if branch and _read_ref(store, branch) != head and not _clashed(store, branch, head):
         updates[branch] = head
     return updates, branch
 
 
-def _tips(store: str) -> list[str]:
-    """Commits whose history the store holds whole: its HEAD record, its branches and its
-    newest snapshot. What a copy leaves out (a subset of them would do: more is copied)."""
-    refs = [HEAD_REF]
+def _tips(store: str, tree: WorkTree) -> list[str]:
+    """Commits whose history the store holds whole: the work tree's HEAD record, the
+    branches and the work tree's newest snapshot. What a copy leaves out (a subset of them
+    would do: more is copied)."""
+    refs = [tree.head_ref]
     for folder, _dirs, files in os.walk(os.path.join(store, "refs", "heads")):
         refs += [os.path.relpath(os.path.join(folder, name), store) for name in files]
     try:
-        newest = max(os.listdir(os.path.join(store, REF_PREFIX)), default="")
+        newest = max(os.listdir(os.path.join(store, tree.prefix)), default="")
     except OSError:
         newest = ""
     if newest:
-        refs.append(REF_PREFIX + newest)
+        refs.append(tree.prefix + newest)
     return list(dict.fromkeys(filter(None, (_read_ref(store, ref) for ref in refs))))
 
 
@@ -459,12 +518,14 @@ def _keep(
     store: str,
     updates: dict[str, str],
     branch: str,
+    tree: WorkTree,
     trees: tuple[str, ...] = (),
     force: bool = False,
 ) -> bool:
     """Copy into the store the objects reachable from `updates`' commits that it lacks (read
     from the repository at `top`, the store as its alternate), then set its refs to them;
-    the store's HEAD names `branch`, the branch HEAD is on (for `recover`); `trees`: the
+    the work tree's HEAD file in the store names `branch`, the branch its HEAD is on (for
+    `recover`); `trees`: the
     snapshot's (work tree, index, untracked), left out of the next copy. False when another
     copy is under way (nothing copied); `_BackingOff` when copies failed lately (unless
     `force`: a second try right after a failure)."""
@@ -489,14 +550,14 @@ def _keep(
         # stays in the repository only; HEAD, not yet recorded, is copied by the next one.
         return False
     try:
-        if not _read_ref(store, HEAD_REF):
-            # The first copy (or one that never finished): every branch and tag, so that
-            # their history is kept too.
+        if not _read_ref(store, tree.head_ref):
+            # The work tree's first copy (or one that never finished): every branch and tag,
+            # so that their history is kept too (what the store holds is left out).
             listed = _git(top, "for-each-ref", "--format=%(refname) %(objectname)",
                           "refs/heads", "refs/tags")  # fmt: skip
             updates = {**dict(line.split(" ", 1) for line in listed.splitlines()), **updates}
         try:
-            _copy(top, store, updates, trees)
+            _copy(top, store, updates, tree, trees)
         except (OSError, RuntimeError, subprocess.SubprocessError):
             with contextlib.suppress(OSError):
                 _write_file(failed, "x " * (failures + 1))
@@ -504,10 +565,10 @@ def _keep(
         with contextlib.suppress(FileNotFoundError):
             os.remove(failed)
         if branch:
-            _write_file(os.path.join(store, "HEAD"), f"ref: {branch}\n")
-        elif HEAD_REF in updates:
+            _write_file(tree.head_file(store), f"ref: {branch}\n")
+        elif tree.head_ref in updates:
             # A detached HEAD that moved: `recover` makes it again detached, at its commit.
-            _write_file(os.path.join(store, "HEAD"), f"{updates[HEAD_REF]}\n")
+            _write_file(tree.head_file(store), f"{updates[tree.head_ref]}\n")
         return True
     finally:
         # Only our own: a copier that judged this one dead holds the lock now.
@@ -559,8 +620,10 @@ def _read_lock(lock: str) -> str:
         return ""
 
 
-def _copy(top: str, store: str, updates: dict[str, str], trees: tuple[str, ...]) -> None:
-    tips = _tips(store)
+def _copy(
+    top: str, store: str, updates: dict[str, str], tree: WorkTree, trees: tuple[str, ...]
+) -> None:
+    tips = _tips(store, tree)
     wanted = [sha for sha in dict.fromkeys(updates.values()) if sha not in tips]
     objects = os.path.join(store, "objects")
     if wanted:
@@ -662,35 +725,37 @@ def _copy_checked(top: str, store: str, wanted: list[str]) -> None:
         )
 
 
-def _listed(cwd: str, *git_dir: str) -> list[Snapshot]:
+def _listed(cwd: str, prefix: str, *git_dir: str) -> list[Snapshot]:
     out = _git(
         cwd,
         *git_dir,
         "for-each-ref",
         "--sort=-refname",
         "--format=%(refname)%00%(objectname)%00%(contents:subject)",
-        REF_PREFIX,
+        prefix,
     )
     found: list[Snapshot] = []
     for line in out.splitlines():
         ref, commit, subject = [*line.split("\0"), "", ""][:3]
-        created = ref[len(REF_PREFIX) :].split("-", 1)[0]
+        created = ref[len(prefix) :].split("-", 1)[0]
         found.append(Snapshot(ref=ref, commit=commit, created=created, subject=subject))
     return found
 
 
 def snapshots(cwd: str) -> list[Snapshot]:
-    """Every recorded snapshot of the repository at `cwd`, newest first: those in its own
-    refs and those in write-guard's store (all of them, even when the repository's objects
-    or refs were deleted)."""
-    top, _git_dir, common = locate(cwd)
+    """Every recorded snapshot of the work tree at `cwd`, newest first: those in its
+    repository's refs and those in write-guard's store (all of them, even when the
+    repository's objects or refs were deleted); not those of the repository's other work
+    trees."""
+    top, git_dir, common = locate(cwd)
     store = store_of(common)
+    prefix = work_tree(git_dir, common).prefix
     found: dict[str, Snapshot] = {}
     if os.path.isdir(os.path.join(store, "objects")):
         with contextlib.suppress(RuntimeError):  # then the repository's own list alone
-            found = {snap.ref: snap for snap in _listed(store, f"--git-dir={store}")}
+            found = {snap.ref: snap for snap in _listed(store, prefix, f"--git-dir={store}")}
     try:
-        for snap in _listed(top):
+        for snap in _listed(top, prefix):
             found.setdefault(snap.ref, snap)
     except RuntimeError:
         if not found:
@@ -724,14 +789,14 @@ def locate(cwd: str) -> tuple[str, str, str]:
 _RECOVERED_FOLDERS = ("objects", "objects/pack", "objects/info", "refs", "refs/heads", "refs/tags")
 
 
-def _stored_head(store: str) -> str:
-    """What `.git/HEAD` held when the store saw it last: its branch, when the store holds
-    that branch; else the commit the store saw at HEAD, detached (a detached HEAD, or a
+def _stored_head(store: str, tree: WorkTree) -> str:
+    """What the work tree's HEAD held when the store saw it last: its branch, when the store
+    holds that branch; else the commit the store saw at HEAD, detached (a detached HEAD, or a
     branch the store never held: naming it would leave HEAD on no commit)."""
-    branch = _branch_in(os.path.join(store, "HEAD"))
+    branch = _branch_in(tree.head_file(store))
     if branch and _read_ref(store, branch):
         return f"ref: {branch}"
-    seen = _read_ref(store, HEAD_REF)
+    seen = _read_ref(store, tree.head_ref)
     return seen or "ref: refs/heads/main"
 
 
@@ -789,7 +854,7 @@ def recover(cwd: str) -> Recovered:
     head_file = os.path.join(git_dir, "HEAD")
     head = not os.path.lexists(head_file)
     if head:
-        symbolic = _stored_head(store)
+        symbolic = _stored_head(store, work_tree(git_dir, common))
         # Made, never opened: a file that appeared meanwhile (a symlink) is not followed.
         created = os.open(head_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         with os.fdopen(created, "w", encoding="utf-8") as handle:
@@ -807,7 +872,7 @@ def recover(cwd: str) -> Recovered:
     theirs = _git(store, f"--git-dir={store}", "for-each-ref", form).splitlines()
     ours = {line.split(" ", 1)[0] for line in _git(top, "for-each-ref", form).splitlines()}
     wanted = [line.split(" ", 1) for line in theirs if line.split(" ", 1)[0] not in ours]
-    wanted = [pair for pair in wanted if pair[0] != HEAD_REF]
+    wanted = [pair for pair in wanted if not _is_head_record(pair[0])]
     # HEAD on a branch not born yet (`checkout --orphan`, which the store never saw) is a
     # sound repository; HEAD on a branch the store holds and the repository lost is not.
     branch = _branch_in(head_file)
@@ -858,7 +923,7 @@ def restore(cwd: str, which: str) -> Restored:
     is brought back first (see `recover`)."""
     recovered = recover(cwd)
     for snap in snapshots(cwd):
-        if which in {snap.ref, snap.ref[len(REF_PREFIX) :]} or snap.commit.startswith(which):
+        if which in {snap.ref, snap.name} or snap.commit.startswith(which):
             _trust(cwd, snap.commit)
             return _apply(cwd, snap, recovered)
     raise LookupError(f"no write-guard snapshot matches {which!r}")
