@@ -291,7 +291,7 @@ def snapshot_cost(files: int, baseline: ModuleType) -> None:
             f"gitlinks_index_read_{files}_files_median_ms = {parse_ms:.2f}  "
             f"unchanged_index_start_and_finish_us = {watch_us:.1f}"
         )
-        store = store_of(os.path.join(repo, ".git"))
+        store = store_of(os.path.join(repo, ".git"), make=True)
         first = []
         for _ in range(5):
             shutil.rmtree(store, ignore_errors=True)

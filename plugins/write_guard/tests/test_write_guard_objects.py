@@ -138,8 +138,9 @@ async def test_the_copy_is_out_of_the_commands_reach(git_env: Tree) -> None:
     assert store.is_relative_to(data) and (store / "objects").is_dir()
     tree.run(command)  # unguarded (the jail alone): the copy is gone
     assert not (store / "objects").is_dir()
-    tree.reset()
+    tree.reset()  # the repository made again: a store of its own
     await _run_guarded(tree, "touch new.txt")
+    store = Path(_snapshot.store_of(str(tree.ws / ".git")))
     packs = sorted(os.listdir(store / "objects" / "pack"))
     assert packs
     await _run_guarded(tree, command)
@@ -191,7 +192,7 @@ def test_a_copy_under_way_is_not_waited_for_and_one_that_died_is_taken_over(
     git_env: Tree,
 ) -> None:
     tree = git_env
-    store = Path(_snapshot.store_of(str(tree.ws / ".git")))
+    store = Path(_snapshot.store_of(str(tree.ws / ".git"), make=True))
     store.mkdir(parents=True)
     _sh(tree.ws, "git", "init", "-q", "--bare", str(store))
     lock = store / "write-guard.lock"
@@ -443,7 +444,7 @@ def test_a_copy_leaves_the_lock_of_one_that_took_over_from_it(
     scratch_env: Tree, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tree = scratch_env
-    store = Path(_snapshot.store_of(str(tree.ws / ".git")))
+    store = Path(_snapshot.store_of(str(tree.ws / ".git"), make=True))
     lock = store / "write-guard.lock"
     copy = _snapshot._copy
 
@@ -503,7 +504,7 @@ def test_a_branch_the_store_cannot_hold_is_not_tried_again_at_every_command(
 
 def test_a_snapshot_the_store_never_got_still_comes_back(scratch_env: Tree) -> None:
     tree = scratch_env
-    store = Path(_snapshot.store_of(str(tree.ws / ".git")))
+    store = Path(_snapshot.store_of(str(tree.ws / ".git"), make=True))
     store.mkdir(parents=True)
     _sh(tree.ws, "git", "init", "-q", "--bare", str(store))
     (store / "write-guard.lock").write_text("")  # a copy under way: this one is not copied

@@ -34,6 +34,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import uuid
 from dataclasses import dataclass
 
 from framework import data_dir
@@ -47,11 +48,11 @@ GIT_TIMEOUT_S = 10.0
 UNTRACKED_FILE_MAX = 4 * 1024 * 1024
 UNTRACKED_TOTAL_MAX = 32 * 1024 * 1024
 UNTRACKED_FILES_MAX = 2_000
-# The store: one bare repository per repository (by its git dir's real path) below
-# `<data dir>/write-guard/git/`. Its first copy holds every object of the repository's
-# branches and tags (a few tenths of a second on 10,000 files); it may take this long in the
-# background (the snapshot's own budget abandons it, not git), and a second copy into the
-# same store waits for none: it is left to the next snapshot (a lock younger than
+# The store: one bare repository per repository (by its git dir's real path and its id, see
+# `store_of`) below `<data dir>/write-guard/git/`. Its first copy holds every object of the
+# repository's branches and tags (a few tenths of a second on 10,000 files); it may take this
+# long in the background (the snapshot's own budget abandons it, not git), and a second copy
+# into the same store waits for none: it is left to the next snapshot (a lock younger than
 # STORE_LOCK_STALE_S: a copy runs a few git processes in turn, each bounded by this).
 STORE_FOLDER = ("write-guard", "git")
 STORE_TIMEOUT_S = 120.0
@@ -319,9 +320,9 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
         return None  # no commit yet: nothing a stash could be applied onto
     top, head = located[0], located[4]
     index, git_dir, common = (os.path.join(cwd, path) for path in located[1:4])
-    store = store_of(common)
+    store = store_of(common, make=True)
     where = work_tree(git_dir, common)
-    kept, branch = _head_updates(store, git_dir, head, where)
+    kept, branch = _head_updates(store, git_dir, head, where) if store else ({}, "")
     with tempfile.TemporaryDirectory(prefix="write-guard-index-") as scratch:
         # A copy of the index: the real one is neither locked nor rewritten (and an
         # `index.lock` a command left behind cannot make the snapshot fail). With its time:
@@ -363,8 +364,11 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
         return None
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     ref = f"{where.prefix}{stamp}-{commit[:12]}"
-    missed = _unstored(common, store, where.prefix)
+    missed = _unstored(common, store, where.prefix) if store else {}
     _git(cwd, "update-ref", "-m", "write-guard snapshot", ref, commit)
+    if not store:
+        why = f"{os.path.join(common, ID_FILE)} could not be made or is not write-guard's"
+        return Snapshot(ref=ref, commit=commit, created=stamp, subject=subject, unstored=why)
     # In the repository first: a store that cannot be written loses no snapshot, and the
     # snapshots it missed are offered to it again with this one.
     made = (work, index_tree, untracked_tree)
@@ -413,11 +417,89 @@ def _keep_or_why(
         return f"write-guard's store could not be written: {type(error).__name__}: {error}"[:300]
 
 
-def store_of(common: str) -> str:
+# The repository's id, in the folder of write-guard's refs: git reads no name starting with
+# a dot as a ref (nor packs, lists or removes it).
+ID_FILE = PREFIX + ".id"
+
+
+def _path_key(common: str) -> str:
+    return hashlib.sha256(os.path.realpath(common).encode()).hexdigest()[:24]
+
+
+def store_of(common: str, make: bool = False) -> str:
     """The path of write-guard's store for the repository whose (common) git dir is
-    `common`: the same for all of its work trees."""
-    key = hashlib.sha256(os.path.realpath(common).encode()).hexdigest()[:24]
-    return os.path.join(data_dir(), *STORE_FOLDER, f"{key}.git")
+    `common`, the same for all of its work trees; "" when the repository has no id (it was
+    never recorded: `make` gives it one).
+
+    By path and id: a repository deleted and made again at the same path (`rm -rf .git`,
+    `git init`, or a new clone) is another repository, and is offered nothing of the store
+    of the one before. Its root commits would not tell them apart when it matters most: once
+    a command deleted the objects there is no root commit to read, and a new `git init` has
+    none yet. The id is a random one written at the first record into `refs/write-guard/`,
+    which the sandbox keeps read-only: a command that empties `.git` (and runs `git init`
+    there) leaves it, so the repository it emptied is still the one its store belongs to;
+    a person who deletes the repository deletes it too."""
+    found = _read_id(common)
+    if not found and make:
+        found = _make_id(common)
+    if not found:
+        return ""
+    return os.path.join(data_dir(), *STORE_FOLDER, f"{_path_key(common)}-{found}.git")
+
+
+def other_stores(common: str) -> list[str]:
+    """The stores write-guard keeps for this path that are not this repository's: those of
+    repositories deleted and made again here, and one from before repositories had ids."""
+    folder = os.path.join(data_dir(), *STORE_FOLDER)
+    key, own = _path_key(common), os.path.basename(store_of(common))
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    ours = [name for name in names if name == f"{key}.git" or name.startswith(f"{key}-")]
+    return sorted(os.path.join(folder, name) for name in ours if name != own)
+
+
+def _read_id(common: str) -> str:
+    try:
+        with open(os.path.join(common, ID_FILE), encoding="ascii") as handle:
+            found = handle.read(100).strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    return found if len(found) == 32 and set(found) <= _HEX else ""
+
+
+def _make_id(common: str) -> str:
+    """A new id for the repository (another process's, made meanwhile, when it won); the
+    store it had before ids, when its refs show it was recorded then, becomes this id's."""
+    folder = os.path.join(common, PREFIX)
+    path = os.path.join(common, ID_FILE)
+    legacy = os.path.join(data_dir(), *STORE_FOLDER, f"{_path_key(common)}.git")
+    try:
+        recorded_before = bool(os.listdir(os.path.join(common, REF_PREFIX)))
+    except OSError:
+        recorded_before = False
+    new = uuid.uuid4().hex
+    try:
+        os.makedirs(folder, exist_ok=True)
+        made = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except FileExistsError:
+        return _read_id(common)
+    except OSError:
+        return ""
+    with os.fdopen(made, "w", encoding="ascii") as handle:
+        handle.write(new + "\n")
+    if recorded_before and os.path.isdir(legacy):
+        # Its snapshot refs, which only the host writes, show the store of before is its own.
+        with contextlib.suppress(OSError):
+            os.rename(
+                legacy, os.path.join(os.path.dirname(legacy), f"{_path_key(common)}-{new}.git")
+            )
+    return new
+
+
+def _has_store(store: str) -> bool:
+    return bool(store) and os.path.isdir(os.path.join(store, "objects"))
 
 
 def _read_shas(path: str) -> list[str]:
@@ -751,7 +833,7 @@ def snapshots(cwd: str) -> list[Snapshot]:
     store = store_of(common)
     prefix = work_tree(git_dir, common).prefix
     found: dict[str, Snapshot] = {}
-    if os.path.isdir(os.path.join(store, "objects")):
+    if _has_store(store):
         with contextlib.suppress(RuntimeError):  # then the repository's own list alone
             found = {snap.ref: snap for snap in _listed(store, prefix, f"--git-dir={store}")}
     try:
@@ -846,7 +928,7 @@ def recover(cwd: str) -> Recovered:
     they are missing. Nothing when the repository lacks nothing."""
     top, git_dir, common = locate(cwd)
     store = store_of(common)
-    if not os.path.isdir(os.path.join(store, "objects")):
+    if not _has_store(store):
         return Recovered(0, (), False, False, stored=False)
     _refuse_symlinks(git_dir, common)
     for folder in _RECOVERED_FOLDERS:
@@ -991,7 +1073,7 @@ def _trust(cwd: str, commit: str) -> None:
     when that does not mend them."""
     top, _git_dir, common = locate(cwd)
     store = store_of(common)
-    if not os.path.isdir(os.path.join(store, "objects")) or not _git(
+    if not _has_store(store) or not _git(
         store, f"--git-dir={store}", "rev-parse", "--verify", "-q", f"{commit}^{{commit}}",
         check=False,
     ):  # fmt: skip
