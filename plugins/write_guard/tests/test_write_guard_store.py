@@ -1,5 +1,6 @@
 """write-guard's store per work tree and per repository: linked work trees keep their own HEAD
-and snapshots. Real git, only in the throwaway tree (see `wg_jail`)."""
+and snapshots, a repository made again at the same path is offered nothing of the old one's,
+and only the newest snapshots are kept. Real git, only in the throwaway tree (see `wg_jail`)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from wg_jail import DIRTY, Tree, git
+from wg_jail import DIRTY, Tree, git, guard_decides
 from write_guard._cli import restore as restore_cli
 
 from write_guard import _snapshot
+
+pytestmark = pytest.mark.anyio
 
 
 def _linked(tree: Tree) -> Path:
@@ -174,3 +177,172 @@ def test_the_store_of_before_ids_is_not_given_to_a_repository_made_again(
     assert new is not None
     assert [snap.ref for snap in _snapshot.snapshots(str(tree.ws))] == [new.ref]
     assert _snapshot.other_stores(str(tree.ws / ".git")) == [str(legacy)]
+
+
+DAY_S = 86_400.0
+
+
+def _names(cwd: Path, prefix: str = _snapshot.REF_PREFIX, store: Path | None = None) -> list[str]:
+    """The snapshot names of a work tree, in the repository (or in `store`), newest first."""
+    where = ["--git-dir", str(store)] if store is not None else []
+    listed = git(cwd, *where, "for-each-ref", "--sort=-refname", "--format=%(refname)", prefix)
+    return [ref[len(prefix) :] for ref in listed.split()]
+
+
+def _store(tree: Tree) -> Path:
+    return Path(_snapshot.store_of(str(tree.ws / ".git")))
+
+
+def _record_changed(
+    tree: Tree, text: str, retention: _snapshot.Retention, cwd: Path | None = None
+) -> _snapshot.Snapshot:
+    where = cwd or tree.ws
+    (where / "c.txt").write_text(text + "\n")
+    snap = _snapshot.record(str(where), "x", None, retention)
+    assert snap is not None and not snap.unstored, snap
+    return snap
+
+
+def _ticking(monkeypatch: pytest.MonkeyPatch, start: float = 1_800_000_000.0) -> None:
+    """A clock a second further at every snapshot: the order they were taken in is their
+    names' (within one second it is their commits')."""
+    ticks = iter(range(1_000))
+    monkeypatch.setattr(_snapshot, "_now", lambda: start + next(ticks))
+
+
+def test_only_the_newest_snapshots_of_a_work_tree_are_kept(
+    scratch_env: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = scratch_env
+    _ticking(monkeypatch)
+    keep = _snapshot.Retention(kept=3, max_age_s=0)
+    made = []
+    for round_ in range(6):
+        made.append(_record_changed(tree, f"round {round_}", keep).name)
+        newest = made[::-1][:3]
+        assert _names(tree.ws) == newest
+        assert _names(tree.ws, store=_store(tree)) == newest
+    # What is kept still restores.
+    git(tree.ws, "reset", "-q", "--hard")
+    _snapshot.restore(str(tree.ws), made[-1])
+    assert (tree.ws / "c.txt").read_text() == "round 5\n"
+
+
+def test_the_snapshot_just_taken_is_never_pruned(
+    scratch_env: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = scratch_env
+    # One second for all of them: the names sort by their commit, not by when they were made.
+    now = 1_800_000_000.0
+    monkeypatch.setattr(_snapshot, "_now", lambda: now)
+    for round_ in range(5):
+        snap = _record_changed(tree, f"round {round_}", _snapshot.Retention(kept=1, max_age_s=0))
+        assert _names(tree.ws) == [snap.name]
+        assert _names(tree.ws, store=_store(tree)) == [snap.name]
+    # Nor by age: the limit shorter than the second it is named after.
+    monkeypatch.setattr(_snapshot, "_now", lambda: now + 10.9)
+    snap = _record_changed(tree, "old", _snapshot.Retention(kept=10, max_age_s=0.5))
+    assert _names(tree.ws) == [snap.name]
+
+
+def test_snapshots_older_than_the_age_limit_are_pruned(
+    scratch_env: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = scratch_env
+    month = _snapshot.Retention(kept=100, max_age_s=30 * DAY_S)
+    start = 1_800_000_000.0
+    made = {}
+    for day in (0, 10, 31, 45):
+        monkeypatch.setattr(_snapshot, "_now", lambda day=day: start + day * DAY_S)
+        made[day] = _record_changed(tree, f"day {day}", month).name
+    # At day 45: day 0 and 10 are past 30 days, day 31 is not.
+    expected = [made[45], made[31]]
+    assert _names(tree.ws) == expected
+    assert _names(tree.ws, store=_store(tree)) == expected
+
+
+def test_pruning_one_work_tree_leaves_the_others_snapshots(
+    scratch_env: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = scratch_env
+    _ticking(monkeypatch)
+    linked = _linked(tree)
+    keep = _snapshot.Retention(kept=1, max_age_s=0)
+    theirs = [_record_changed(tree, f"linked {n}", keep, linked).name for n in range(1)]
+    linked_prefix = _snapshot.WORKTREES_PREFIX + "linked/snapshots/"
+    for round_ in range(3):
+        _record_changed(tree, f"round {round_}", keep)
+    assert _names(tree.ws, linked_prefix) == theirs
+    assert _names(tree.ws, linked_prefix, _store(tree)) == theirs
+    assert len(_names(tree.ws)) == 1
+
+
+def test_a_snapshot_the_store_missed_and_past_the_limit_is_not_copied_again(
+    scratch_env: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = scratch_env
+    _ticking(monkeypatch)
+    keep = _snapshot.Retention(kept=2, max_age_s=0)
+    store = Path(_snapshot.store_of(str(tree.ws / ".git"), make=True))
+    store.mkdir(parents=True)
+    git(tree.ws, "init", "-q", "--bare", str(store))
+    lock = store / "write-guard.lock"
+    lock.write_text("")  # a copy under way: these stay in the repository only
+    missed = []
+    for round_ in range(2):
+        (tree.ws / "c.txt").write_text(f"missed {round_}\n")
+        snap = _snapshot.record(str(tree.ws), "x", None, keep)
+        assert snap is not None and "under way" in snap.unstored
+        missed.append(snap.name)
+    lock.unlink()
+    newest = [_record_changed(tree, f"round {n}", keep).name for n in range(2)]
+    assert _names(tree.ws) == sorted(newest, reverse=True)
+    assert _names(tree.ws, store=store) == sorted(newest, reverse=True)
+    assert not set(missed) & set(_names(tree.ws, store=store))
+
+
+def test_the_objects_only_pruned_snapshots_held_leave_the_store(
+    scratch_env: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = scratch_env
+    _ticking(monkeypatch)
+    monkeypatch.setattr(_snapshot, "STORE_PACKS_MAX", 3)
+    keep = _snapshot.Retention(kept=2, max_age_s=0)
+    blobs = []
+    for round_ in range(12):
+        # Work of its own in every snapshot: 64 KiB no other snapshot holds.
+        (tree.ws / "data.bin").write_bytes(os.urandom(65_536))
+        snap = _record_changed(tree, f"round {round_}", keep)
+        blobs.append(git(tree.ws, "rev-parse", f"{snap.commit}^3:data.bin").strip())
+    store = _store(tree)
+    held = git(tree.ws, "--git-dir", str(store), "cat-file", "--batch-all-objects",
+               "--batch-check=%(objectname)").split()  # fmt: skip
+    assert blobs[-1] in held and blobs[-2] in held
+    assert not set(blobs[:6]) & set(held)  # gone with their snapshots
+    packed = sum(path.stat().st_size for path in (store / "objects").rglob("*"))
+    assert packed < 8 * 65_536, packed
+    fsck = ("fsck", "--connectivity-only", "--no-dangling")
+    assert git(tree.ws, "--git-dir", str(store), *fsck) == ""
+
+
+async def test_the_retention_options_reach_the_snapshot(git_env: Tree) -> None:
+    tree = git_env
+    for round_ in range(3):
+        (tree.ws / "c.txt").write_text(f"round {round_}\n")
+        verdict = await guard_decides(tree, "touch new.txt", snapshots_kept=2)
+        assert verdict.denied is None
+    assert len(_names(tree.ws)) == 2
+
+
+def test_the_same_state_recorded_twice_in_one_second_keeps_its_snapshot(
+    scratch_env: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tree = scratch_env
+    monkeypatch.setattr(_snapshot, "_now", lambda: 1_800_000_000.0)
+    keep = _snapshot.Retention(kept=1, max_age_s=0)
+    first = _snapshot.record(str(tree.ws), "x", None, keep)
+    again = _snapshot.record(str(tree.ws), "x", None, keep)
+    assert first is not None and again is not None and again.ref == first.ref
+    assert not again.unstored, again.unstored
+    assert _names(tree.ws) == [first.name]
+    assert _names(tree.ws, store=_store(tree)) == [first.name]

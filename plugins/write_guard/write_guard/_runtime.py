@@ -187,6 +187,7 @@ class Guard:
             self._probing.start()
         # The trees of the last snapshot per work tree: an unchanged state is not recorded again.
         self.snapshotted: dict[str, str] = {}
+        self.retention = options.retention()
         # The host's temp folder of each session given a temp folder of its own (removed at
         # its end).
         self.temps: dict[str, str] = {}
@@ -564,7 +565,7 @@ class Guard:
         try:
             with anyio.move_on_after(SNAPSHOT_BUDGET_S) as scope:
                 snap = await anyio.to_thread.run_sync(
-                    record, cwd, command, self.snapshotted, abandon_on_cancel=True
+                    record, cwd, command, self.snapshotted, self.retention, abandon_on_cancel=True
                 )
         except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as error:
             engine.ui.log(f"no snapshot of the work tree: {type(error).__name__}", level="warning")

@@ -67,6 +67,14 @@ CLASH_FILE = "write-guard.clash"
 # More packs than this in a store (one per snapshot): the small ones are rolled into one
 # (`repack --geometric`, whose work grows with the small packs, not with the store).
 STORE_PACKS_MAX = 24
+# Snapshots pruned since the last full repack (`PRUNED_FILE` says so): their objects leave
+# the store at the next full repack (`repack -a -d`, whose work grows with the store), made
+# in place of a geometric one once the packs weigh this many times what the last full one
+# left (`PACKED_FILE`): the objects no snapshot holds any longer stay under that bound.
+PRUNED_FILE = "write-guard.pruned"
+PACKED_FILE = "write-guard.packed"
+RECLAIM_GROWTH = 2
+_SNAPSHOT_NAME = re.compile(r"[0-9]{8}T[0-9]{6}-[0-9a-f]{12}")
 HEAD_REF = PREFIX + "head"
 # A linked work tree's own (see `WorkTree`): its snapshots and its record of HEAD.
 WORKTREES_PREFIX = PREFIX + "worktrees/"
@@ -145,6 +153,27 @@ def _is_head_record(ref: str) -> bool:
 _LOCATION_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE",
                  "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE",
                  "GIT_SHALLOW_FILE", "GIT_PREFIX", "GIT_IMPLICIT_WORK_TREE")  # fmt: skip
+
+
+# The newest snapshots of a work tree kept, and their age limit (options `snapshots_kept`,
+# `snapshots_max_age_days`): a month of work, which a loss is noticed well within, bounded
+# for a session recording hundreds of states a day.
+SNAPSHOTS_KEPT = 100
+SNAPSHOTS_MAX_AGE_S = 30 * 86_400.0
+
+
+@dataclass(frozen=True, slots=True)
+class Retention:
+    """How many snapshots of a work tree its repository and the store keep: the newest
+    `kept`, and none older than `max_age_s` (0: no age limit). Applied when a snapshot is
+    recorded, never to the one just taken."""
+
+    kept: int = SNAPSHOTS_KEPT
+    max_age_s: float = SNAPSHOTS_MAX_AGE_S
+
+
+def _now() -> float:
+    return time.time()
 
 
 def _env() -> dict[str, str]:
@@ -299,11 +328,14 @@ def _untracked_commit(top: str, names: list[str]) -> tuple[str, str]:
     return _git(top, "commit-tree", tree, "-m", "untracked files"), tree
 
 
-def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot | None:
+def record(
+    cwd: str, why: str, last: dict[str, str] | None = None, retention: Retention = Retention()
+) -> Snapshot | None:
     """Record the work tree's uncommitted changes, untracked files included, under a
     write-guard ref; None when clean, or when they are what `last` (cwd → the trees of the last
     snapshot, kept by the caller) says was recorded last: one ref per state, not one per
-    command."""
+    command. The work tree's snapshots past `retention` go, from the repository and the
+    store, with the same git calls that add this one."""
     found = holder(cwd)
     git_dir = own_git_dir(found) if found else ""
     if not git_dir or _symlinked(git_dir, commondir_target(git_dir) or git_dir):
@@ -362,23 +394,60 @@ def record(cwd: str, why: str, last: dict[str, str] | None = None) -> Snapshot |
         with contextlib.suppress(_BackingOff):
             _keep(top, store, kept, branch, where)
         return None
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    now = _now()
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now))
     ref = f"{where.prefix}{stamp}-{commit[:12]}"
+    pruned = _pruned(common, store, where.prefix, retention, now, ref)
     missed = _unstored(common, store, where.prefix) if store else {}
-    _git(cwd, "update-ref", "-m", "write-guard snapshot", ref, commit)
+    missed = {name: sha for name, sha in missed.items() if name not in pruned}
+    _add_ref(cwd, ref, commit, pruned)
     if not store:
         why = f"{os.path.join(common, ID_FILE)} could not be made or is not write-guard's"
         return Snapshot(ref=ref, commit=commit, created=stamp, subject=subject, unstored=why)
     # In the repository first: a store that cannot be written loses no snapshot, and the
     # snapshots it missed are offered to it again with this one.
     made = (work, index_tree, untracked_tree)
-    unstored = _keep_or_why(top, store, {**missed, **kept, ref: commit}, branch, where, made)
+    updates = {**missed, **kept, ref: commit}
+    unstored = _keep_or_why(top, store, updates, branch, where, made, pruned, retention)
     if unstored and missed and not unstored.startswith(_BACKING_OFF):
         # One of those missed may have lost its objects since: not worth losing this one.
-        unstored = _keep_or_why(top, store, {**kept, ref: commit}, branch, where, made, True)
+        updates = {**kept, ref: commit}
+        unstored = _keep_or_why(top, store, updates, branch, where, made, pruned, retention, True)
     if last is not None and not unstored:
         last[cwd] = trees  # only once copied: until then the same state is offered again
     return Snapshot(ref=ref, commit=commit, created=stamp, subject=subject, unstored=unstored)
+
+
+def _pruned(
+    common: str, store: str, prefix: str, retention: Retention, now: float, taken: str
+) -> list[str]:
+    """The work tree's snapshot refs past `retention`, in the repository (its loose refs) or
+    the store: those after the newest `kept` (the one just `taken` first among them), and
+    those older than the age limit. Two folder reads, no git."""
+    names: set[str] = set()
+    for base in (common, store) if store else (common,):
+        with contextlib.suppress(OSError):
+            names.update(os.listdir(os.path.join(base, prefix)))
+    names.discard(taken[len(prefix) :])
+    # Newest first: a name starts with the UTC second it was taken.
+    ordered = sorted((name for name in names if _SNAPSHOT_NAME.fullmatch(name)), reverse=True)
+    dropped = ordered[retention.kept - 1 :]
+    if retention.max_age_s > 0:
+        oldest = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now - retention.max_age_s))
+        dropped += [name for name in ordered[: retention.kept - 1] if name[:15] < oldest]
+    return [prefix + name for name in dropped]
+
+
+def _add_ref(cwd: str, ref: str, commit: str, pruned: list[str]) -> None:
+    """Set the snapshot's ref in the repository and delete the `pruned` ones, in one git; the
+    ref alone when that fails (a ref locked meanwhile): the snapshot first."""
+    lines = f"update {ref} {commit}\n" + "".join(f"delete {old}\n" for old in pruned)
+    try:
+        _git(cwd, "update-ref", "-m", "write-guard snapshot", "--stdin", stdin=lines)
+    except RuntimeError:
+        if not pruned:
+            raise
+        _git(cwd, "update-ref", "-m", "write-guard snapshot", ref, commit)
 
 
 def _unstored(common: str, store: str, prefix: str) -> dict[str, str]:
@@ -404,11 +473,13 @@ def _keep_or_why(
     branch: str,
     tree: WorkTree,
     trees: tuple[str, ...],
+    pruned: list[str],
+    retention: Retention,
     force: bool = False,
 ) -> str:
     """`_keep`, and why the store does not hold the snapshot ("" when it does)."""
     try:
-        if _keep(top, store, updates, branch, tree, trees, force=force):
+        if _keep(top, store, updates, branch, tree, trees, force, pruned, retention):
             return ""
         return "another copy into write-guard's store is under way"
     except _BackingOff as error:
@@ -603,11 +674,13 @@ def _keep(
     tree: WorkTree,
     trees: tuple[str, ...] = (),
     force: bool = False,
+    pruned: list[str] | None = None,
+    retention: Retention = Retention(),
 ) -> bool:
     """Copy into the store the objects reachable from `updates`' commits that it lacks (read
-    from the repository at `top`, the store as its alternate), then set its refs to them;
-    the work tree's HEAD file in the store names `branch`, the branch its HEAD is on (for
-    `recover`); `trees`: the
+    from the repository at `top`, the store as its alternate), then set its refs to them and
+    delete the `pruned` ones; the work tree's HEAD file in the store names `branch`, the
+    branch its HEAD is on (for `recover`); `trees`: the
     snapshot's (work tree, index, untracked), left out of the next copy. False when another
     copy is under way (nothing copied); `_BackingOff` when copies failed lately (unless
     `force`: a second try right after a failure)."""
@@ -639,7 +712,7 @@ def _keep(
                           "refs/heads", "refs/tags")  # fmt: skip
             updates = {**dict(line.split(" ", 1) for line in listed.splitlines()), **updates}
         try:
-            _copy(top, store, updates, tree, trees)
+            _copy(top, store, updates, tree, trees, pruned or [], retention)
         except (OSError, RuntimeError, subprocess.SubprocessError):
             with contextlib.suppress(OSError):
                 _write_file(failed, "x " * (failures + 1))
@@ -666,8 +739,9 @@ class _BackingOff(RuntimeError):
     """The store's copy failed lately: not tried again yet."""
 
 
-def _set_refs(store: str, updates: dict[str, str]) -> None:
+def _set_refs(store: str, updates: dict[str, str], deleted: list[str]) -> None:
     lines = "".join(f"update {ref} {sha}\n" for ref, sha in updates.items())
+    lines += "".join(f"delete {ref}\n" for ref in deleted)
     # With a reflog: every HEAD the store saw stays listed (`git reflog` in the store).
     _git(store, f"--git-dir={store}", "-c", "core.logAllRefUpdates=always", "update-ref",
          "--stdin", stdin=lines)  # fmt: skip
@@ -703,7 +777,13 @@ def _read_lock(lock: str) -> str:
 
 
 def _copy(
-    top: str, store: str, updates: dict[str, str], tree: WorkTree, trees: tuple[str, ...]
+    top: str,
+    store: str,
+    updates: dict[str, str],
+    tree: WorkTree,
+    trees: tuple[str, ...],
+    pruned: list[str],
+    retention: Retention,
 ) -> None:
     tips = _tips(store, tree)
     wanted = [sha for sha in dict.fromkeys(updates.values()) if sha not in tips]
@@ -725,17 +805,23 @@ def _copy(
                 # name of work about to be written): copied object by object instead.
                 _copy_checked(top, store, wanted)
     try:
-        _set_refs(store, updates)
+        _set_refs(store, updates, pruned)
     except RuntimeError:
         # A branch whose name clashes with one the store kept (`a` then `a/b`): the objects
         # are copied; write-guard's own refs are set without the branches.
-        _set_refs(store, {ref: sha for ref, sha in updates.items() if ref.startswith(PREFIX)})
+        ours = {ref: sha for ref, sha in updates.items() if ref.startswith(PREFIX)}
+        _set_refs(store, ours, pruned)
         refused = [f"{ref} {sha}" for ref, sha in updates.items() if not ref.startswith(PREFIX)]
         _write_file(os.path.join(store, CLASH_FILE), "\n".join(refused) + "\n")
+    if pruned:
+        _write_file(os.path.join(store, PRUNED_FILE), "")
     if any(trees):
         _write_file(os.path.join(store, TREES_FILE), " ".join(filter(None, trees)) + "\n")
     packs = [name for name in os.listdir(os.path.join(objects, "pack")) if name.endswith(".pack")]
     if len(packs) > STORE_PACKS_MAX:
+        if _reclaimable(store, packs):
+            _reclaim(store, retention)
+            return
         try:
             _git(store, f"--git-dir={store}", "repack", "-q", "-d", "--geometric=2",
                  timeout=STORE_TIMEOUT_S)  # fmt: skip
@@ -744,6 +830,39 @@ def _copy(
             # which is everything the store was given).
             _git(store, f"--git-dir={store}", "repack", "-q", "-a", "-d",
                  timeout=STORE_TIMEOUT_S)  # fmt: skip
+
+
+def _reclaimable(store: str, packs: list[str]) -> bool:
+    """Whether snapshots were pruned since the last full repack and the packs have grown
+    past RECLAIM_GROWTH times what it left (a stat per pack: done only past STORE_PACKS_MAX)."""
+    if not os.path.exists(os.path.join(store, PRUNED_FILE)):
+        return False
+    folder = os.path.join(store, "objects", "pack")
+    size = 0
+    for name in packs:
+        with contextlib.suppress(OSError):
+            size += os.stat(os.path.join(folder, name)).st_size
+    left = _read_lock(os.path.join(store, PACKED_FILE)).strip()
+    return size > RECLAIM_GROWTH * (int(left) if left.isdigit() else 0)
+
+
+def _reclaim(store: str, retention: Retention) -> None:
+    """One pack of what the store's refs (and their reflogs younger than the age limit)
+    reach: the objects only pruned snapshots held are dropped."""
+    if retention.max_age_s > 0:
+        age = f"{int(retention.max_age_s)}.seconds.ago"
+        _git(store, f"--git-dir={store}", "reflog", "expire", "--all", f"--expire={age}",
+             f"--expire-unreachable={age}", timeout=STORE_TIMEOUT_S)  # fmt: skip
+    _git(store, f"--git-dir={store}", "repack", "-q", "-a", "-d", timeout=STORE_TIMEOUT_S)
+    folder = os.path.join(store, "objects", "pack")
+    size = sum(
+        os.stat(os.path.join(folder, name)).st_size
+        for name in os.listdir(folder)
+        if name.endswith(".pack")
+    )
+    _write_file(os.path.join(store, PACKED_FILE), f"{size}\n")
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(store, PRUNED_FILE))
 
 
 def _pack_into(top: str, store: str, how: list[str], stdin: str, strict: bool) -> None:
