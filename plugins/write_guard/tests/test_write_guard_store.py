@@ -9,12 +9,17 @@ import shutil
 from pathlib import Path
 
 import pytest
-from wg_jail import DIRTY, Tree, git, guard_decides
+from framework import Host, SessionStart, ToolCall, ToolResult
+from wg_attack_table import Attack
+from wg_jail import BWRAP, DIRTY, Tree, attack_does_no_harm, git, guard_decides
 from write_guard._cli import restore as restore_cli
 
+import write_guard
 from write_guard import _snapshot
 
 pytestmark = pytest.mark.anyio
+needs_bwrap = pytest.mark.skipif(BWRAP is None, reason="needs bubblewrap")
+JAIL_MODES: dict[str, dict[str, object]] = {"sandbox": {}, "no-sandbox": {"sandbox": "off"}}
 
 
 def _linked(tree: Tree) -> Path:
@@ -346,3 +351,61 @@ def test_the_same_state_recorded_twice_in_one_second_keeps_its_snapshot(
     assert not again.unstored, again.unstored
     assert _names(tree.ws) == [first.name]
     assert _names(tree.ws, store=_store(tree)) == [first.name]
+
+
+# What write-guard keeps for a repository, attacked: each deletes or rewrites its store, the
+# repository's snapshot refs or its id (which ties the repository to its store).
+OWN_ATTACKS = {
+    "rm-store": "rm -rf {DATA}/write-guard",
+    "rm-snapshot-refs": "rm -rf .git/refs/write-guard",
+    "rm-refs": "rm -rf .git/refs",
+    "mv-snapshot-refs": "mv .git/refs/write-guard .git/refs/old",
+    "rm-id": "rm -f .git/refs/write-guard/.id",
+    "rewrite-id": "echo 0123456789abcdef0123456789abcdef > .git/refs/write-guard/.id",
+    "python-rm-id": "python3 -c \"import os; os.remove('.git/refs/write-guard/.id')\"",
+}
+
+
+@needs_bwrap
+@pytest.mark.parametrize("mode", JAIL_MODES)
+@pytest.mark.parametrize("attack", sorted(OWN_ATTACKS))
+async def test_no_command_takes_what_write_guard_keeps(
+    git_env: Tree, attack: str, mode: str
+) -> None:
+    tree = git_env
+    assert _snapshot.record(str(tree.ws), "before") is not None  # there is something to take
+    case = Attack(attack, "write-guard-own", OWN_ATTACKS[attack])
+    await attack_does_no_harm(tree, case, JAIL_MODES[mode])
+
+
+@needs_bwrap
+async def test_the_attack_check_counts_what_write_guard_kept_and_lost(git_env: Tree) -> None:
+    tree = git_env
+    verdict = await guard_decides(tree, "touch new.txt")
+    assert verdict.command is not None
+    held = tree.held()
+    assert any("/objects/pack/" in path for path in held) and any(".id" in p for p in held)
+    tree.run(f"rm -rf {tree.root / 'data' / 'write-guard'}")  # the jail alone: gone
+    assert not tree.harm(tree.state())  # the tree's state leaves the store out
+    assert tree.lost(held) == sorted(path for path in held if "/data/" in path)
+
+
+@pytest.mark.parametrize(
+    "path", [".git/refs/write-guard/.id", ".git/refs/write-guard/snapshots/20260101T000000-x"]
+)
+async def test_the_edit_tools_cannot_write_write_guards_refs(git_env: Tree, path: str) -> None:
+    tree = git_env
+    target = str(tree.ws / path)
+
+    async def terminal(event: ToolCall) -> ToolResult:
+        return ToolResult(output="wrote")
+
+    async with Host(plugins=[write_guard], entry_points=False, store="memory://",
+                    env={"HOME": str(tree.root / "home"), "CLAUDE_PROJECT_DIR": str(tree.ws)},
+                    ) as host:  # fmt: skip
+        await host.dispatch(SessionStart(session_id="s", cwd=str(tree.ws)))
+        call = ToolCall(session_id="s", tool_use_id="t", tool="Write",
+                        input={"file_path": target, "content": "0" * 32})  # fmt: skip
+        outcome = await host.dispatch(call, terminal=terminal)
+    assert isinstance(outcome.result, ToolResult) and outcome.result.denial is not None
+    assert "protected" in outcome.result.denial.reason
