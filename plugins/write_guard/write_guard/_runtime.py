@@ -60,7 +60,6 @@ from write_guard._fallback import NO_SANDBOX, fallback_doubt, fallback_reason
 from write_guard._options import Options
 from write_guard._paths import PathContext, PathRejection
 from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, Policy, prepare_patterns
-from write_guard._quick import writes_nothing
 from write_guard._routes import (
     SETTINGS_HARNESS,
     Facts,
@@ -79,7 +78,7 @@ from write_guard._sandbox import (
     session_temp,
     wrap_command,
 )
-from write_guard._snapshot import record
+from write_guard._snapshot import record, writes_no_file
 from write_guard._surface import (
     CLAUDE_TOOL_NAMES,
     MCP_PREFIX,
@@ -504,7 +503,7 @@ class Guard:
         # A replay or a test host runs nothing it is handed, and must never touch the folders a
         # recorded session worked in (a snapshot writes a ref there).
         snapshots = self.options.snapshots and not engine.sandboxed
-        if command is not None and snapshots and not writes_nothing(command):
+        if command is not None and snapshots and not writes_no_file(command):
             await self.snapshot(engine, context.cwd, command)
         decision.checked = True
         return None

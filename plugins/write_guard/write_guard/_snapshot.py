@@ -39,7 +39,10 @@ from dataclasses import dataclass
 
 from framework import data_dir
 
+from write_guard._bash import analyse_bash
+from write_guard._fallback import _assignment
 from write_guard._gitdir import commondir_target, gitfile_target, linked_gitfile
+from write_guard._quick import writes_nothing
 from write_guard._sandbox import git_dirs
 
 PREFIX = "refs/write-guard/"
@@ -229,6 +232,32 @@ def holder(cwd: str) -> str:
             return ""
         path = parent
     return path
+
+
+# Programs that write no file whatever their options and inputs (and shell keywords whose
+# words are only a list): a line of these alone, with nothing the analysis reads as a write,
+# needs no snapshot. Any other program may write the work tree through its own options or
+# inputs, which the line analysis does not read and the sandbox lets it do inside the roots
+# (`sort -o`, `zip -m`, `gzip`, awk's `print >`, `openssl -out`, a build or test tool).
+_READERS = frozenset({
+    "ls", "cat", "head", "tail", "grep", "egrep", "fgrep", "wc", "echo", "printf", "pwd",
+    "true", "false", "test", "[", "which", "type", "stat", "du", "df", "diff", "cmp",
+    "basename", "dirname", "realpath", "readlink", "sleep", "seq", "cut", "tr", "nl", "date",
+    "uname", "id", "whoami", "hostname", "cd", "export", ":", "for",
+})  # fmt: skip
+
+
+def writes_no_file(command: str) -> bool:
+    """Whether a shell line provably writes no file, so that no snapshot is needed before it:
+    the analysis finds no target, git call or doubt (`writes_nothing`), and every program it
+    runs is one of `_READERS`, named bare (a path may name any program: `./ls`)."""
+    if not writes_nothing(command):
+        return False
+    for argv in analyse_bash(command).programs:
+        words = [word for word in argv if not _assignment(word)]
+        if words and words[0] not in _READERS:
+            return False
+    return True
 
 
 def own_git_dir(folder: str) -> str:
