@@ -260,16 +260,18 @@ def snapshot_cost(files: int, baseline: ModuleType) -> None:
                              (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))  # fmt: skip
             return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
-        def timed(rounds: int) -> tuple[float, float, float, float]:
-            """Medians (ms) of this tree's and the baseline's snapshot, taken in turns: wall
-            time, then CPU time."""
-            runs: list[Callable[[str, str], object]] = [record, old_record]
+        def timed(
+            rounds: int, runs: tuple[Callable[[], object], Callable[[], object]] | None = None
+        ) -> tuple[float, float, float, float]:
+            """Medians (ms) of this tree's and the baseline's snapshot (or of `runs`), taken
+            in turns: wall time, then CPU time."""
+            runs = runs or (partial(record, repo, "bench"), partial(old_record, repo, "bench"))
             walls: list[list[float]] = [[], []]
             cpus: list[list[float]] = [[], []]
             for _ in range(rounds):
                 for which, run in enumerate(runs):
                     started = cpu()
-                    walls[which].append(seconds(partial(run, repo, "bench")))
+                    walls[which].append(seconds(run))
                     cpus[which].append(cpu() - started)
             new, old, new_cpu, old_cpu = (
                 statistics.median(samples) * 1000 for samples in (*walls, *cpus)
@@ -310,11 +312,9 @@ def snapshot_cost(files: int, baseline: ModuleType) -> None:
         # Pruning: every record past `kept` deletes the oldest snapshot too (in the update-ref
         # calls that add it), against one that prunes nothing (the default keeps 100), in turns.
         few = Retention(kept=5, max_age_s=0)
-        pruned, kept_all = [], []
-        for _ in range(10):
-            pruned.append(seconds(lambda: record(repo, "bench", None, few)))
-            kept_all.append(seconds(lambda: record(repo, "bench")))
-        pruning = (statistics.median(pruned) * 1000, statistics.median(kept_all) * 1000)
+        pruning = timed(
+            20, (partial(record, repo, "bench", None, few), partial(record, repo, "bench"))
+        )
         reclaim_ms = statistics.median(seconds(lambda: _reclaim(store, few)) for _ in range(3))
         # New work never added: 100 small files, and one over the cap (left out, not hashed).
         for index in range(100):
@@ -335,7 +335,9 @@ def snapshot_cost(files: int, baseline: ModuleType) -> None:
             )
         print(
             f"snapshot_{files}_files_dirty_pruning_median_ms = {pruning[0]:.1f}  "
-            f"not_pruning = {pruning[1]:.1f}  ratio = {pruning[0] / pruning[1]:.2f}"
+            f"not_pruning = {pruning[1]:.1f}  ratio = {pruning[0] / pruning[1]:.2f}  "
+            f"cpu_ms = {pruning[2]:.1f}  not_pruning_cpu_ms = {pruning[3]:.1f}  "
+            f"cpu_ratio = {pruning[2] / pruning[3]:.2f}"
         )
         print(f"snapshot_{files}_files_store_full_repack_median_ms = {reclaim_ms * 1000:.1f}")
         print(f"snapshot_{files}_files_store_first_copy_median_ms = {first_ms:.1f}")
