@@ -1,9 +1,10 @@
 """Time write-guard in one run: the pure decision (Write; simple, compound and git Bash lines)
 for this tree's analyser and for a baseline's (default `main`, loaded from git under another
 package name), the sandbox's added cost per shell command, and the snapshot of a work tree of
-10,000 files (clean, dirty, dirty with untracked files; this tree's and the baseline's, and
-the first copy into write-guard's store). Prints medians, ratios against the
-baseline, and peak RSS.
+10,000 files (clean, dirty, dirty with untracked files; this tree's and the baseline's; a
+snapshot that prunes the oldest against one that prunes nothing; the first copy into
+write-guard's store and its full repack). Prints medians, ratios against the baseline, and
+peak RSS.
 
     python plugins/write_guard/benchmarks/decide.py [--baseline REF] [--files N]
 """
@@ -46,7 +47,7 @@ from write_guard._sandbox import (
     redirect_surface,
     wrap_command,
 )
-from write_guard._snapshot import UNTRACKED_FILE_MAX, record, store_of
+from write_guard._snapshot import UNTRACKED_FILE_MAX, Retention, _reclaim, record, store_of
 from write_guard._surface import extract_surface
 
 ROUNDS = 20_000
@@ -259,16 +260,18 @@ def snapshot_cost(files: int, baseline: ModuleType) -> None:
                              (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))  # fmt: skip
             return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
-        def timed(rounds: int) -> tuple[float, float, float, float]:
-            """Medians (ms) of this tree's and the baseline's snapshot, taken in turns: wall
-            time, then CPU time."""
-            runs: list[Callable[[str, str], object]] = [record, old_record]
+        def timed(
+            rounds: int, runs: tuple[Callable[[], object], Callable[[], object]] | None = None
+        ) -> tuple[float, float, float, float]:
+            """Medians (ms) of this tree's and the baseline's snapshot (or of `runs`), taken
+            in turns: wall time, then CPU time."""
+            runs = runs or (partial(record, repo, "bench"), partial(old_record, repo, "bench"))
             walls: list[list[float]] = [[], []]
             cpus: list[list[float]] = [[], []]
             for _ in range(rounds):
                 for which, run in enumerate(runs):
                     started = cpu()
-                    walls[which].append(seconds(partial(run, repo, "bench")))
+                    walls[which].append(seconds(run))
                     cpus[which].append(cpu() - started)
             new, old, new_cpu, old_cpu = (
                 statistics.median(samples) * 1000 for samples in (*walls, *cpus)
@@ -291,7 +294,7 @@ def snapshot_cost(files: int, baseline: ModuleType) -> None:
             f"gitlinks_index_read_{files}_files_median_ms = {parse_ms:.2f}  "
             f"unchanged_index_start_and_finish_us = {watch_us:.1f}"
         )
-        store = store_of(os.path.join(repo, ".git"))
+        store = store_of(os.path.join(repo, ".git"), make=True)
         first = []
         for _ in range(5):
             shutil.rmtree(store, ignore_errors=True)
@@ -306,6 +309,13 @@ def snapshot_cost(files: int, baseline: ModuleType) -> None:
         for index in range(0, files, files // 10):
             Path(repo, f"d{index // 100:03d}", f"f{index:05d}.txt").write_text("changed\n")
         dirty = timed(10)
+        # Pruning: every record past `kept` deletes the oldest snapshot too (in the update-ref
+        # calls that add it), against one that prunes nothing (the default keeps 100), in turns.
+        few = Retention(kept=5, max_age_s=0)
+        pruning = timed(
+            20, (partial(record, repo, "bench", None, few), partial(record, repo, "bench"))
+        )
+        reclaim_ms = statistics.median(seconds(lambda: _reclaim(store, few)) for _ in range(3))
         # New work never added: 100 small files, and one over the cap (left out, not hashed).
         for index in range(100):
             Path(repo, "new", f"n{index:03d}.txt").parent.mkdir(exist_ok=True)
@@ -323,6 +333,13 @@ def snapshot_cost(files: int, baseline: ModuleType) -> None:
                 f"cpu_ms = {new_cpu:.1f}  baseline_cpu_ms = {old_cpu:.1f}  "
                 f"cpu_ratio = {new_cpu / old_cpu:.2f}"
             )
+        print(
+            f"snapshot_{files}_files_dirty_pruning_median_ms = {pruning[0]:.1f}  "
+            f"not_pruning = {pruning[1]:.1f}  ratio = {pruning[0] / pruning[1]:.2f}  "
+            f"cpu_ms = {pruning[2]:.1f}  not_pruning_cpu_ms = {pruning[3]:.1f}  "
+            f"cpu_ratio = {pruning[2] / pruning[3]:.2f}"
+        )
+        print(f"snapshot_{files}_files_store_full_repack_median_ms = {reclaim_ms * 1000:.1f}")
         print(f"snapshot_{files}_files_store_first_copy_median_ms = {first_ms:.1f}")
         print(f"snapshot_{files}_files_clean_head_moved_median_ms = {moved_ms:.1f}  "
               f"store_packs = {packs}")  # fmt: skip

@@ -91,3 +91,10 @@ def git_env(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> Tree:
     for key, value in GIT_ENV.items():
         monkeypatch.setenv(key, value)
     return tree
+
+
+@pytest.fixture
+def scratch_env(git_env: Tree, monkeypatch: pytest.MonkeyPatch) -> Tree:
+    """`git_env` with TMPDIR in the tree too: every file the host's git makes stays there."""
+    monkeypatch.setenv("TMPDIR", str(git_env.root / "tmp"))
+    return git_env

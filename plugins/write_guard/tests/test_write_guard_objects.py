@@ -138,8 +138,9 @@ async def test_the_copy_is_out_of_the_commands_reach(git_env: Tree) -> None:
     assert store.is_relative_to(data) and (store / "objects").is_dir()
     tree.run(command)  # unguarded (the jail alone): the copy is gone
     assert not (store / "objects").is_dir()
-    tree.reset()
+    tree.reset()  # the repository made again: a store of its own
     await _run_guarded(tree, "touch new.txt")
+    store = Path(_snapshot.store_of(str(tree.ws / ".git")))
     packs = sorted(os.listdir(store / "objects" / "pack"))
     assert packs
     await _run_guarded(tree, command)
@@ -191,7 +192,7 @@ def test_a_copy_under_way_is_not_waited_for_and_one_that_died_is_taken_over(
     git_env: Tree,
 ) -> None:
     tree = git_env
-    store = Path(_snapshot.store_of(str(tree.ws / ".git")))
+    store = Path(_snapshot.store_of(str(tree.ws / ".git"), make=True))
     store.mkdir(parents=True)
     _sh(tree.ws, "git", "init", "-q", "--bare", str(store))
     lock = store / "write-guard.lock"
@@ -269,13 +270,6 @@ def test_a_ref_naming_a_lost_object_stays_and_the_others_come_back(git_env: Tree
     assert "refs/heads/main" in recovered.refs and "refs/heads/feature" not in recovered.refs
     assert (refs / "feature").read_text() == "1" * 40 + "\n"
     assert tree.run("git log -1 --format=%s main").stdout == "first\n"
-
-
-@pytest.fixture
-def scratch_env(git_env: Tree, monkeypatch: pytest.MonkeyPatch) -> Tree:
-    """`git_env` with TMPDIR in the tree too: every file the host's git makes stays there."""
-    monkeypatch.setenv("TMPDIR", str(git_env.root / "tmp"))
-    return git_env
 
 
 def test_recover_writes_through_no_symlink_a_command_left_in_git(scratch_env: Tree) -> None:
@@ -450,7 +444,7 @@ def test_a_copy_leaves_the_lock_of_one_that_took_over_from_it(
     scratch_env: Tree, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tree = scratch_env
-    store = Path(_snapshot.store_of(str(tree.ws / ".git")))
+    store = Path(_snapshot.store_of(str(tree.ws / ".git"), make=True))
     lock = store / "write-guard.lock"
     copy = _snapshot._copy
 
@@ -510,7 +504,7 @@ def test_a_branch_the_store_cannot_hold_is_not_tried_again_at_every_command(
 
 def test_a_snapshot_the_store_never_got_still_comes_back(scratch_env: Tree) -> None:
     tree = scratch_env
-    store = Path(_snapshot.store_of(str(tree.ws / ".git")))
+    store = Path(_snapshot.store_of(str(tree.ws / ".git"), make=True))
     store.mkdir(parents=True)
     _sh(tree.ws, "git", "init", "-q", "--bare", str(store))
     (store / "write-guard.lock").write_text("")  # a copy under way: this one is not copied

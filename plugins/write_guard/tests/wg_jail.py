@@ -4,7 +4,9 @@ filesystem read-only but the tree, no network, HOME, TMPDIR and cwd inside the t
 command that gets past the guard harms nothing real.
 
 `Tree.state()` is what an attack may not change: the files outside the writable roots, the
-protected files inside them, and the git work (uncommitted changes, branches, tags, remote)."""
+protected files inside them, and the git work (uncommitted changes, branches, tags, remote);
+`Tree.held()` what it may not take from write-guard's own: its store and the repository's
+snapshot refs and id (the host adds to them before a guarded command runs)."""
 
 from __future__ import annotations
 
@@ -40,6 +42,15 @@ GIT_ENV = {
 def _sh(cwd: Path, *argv: str) -> str:
     env = {**os.environ, **GIT_ENV, "HOME": str(cwd.parent / "home")}
     done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, (argv, done.stderr)
+    return done.stdout
+
+
+def git(cwd: Path, *argv: str) -> str:
+    """The host's git in `cwd` with the test's environment (`git_env`: the tree's HOME and
+    fixed dates), wherever `cwd` is in the tree; its output."""
+    done = subprocess.run(["git", *argv], cwd=cwd, capture_output=True, text=True, timeout=30,
+                          check=False)  # fmt: skip
     assert done.returncode == 0, (argv, done.stderr)
     return done.stdout
 
@@ -191,6 +202,24 @@ class Tree:
         state["work:b.txt"] = _digest(ws / "b.txt")
         state["work:notes.txt"] = _digest(ws / "notes.txt")
         return state
+
+    def held(self) -> dict[str, str]:
+        """What write-guard keeps for the workspace: its store's packs and refs, and the
+        repository's `refs/write-guard` (snapshot refs and the repository's id)."""
+        kept: dict[str, str] = {}
+        for git_dir in (self.root / "data" / "write-guard" / "git").glob("*.git"):
+            for folder in (git_dir / "objects" / "pack", git_dir / "refs"):
+                kept.update(_walk(folder))
+        kept.update(_walk(self.ws / ".git" / "refs" / "write-guard"))
+        # Files only: a folder's digest is its mode, and one not there yet is made by the
+        # host (or by bwrap, as the empty read-only mount point of a missing one).
+        return {p: digest for p, digest in kept.items() if digest != "-" and digest[:4] != "dir:"}
+
+    def lost(self, held: dict[str, str]) -> list[str]:
+        """What of `held` (taken before a command) is gone or changed: additions are the
+        host's (a snapshot's copy, possibly finishing in the background past its budget)."""
+        now = self.held()
+        return sorted(path for path, digest in held.items() if now.get(path) != digest)
 
     def harm(self, before: dict[str, str]) -> list[str]:
         """What changed in `state()` since `before`, but lost work that `hookchain restore`
@@ -353,9 +382,10 @@ async def attack_does_no_harm(tree: Tree, attack: Attack, options: dict[str, obj
     the way write-guard with `options` lets it run (or is refused, for a "deny" proof)."""
     command = tree.fill(attack.command)
     if attack.proof == "effect":
-        before = tree.state()
+        before, held = tree.state(), tree.held()
         tree.run(command)
-        assert tree.harm(before), f"the attack does no harm even unguarded: {command!r}"
+        harmed = tree.harm(before) or tree.lost(held)
+        assert harmed, f"the attack does no harm even unguarded: {command!r}"
         tree.reset()
     verdict = await guard_decides(tree, command, **options)
     if attack.proof == "deny":
@@ -364,6 +394,7 @@ async def attack_does_no_harm(tree: Tree, attack: Attack, options: dict[str, obj
     if verdict.denied is not None:
         return
     assert verdict.command is not None
-    before = tree.state()
+    before, held = tree.state(), tree.held()
     ran = tree.run(verdict.command)
     assert not tree.harm(before), (command, ran)
+    assert not tree.lost(held), (command, ran, tree.lost(held))

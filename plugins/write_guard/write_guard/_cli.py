@@ -99,15 +99,17 @@ def restore(
             _report(recovered)
             if not recovered.stored:
                 typer.echo("no write-guard store for this repository: nothing to bring back")
+                _other_stores(where)
             elif recovered == _snapshot.Recovered(0, (), False, False):
                 typer.echo("nothing was missing: the repository holds all of write-guard's store")
             return
         if snapshot is None:
             found = _snapshot.snapshots(where)
             if not found:
-                typer.echo("no write-guard snapshots in this repository")
+                typer.echo("no write-guard snapshots of this work tree")
             for snap in found:
-                typer.echo(f"{snap.ref[len(_snapshot.REF_PREFIX) :]}  {snap.subject}")
+                typer.echo(f"{snap.name}  {snap.subject}")
+            _other_stores(where)
             return
         done = _snapshot.restore(where, snapshot)
     except (LookupError, RuntimeError, OSError) as error:
@@ -120,6 +122,18 @@ def restore(
     )
     for name in done.kept:
         typer.echo(f"write-guard: kept {name} as it is now (made again since)", err=True)
+
+
+def _other_stores(where: str) -> None:
+    """Name the stores write-guard keeps for this path that are not this repository's: what
+    is there is never offered as this repository's work, but may be wanted."""
+    _top, _git_dir, common = _snapshot.locate(where)
+    for store in _snapshot.other_stores(common):
+        typer.echo(
+            f"write-guard's store at {store} is not this repository's (one deleted and made "
+            "again at this path, or from before write-guard told repositories apart): its "
+            f"states are not offered here; `git --git-dir={store} for-each-ref` lists them"
+        )
 
 
 def _report(done: _snapshot.Recovered) -> None:

@@ -338,6 +338,13 @@ def commondir_target(git_dir: str) -> str | None:
     return None if path is None else os.path.normpath(os.path.join(git_dir, path))
 
 
+def linked_gitfile(git_dir: str) -> str | None:
+    """The `.git` file a linked work tree's git dir names back (`gitdir`, which git writes
+    when it makes the work tree; same rules, relative to `git_dir`), or None."""
+    path = _path_in(os.path.join(git_dir, "gitdir"), b"")
+    return None if path is None else os.path.normpath(os.path.join(git_dir, path))
+
+
 def _path_in(file: str, prefix: bytes) -> str | None:
     try:
         # Only a regular file, as git checks: a FIFO would block the reader for good.

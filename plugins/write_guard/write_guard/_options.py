@@ -10,6 +10,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from write_guard._policy import OrchestratorLists, Preset
 from write_guard._sandbox import SandboxChoice
+from write_guard._snapshot import SNAPSHOTS_KEPT, SNAPSHOTS_MAX_AGE_S, Retention
 from write_guard._surface import MCP_PATH_ARGUMENTS, MCP_READ_VERBS, McpPaths
 
 
@@ -47,6 +48,11 @@ class Options(BaseSettings):
     """MCP tools named `<verb>` or `<verb>_…` only read: their path arguments are not writes."""
     snapshots: bool = True
     """Record a git work tree's uncommitted changes before a shell command may change them."""
+    snapshots_kept: int = Field(default=SNAPSHOTS_KEPT, ge=1)
+    """The newest snapshots of a work tree kept (in its repository and write-guard's store);
+    older ones are pruned when a snapshot is recorded, never the one just taken."""
+    snapshots_max_age_days: float = Field(default=SNAPSHOTS_MAX_AGE_S / 86_400, ge=0)
+    """Snapshots older than this are pruned too (0: no age limit)."""
     case_insensitive: bool = sys.platform in {"darwin", "win32"}
     """Compare roots case-insensitively (protected paths always are)."""
     artifact_roots: list[str] = Field(
@@ -70,6 +76,10 @@ class Options(BaseSettings):
         arguments = tuple(name.casefold() for name in self.mcp_path_arguments)
         verbs = tuple(verb.casefold() for verb in self.mcp_read_verbs)
         return McpPaths(arguments=arguments, read_verbs=verbs)
+
+    def retention(self) -> Retention:
+        """How many snapshots a work tree keeps (see `snapshots_kept`)."""
+        return Retention(self.snapshots_kept, self.snapshots_max_age_days * 86_400)
 
     def orchestrator_lists(self) -> OrchestratorLists:
         return OrchestratorLists(

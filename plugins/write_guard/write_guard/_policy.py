@@ -24,6 +24,15 @@ BUILTIN_PROTECTED_PATTERNS: tuple[str, ...] = (
     "*/.git/modules/*/config",
     "*/.git/modules/*/hooks",
     "*/.git/modules/*/hooks/*",
+    # write-guard's snapshot refs and the repository's id, which ties it to its store (see
+    # _snapshot.store_of): the host writes them, outside any sandbox; no tool nor command may,
+    # nor remove or replace the refs folder that holds them (git writes the refs inside it).
+    "*/.git/refs",
+    "*/.git/refs/write-guard",
+    "*/.git/refs/write-guard/*",
+    "*/.git/modules/*/refs",
+    "*/.git/modules/*/refs/write-guard",
+    "*/.git/modules/*/refs/write-guard/*",
     "*/.claude/settings*.json",
     "*/hookchain.toml",
     "*/.hookchain",
@@ -34,7 +43,7 @@ _PROTECTED_PARENTS = frozenset({".git", ".claude"})
 # Words in a command line that hint at a protected file (used when the line cannot be parsed).
 PROTECTED_MARKERS: tuple[str, ...] = (
     ".git/hooks", ".git/config", ".git/modules/", ".claude/settings", "hookchain.toml",
-    ".hookchain",
+    ".hookchain", ".git/refs/write-guard",
 )  # fmt: skip
 
 

@@ -64,7 +64,6 @@ from write_guard._fallback import NO_SANDBOX, fallback_doubt, fallback_reason
 from write_guard._options import Options
 from write_guard._paths import PathContext, PathRejection
 from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, Policy, prepare_patterns
-from write_guard._quick import writes_nothing
 from write_guard._routes import (
     SETTINGS_HARNESS,
     Facts,
@@ -84,7 +83,7 @@ from write_guard._sandbox import (
     session_temp,
     wrap_command,
 )
-from write_guard._snapshot import record
+from write_guard._snapshot import record, writes_no_file
 from write_guard._surface import (
     CLAUDE_TOOL_NAMES,
     MCP_PREFIX,
@@ -192,6 +191,7 @@ class Guard:
             self._probing.start()
         # The trees of the last snapshot per work tree: an unchanged state is not recorded again.
         self.snapshotted: dict[str, str] = {}
+        self.retention = options.retention()
         # The host's temp folder of each session given a temp folder of its own (removed at
         # its end).
         self.temps: dict[str, str] = {}
@@ -542,7 +542,7 @@ class Guard:
         # A replay or a test host runs nothing it is handed, and must never touch the folders a
         # recorded session worked in (a snapshot writes a ref there).
         snapshots = self.options.snapshots and not engine.sandboxed
-        if command is not None and snapshots and not writes_nothing(command):
+        if command is not None and snapshots and not writes_no_file(command):
             await self.snapshot(engine, context.cwd, command)
         decision.checked = True
         return None
@@ -603,7 +603,7 @@ class Guard:
         try:
             with anyio.move_on_after(SNAPSHOT_BUDGET_S) as scope:
                 snap = await anyio.to_thread.run_sync(
-                    record, cwd, command, self.snapshotted, abandon_on_cancel=True
+                    record, cwd, command, self.snapshotted, self.retention, abandon_on_cancel=True
                 )
         except (OSError, RuntimeError, ValueError, subprocess.SubprocessError) as error:
             engine.ui.log(f"no snapshot of the work tree: {type(error).__name__}", level="warning")
