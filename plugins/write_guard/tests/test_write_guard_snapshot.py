@@ -278,3 +278,19 @@ def test_a_separate_git_dir_is_followed_once_its_config_names_the_work_tree(
     snap = record(str(work), "x")
     assert snap is not None
     assert git(work, "show", f"{snap.commit}:s.txt") == "separate work\n"
+
+
+def test_a_machine_without_a_git_identity_still_records(
+    git_env: Tree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No user.email anywhere and guessing switched off: `git commit-tree` refuses to commit as
+    # nobody, and the untracked files' commit (and so the snapshot) would fail.
+    empty = git_env.root / "home-without-identity"
+    empty.mkdir()
+    monkeypatch.setenv("HOME", str(empty))
+    for key in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL"):
+        monkeypatch.delenv(key, raising=False)
+    git(git_env.ws, "config", "user.useConfigOnly", "true")
+    snap = record(str(git_env.ws), "a command")
+    assert snap is not None
+    assert git_env.run(f"git show {snap.commit}^3:notes.txt").stdout == UNTRACKED

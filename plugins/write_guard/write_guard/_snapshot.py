@@ -183,8 +183,18 @@ def _env() -> dict[str, str]:
     # A command can write `.git/refs/replace`, `.git/info/grafts` and the commit-graph: none of
     # them may change what a snapshot holds or what comes back.
     env = {key: value for key, value in os.environ.items() if key not in _LOCATION_ENV}
-    return {**env, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0",
+    # A snapshot's commits are write-guard's own records: they need no identity of the person's,
+    # and a machine without one (no user.email, or user.useConfigOnly) must still record.
+    return {**_IDENTITY, **env, "GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0",
             "GIT_NO_REPLACE_OBJECTS": "1", "GIT_GRAFT_FILE": os.devnull}  # fmt: skip
+
+
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "write-guard",
+    "GIT_AUTHOR_EMAIL": "write-guard@localhost",
+    "GIT_COMMITTER_NAME": "write-guard",
+    "GIT_COMMITTER_EMAIL": "write-guard@localhost",
+}
 
 
 def _git(
