@@ -53,7 +53,7 @@ from write_guard._gitdir import (
     inside,
     subfolders,
 )
-from write_guard._sandbox import git_dirs, module_git_dirs, nested_git_dirs
+from write_guard._sandbox import git_dirs, module_git_dirs, nested_git_dirs, work_trees_below
 
 INDEX_READ_MAX = 256 * 1024 * 1024
 """An index bigger than this is not read (named as unreadable)."""
@@ -367,31 +367,6 @@ def _git_dir_of(work_tree: str) -> str | None:
     return target if os.path.isdir(target) else None
 
 
-def _repositories_below(folder: str, depth: int = SPARSE_DEPTH) -> list[str]:
-    """The work trees (folders holding a `.git`) in `folder`, `depth` levels down, reading at
-    most ENTRIES_MAX folder entries."""
-    found: list[str] = []
-    level = [folder]
-    entries = 0
-    for _ in range(depth):
-        below: list[str] = []
-        for path in level:
-            if entries > ENTRIES_MAX:
-                break
-            try:
-                with os.scandir(path) as listing:
-                    for entry in listing:
-                        entries += 1
-                        if entry.name == ".git":
-                            found.append(path)
-                        elif entry.is_dir(follow_symlinks=False):
-                            below.append(entry.path)
-            except OSError:
-                continue
-        level = below
-    return found
-
-
 def work_trees(git_dir: str) -> list[tuple[str, str]]:
     """The work trees of the repository whose common git dir is `git_dir`, each with the git
     dir holding its index: the main one (a `.git` folder's parent) and the linked ones
@@ -436,7 +411,8 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
         # Past a few sparse directories, one bounded walk of the work tree covers them all.
         sparse = read.sparse if len(read.sparse) <= SPARSE_MAX else frozenset({b""})
         for folder in sparse:
-            trees += _repositories_below(work_tree + "/" + os.fsdecode(folder.split(b"\0", 1)[0]))
+            below = work_tree + "/" + os.fsdecode(folder.split(b"\0", 1)[0])
+            trees += work_trees_below(below, SPARSE_DEPTH, ENTRIES_MAX).work_trees
         for tree in trees:
             tree = os.path.realpath(tree)
             if tree in entered or tree == os.path.realpath(work_tree):
