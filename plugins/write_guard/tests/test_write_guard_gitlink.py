@@ -11,6 +11,7 @@ import shutil
 import struct
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from wg_jail import BWRAP, Tree
@@ -512,3 +513,82 @@ def test_core_worktree_counts_as_git_s_own_only_naming_the_tree_entered(
     _repository(ws / "s" / ".git", config=f"[core]\n\tbare = false\n\tworktree = {worktree}\n")
     (ws / ".git" / "index").write_bytes(_index(b"s"))
     assert ("s/.git/config" in watch.finish()) is aside
+
+
+def _watched_with_a_hook(tmp_path: Path) -> tuple[Path, Path]:
+    """A workspace whose gitlink `mod` has a hook of the person's, seen by one command."""
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    _repository(ws / "mod" / ".git", hooks=("post-checkout",))
+    (ws / ".git" / "index").write_bytes(_index(b"mod"))
+    hook = ws / "mod" / ".git" / "hooks" / "post-checkout"
+    hook.write_text("#!/bin/sh\nexit 0 # the person's\n")
+    return ws, hook
+
+
+@pytest.mark.parametrize("how", ["rewritten", "made-executable"])
+def test_a_hook_changed_in_place_in_a_watched_repository_is_moved_aside(
+    tmp_path: Path, how: str
+) -> None:
+    # The hooks folder's own stat does not change when a hook in it is rewritten or made
+    # executable: what is in each hook is compared, and only what changed is moved aside.
+    ws, hook = _watched_with_a_hook(tmp_path)
+    (ws / "mod" / ".git" / "hooks" / "pre-push").write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o644)
+    text, last = LinkWatch.start([str(ws)]).finish_with_state()
+    assert text == ""
+    watch = LinkWatch.start([str(ws)], last)
+    if how == "rewritten":
+        with open(hook, "r+") as handle:  # same size, same inode
+            handle.write("#!/bin/sh\ntouch /x # the agent's\n"[: len(hook.read_text())])
+    else:
+        hook.chmod(0o755)
+    text = watch.finish()
+    assert "mod/.git/hooks/post-checkout" in text
+    assert (hook.parent / "post-checkout.write-guard-undone").exists()
+    assert (hook.parent / "pre-push").exists()  # the person's other hook stays
+
+
+def test_a_config_rewritten_with_the_same_stat_is_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Within the timestamps' granularity a rewrite in place keeps the file's stat (and a
+    # command can set its mtime and keep its size): its content is what is compared.
+    ws, watch = _persons_submodule(tmp_path)
+    config = ws / "mod" / ".git" / "config"
+    frozen = os.lstat(config)
+    real_lstat, real_stat = os.lstat, os.stat
+
+    def same_lstat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        return frozen if str(path) == str(config) else real_lstat(path, *args, **kwargs)
+
+    def same_stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        return frozen if str(path) == str(config) else real_stat(path, *args, **kwargs)
+
+    text, last = watch.finish_with_state()
+    assert text == ""
+    watch = LinkWatch.start([str(ws)], last)
+    old = config.read_text()
+    new = "[core]\n\tfsmonitor=x\n"
+    config.write_text(new + "#" * (len(old) - len(new) - 1) + "\n")
+    monkeypatch.setattr(os, "lstat", same_lstat)
+    monkeypatch.setattr(os, "stat", same_stat)
+    assert "mod/.git/config" in watch.finish()
+
+
+def test_a_worktree_config_of_the_commands_making_is_moved_aside(tmp_path: Path) -> None:
+    # With `extensions.worktreeConfig` (which `git sparse-checkout` sets) git reads
+    # `config.worktree` beside the config: its settings are judged the same way.
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    _repository(ws / "mod" / ".git", config=CHECKED_OUT + "[extensions]\n\tworktreeConfig = true\n")
+    (ws / ".git" / "index").write_bytes(_index(b"mod"))
+    assert LinkWatch.start([str(ws)]).finish() == ""
+    watch = LinkWatch.start([str(ws)])
+    (ws / "mod" / ".git" / "config.worktree").write_text("[core]\n\tfsmonitor = x\n")
+    assert "mod/.git/config.worktree" in watch.finish()
+    assert (ws / "mod" / ".git" / "config.worktree.write-guard-undone").exists()
+    # The person's own worktree settings, and one git writes, stay.
+    watch = LinkWatch.start([str(ws)])
+    (ws / "mod" / ".git" / "config.worktree").write_text("[core]\n\tbare = false\n")
+    assert watch.finish() == ""

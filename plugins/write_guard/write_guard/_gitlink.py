@@ -11,16 +11,21 @@ and so not bound read-only), or check a repository out under a gitlink already t
 So, around each command, the gitlinks of the roots' indexes (and of their repositories' other
 work trees, whose indexes are in the git dir the command can write, and of the repositories
 they reach, however deep, at most ENTERED_MAX) are read and each checked-out one's git dir
-fingerprinted (its `.git` entry, `config`, `config.worktree`, `commondir`, `hooks`), and so is
-each git dir under their `modules/` (a submodule's that no work tree names yet: the person's
-`git submodule update` checks it out and runs git there). Reading an index is skipped while its
-stat is unchanged (cached), so a command that touches no index costs a few stats per index. A
-repository whose fingerprint changed, or that a gitlink reaches for the first time, is judged
-by what would run there: a config holding only settings git's own `init`, `clone` and
-`submodule add` write (an allow-list: anything else, an include, a line not read for sure
-counts as a program), hooks only `*.sample`, no `commondir`. What fails is moved aside to
-`<name>.write-guard-undone` (as `_gitdir` does; nothing deleted) and the person and model are
-told. The roots' own git dirs are never touched (their configs are read-only to the command).
+fingerprinted (its `.git` entry's identity; what is in its `config`, `config.worktree` and
+`commondir`, and in each hook of `hooks` git could run: their content hashed, not their stat,
+which a rewrite in place within the timestamps' granularity keeps), and so is each git dir
+under their `modules/` (a submodule's that no work tree names yet: the person's `git
+submodule update` checks it out and runs git there). Reading an index is skipped while its
+stat is unchanged (cached), so a command that touches no index costs a few stats per index
+and a few small reads per repository entered. A repository whose fingerprint changed, or
+that a gitlink reaches for the first time, is judged by what would run there: configs
+(`config`, and `config.worktree`, which git reads with `extensions.worktreeConfig`) holding
+only settings git's own `init`, `clone` and `submodule add` write (an allow-list: anything
+else, an include, a line not read for sure counts as a program), hooks only `*.sample`, no
+`commondir`. What fails is moved aside to `<name>.write-guard-undone` (as `_gitdir` does;
+nothing deleted; of a hooks folder that held hooks before, only the hooks added or changed)
+and the person and model are told. The roots' own git dirs are never touched (their configs
+are read-only to the command).
 
 The index is parsed here as git reads it (versions 2-4, SHA-1 or SHA-256 names, a split
 index's shared part, the blocks of an `IEOT` extension read on their own too, as threaded git
@@ -36,6 +41,8 @@ Pure apart from reading indexes, configs and folders, and `quarantine`."""
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import os
 import re
 import stat
@@ -75,6 +82,10 @@ IEOT_BLOCKS_MAX = 1024
 EXTENSIONS_MAX = 1024
 """An index of more extensions is refused (git writes a handful)."""
 FINGERPRINTED = ("config", "config.worktree", "commondir", "hooks")
+HOOK_READ_MAX = 1024 * 1024
+"""A hook's bytes hashed at most: past them its size, inode and ctime stand for the rest."""
+HOOKS_MAX = 64
+"""Hooks compared one by one at most (git names a few dozen): past them the folder's stat."""
 
 # What git's own `init`, `clone` and `submodule add` write to a new repository's config:
 # nothing here names a program, a hook folder, another config or a work tree's filters.
@@ -342,9 +353,11 @@ class Entered:
     """Its `.git` entry's identity (device, inode: not its stat, which git's own writes in a
     `.git` folder change) and the git dir it names."""
     fingerprint: tuple[object, ...] = ()
-    """The stat of its git dir's FINGERPRINTED files."""
+    """What is in its git dir's FINGERPRINTED files (see `_judged`)."""
     settings: frozenset[str] | None = None
     """What in its config can run a program (see `program_settings`); None: not read for sure."""
+    worktree_settings: frozenset[str] | None = None
+    """The same of its `config.worktree`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,6 +402,7 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
     """The repositories git enters from each (work tree, git dir) of `repositories`,
     through gitlinks, however deep (at most ENTERED_MAX)."""
     entered: dict[str, Entered] = {}
+    named: set[str] = set()  # the git dirs of `entered`
     unreadable: list[str] = []
     pending = list(repositories)
     while pending:
@@ -413,32 +427,113 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
         for folder in sparse:
             below = work_tree + "/" + os.fsdecode(folder.split(b"\0", 1)[0])
             trees += work_trees_below(below, SPARSE_DEPTH, ENTRIES_MAX).work_trees
+        own = os.path.realpath(work_tree)
         for tree in trees:
             tree = os.path.realpath(tree)
-            if tree in entered or tree == os.path.realpath(work_tree):
+            if tree in entered or tree == own:
                 continue
             found = _git_dir_of(tree)
             entry = (_identity(os.path.join(tree, ".git")), found)
             if found is None:
                 entered[tree] = Entered(tree, None, entry)
                 continue
-            entered[tree] = Entered(tree, found, entry, _fingerprint(found), _settings(found, tree))
+            entered[tree] = Entered(tree, found, entry, *_judged(found, tree))
+            named.add(found)
             pending.append((tree, found))
         # A submodule's git dir that no work tree names yet: the person's `git submodule
         # update` checks it out, and runs git there with its config and hooks.
-        named = {seen.git_dir for seen in entered.values()}
         for module in module_git_dirs(os.path.join(git_dir, "modules")):
             module = os.path.realpath(module)
             if module not in named:
-                entered[module] = Entered(
-                    module, module, (), _fingerprint(module), _settings(module, module)
-                )
+                entered[module] = Entered(module, module, (), *_judged(module, module))
+                named.add(module)
     return LinkState(entered, tuple(unreadable))
 
 
-def _fingerprint(git_dir: str) -> tuple[object, ...]:
-    # Through links: a config (or hooks folder) that is a link changes with its target.
-    return tuple(_file_key(os.path.join(git_dir, name)) for name in FINGERPRINTED)
+def _judged(
+    git_dir: str, work_tree: str
+) -> tuple[tuple[object, ...], frozenset[str] | None, frozenset[str] | None]:
+    """`git_dir`'s fingerprint (what is in its FINGERPRINTED files, through links: its
+    `config`, `config.worktree` and `commondir` each as `_content`, its `hooks` as
+    `_hooks`), and the program settings of its two configs (see `_settings`)."""
+    keys: list[object] = []
+    settings: list[frozenset[str] | None] = []
+    for name in FINGERPRINTED[:3]:
+        key, data = _content(os.path.join(git_dir, name), CONFIG_READ_MAX)
+        keys.append(key)
+        if name != "commondir":
+            settings.append(_settings(key, data, git_dir, work_tree))
+    keys.append(_hooks(os.path.join(git_dir, "hooks")))
+    return tuple(keys), settings[0], settings[1]
+
+
+def _content(path: str, limit: int) -> tuple[object, bytes | None]:
+    """What git would read at `path` (through links) as a key that changes when that does,
+    and the bytes (None: nothing there, or not a file read for sure). The key: None when
+    nothing is there; else the file's exec bits and a digest of its first `limit` bytes (and
+    when it is longer, its size, inode and ctime, which a command cannot set back); or what
+    else is there (a folder, a FIFO: never opened, never waited on)."""
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None, None  # a link to nothing too: git reads nothing there either
+    except (OSError, ValueError) as error:
+        return ("unread", getattr(error, "errno", None)), None
+    if not stat.S_ISREG(info.st_mode):
+        return ("special", stat.S_IFMT(info.st_mode), info.st_ino, info.st_ctime_ns), None
+    try:
+        data, info = _read_regular(path, limit + 1)
+    except OSError as error:
+        return ("unread", error.errno), None
+    digest = hashlib.blake2b(data[:limit], digest_size=16).digest()
+    if len(data) > limit:
+        return (info.st_mode & 0o111, digest, info.st_size, info.st_ino, info.st_ctime_ns), None
+    return (info.st_mode & 0o111, digest), data
+
+
+def _read_regular(path: str, limit: int) -> tuple[bytes, os.stat_result]:
+    """Up to `limit` bytes of the regular file at `path`, opened without blocking (a FIFO put
+    there after a check is not waited on) and checked a regular file once open."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        chunks: list[bytes] = []
+        left = limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks), info
+    finally:
+        os.close(fd)
+
+
+def _hooks(hooks: str) -> object:
+    """A hooks folder's key: each hook git could run (any name but `*.sample`) with its
+    `_content`, in name order; past HOOKS_MAX of them, or unlisted, what stands for that."""
+    try:
+        with os.scandir(hooks) as listing:
+            names = sorted(entry.name for entry in listing if not entry.name.endswith(".sample"))
+    except (FileNotFoundError, NotADirectoryError):
+        return _content(hooks, 0)[0]  # nothing there, or a file (which git runs nothing from)
+    except (OSError, ValueError) as error:
+        return ("unread", getattr(error, "errno", None))
+    if len(names) > HOOKS_MAX:
+        return ("crowded", len(names), _file_key(hooks))
+    return tuple((name, _content(os.path.join(hooks, name), HOOK_READ_MAX)[0]) for name in names)
+
+
+def _listing(key: object) -> dict[str, object] | None:
+    """The hooks of a hooks folder's key (`_hooks`) by name; None when it is no listing."""
+    if not isinstance(key, tuple) or not all(
+        isinstance(hook, tuple) and len(hook) == 2 and isinstance(hook[0], str) for hook in key
+    ):
+        return None
+    return dict(key)
 
 
 def _identity(path: str) -> tuple[int, int] | None:
@@ -449,19 +544,32 @@ def _identity(path: str) -> tuple[int, int] | None:
     return (info.st_dev, info.st_ino)
 
 
-_SETTINGS: dict[str, tuple[tuple[StatKey, StatKey], frozenset[str] | None]] = {}
-"""Per config file: its stat when read, and its program settings then."""
+_SETTINGS: dict[object, frozenset[str] | None] = {}
+"""Per config content (its `_content` key): its program settings."""
 
 
 _WORKTREE = "core..worktree="
 
 
-def _settings(git_dir: str, work_tree: str) -> frozenset[str] | None:
-    """`program_settings` of `git_dir/config` (see `_read_settings`), but a `core.worktree`
-    naming the work tree entered (git's own, for a submodule): another one would have the
-    person's git check files out there (into the workspace's `.git`, say). For a git dir no
-    work tree names yet (`work_tree` is `git_dir`), one naming no folder in a `.git`."""
-    found = _read_settings(git_dir)
+def _settings(
+    key: object, data: bytes | None, git_dir: str, work_tree: str
+) -> frozenset[str] | None:
+    """`program_settings` of a config (`_content`: none when there is none, None when it is not
+    read for sure), but a `core.worktree` naming the work tree entered (git's own, for a
+    submodule): another one would have the person's git check files out there (into the
+    workspace's `.git`, say). For a git dir no work tree names yet (`work_tree` is
+    `git_dir`), one naming no folder in a `.git`."""
+    if key is None:
+        return frozenset()
+    if data is None:
+        return None
+    if key in _SETTINGS:
+        found = _SETTINGS[key]
+    else:
+        found = program_settings(data.decode("utf-8", errors="replace"))
+        if len(_SETTINGS) > READ_KEPT:
+            _SETTINGS.clear()
+        _SETTINGS[key] = found
     if found is None:
         return None
 
@@ -477,30 +585,6 @@ def _settings(git_dir: str, work_tree: str) -> frozenset[str] | None:
         return ".git" in target.split(os.sep)
 
     return frozenset(filter(kept, found))
-
-
-def _read_settings(git_dir: str) -> frozenset[str] | None:
-    """`program_settings` of `git_dir/config` (none when there is none), read again only when
-    its stat changed (and not kept when it changed just before: racy)."""
-    path = os.path.join(git_dir, "config")
-    key = _file_key(path)
-    known = _SETTINGS.get(path)
-    if known is not None and known[0] == key:
-        return known[1]
-    target = key[1]
-    if target is None:
-        return frozenset() if key[0] is None else None
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read(CONFIG_READ_MAX + 1)
-    except OSError:
-        return None
-    found = None if len(text) > CONFIG_READ_MAX else program_settings(text)
-    if target[1] < time.time_ns() - RACY_NS:
-        if len(_SETTINGS) > READ_KEPT:
-            _SETTINGS.clear()
-        _SETTINGS[path] = (key, found)
-    return found
 
 
 def program_settings(text: str) -> frozenset[str] | None:
@@ -555,8 +639,8 @@ def _inert_hooks(hooks: str) -> bool:
 
 def _runs(now: Entered, then: Entered | None) -> list[str]:
     """What in `now`'s git dir could run a program (or name more that does) when git runs
-    there, and is new since `then` (its state before: the files whose stat changed, and of a
-    config the settings added)."""
+    there, and is new since `then` (its state before: the files whose content changed, of a
+    config the settings added, of a hooks folder the hooks added or changed)."""
     assert now.git_dir is not None
     git_dir = now.git_dir
 
@@ -568,15 +652,30 @@ def _runs(now: Entered, then: Entered | None) -> list[str]:
     commondir = os.path.join(git_dir, "commondir")
     if changed("commondir") and os.path.lexists(commondir):
         found.append(commondir)
-    config = os.path.join(git_dir, "config")
-    if changed("config") and os.path.lexists(config):
-        before = frozenset() if then is None or then.settings is None else then.settings
-        # An include counts whenever the config changed: what it names may change unseen.
-        if now.settings is None or now.settings - before or any(map(_INCLUDE, now.settings)):
-            found.append(config)
+    for name, settings, before in (
+        ("config", now.settings, None if then is None else then.settings),
+        (
+            "config.worktree",
+            now.worktree_settings,
+            None if then is None else then.worktree_settings,
+        ),
+    ):
+        config = os.path.join(git_dir, name)
+        if changed(name) and os.path.lexists(config):
+            # An include counts whenever the config changed: what it names may change unseen.
+            added = settings is None or settings - (before or frozenset())
+            if added or any(map(_INCLUDE, settings or ())):
+                found.append(config)
     hooks = os.path.join(git_dir, "hooks")
-    if changed("hooks") and not _inert_hooks(hooks):
-        found.append(hooks)
+    if changed("hooks"):
+        listed = _listing(now.fingerprint[-1])
+        held = None if then is None else _listing(then.fingerprint[-1])
+        if listed is not None and held is not None and not os.path.islink(hooks):
+            # A folder that held hooks before: only those added or changed move aside, the
+            # person's others stay where git runs them.
+            found += [os.path.join(hooks, n) for n, key in listed.items() if held.get(n, ()) != key]
+        elif not _inert_hooks(hooks):
+            found.append(hooks)
     return found
 
 
