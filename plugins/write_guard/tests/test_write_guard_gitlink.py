@@ -10,10 +10,12 @@ import os
 import shutil
 import struct
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from framework import Action, Host, SessionStart, ToolCall, ToolResult
 from wg_jail import BWRAP, Tree
 from write_guard._gitlink import (
     _READ,
@@ -27,6 +29,8 @@ from write_guard._gitlink import (
     parse_index,
     quarantine,
 )
+
+import write_guard
 
 jail = pytest.mark.skipif(BWRAP is None, reason="real git runs only inside bubblewrap")
 LINK = "git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),"
@@ -592,3 +596,86 @@ def test_a_worktree_config_of_the_commands_making_is_moved_aside(tmp_path: Path)
     watch = LinkWatch.start([str(ws)])
     (ws / "mod" / ".git" / "config.worktree").write_text("[core]\n\tbare = false\n")
     assert watch.finish() == ""
+
+
+async def _shell_calls(
+    tmp_path: Path,
+    ws: Path,
+    steps: Sequence[Callable[[], object]],
+    between: dict[int, Callable[[], object]] | None = None,
+) -> list[tuple[ToolResult, list[Action]]]:
+    """Shell calls of one session in one host, each standing for a command that does `step`
+    (run in place of the harness's shell), `between[n]` done before call n (by the person);
+    each call's result and the host's actions."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = {"HOME": str(home), "CLAUDE_PROJECT_DIR": str(ws)}
+    done: list[tuple[ToolResult, list[Action]]] = []
+    async with Host(
+        plugins=[write_guard], entry_points=False, store="memory://", env=env,
+        options={"write-guard": {"snapshots": False}},
+    ) as host:  # fmt: skip
+        await host.dispatch(SessionStart(session_id="s", cwd=str(ws)))
+        for number, step in enumerate(steps):
+            if between and number in between:
+                between[number]()
+
+            async def terminal(event: ToolCall, step: Callable[[], object] = step) -> ToolResult:
+                step()
+                return ToolResult(output="ran")
+
+            call = ToolCall(
+                session_id="s", tool_use_id=f"t{number}", tool="Bash", input={"command": "true"}
+            )
+            outcome = await host.dispatch(call, terminal=terminal)
+            assert isinstance(outcome.result, ToolResult)
+            done.append((outcome.result, list(outcome.actions)))
+    return done
+
+
+def test_an_unreadable_index_counts_the_repositories_in_the_work_tree_at_any_depth(
+    tmp_path: Path,
+) -> None:
+    # git enters a gitlink however deep its path: a repository four folders down is judged.
+    ws, watch = _workspace(tmp_path)
+    (ws / ".git" / "index").write_bytes(b"DIRC\0\0\0\x02\0\0\0\x01garbage")
+    deep = ws / "a" / "b" / "c" / "d"
+    _repository(deep / ".git", config="[core]\n\tfsmonitor = x\n")
+    assert "a/b/c/d/.git/config" in watch.finish()
+    assert (deep / ".git" / "config.write-guard-undone").exists()
+
+
+@pytest.mark.anyio
+async def test_an_unreadable_index_over_a_work_tree_too_big_to_search_refuses_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Fail closed: where neither the index nor a search of the whole work tree says which
+    # repositories git may enter, shell commands are refused (saying what to do) until the
+    # index reads again.
+    import write_guard._gitlink as gitlink
+
+    monkeypatch.setattr(gitlink, "ENTRIES_MAX", 10)
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    for n in range(20):
+        (ws / f"f{n}").write_text("x")
+    index = ws / ".git" / "index"
+
+    def break_index() -> None:
+        index.write_bytes(b"DIRC\0\0\0\x02\0\0\0\x01garbage")
+
+    def mend_index() -> None:
+        index.write_bytes(_index())
+
+    ran: list[str] = []
+    steps = [break_index, lambda: ran.append("second"), lambda: ran.append("third")]
+    done = await _shell_calls(tmp_path, ws, steps, between={2: mend_index})
+    (first, said), (second, _), (third, _) = done
+    assert first.denial is None
+    told = [a.text for a in said if a.kind == "toast"]
+    assert told and "could not search" in told[0] and str(index) in told[0], told
+    assert any("could not search" in note.text for note in first.notes)
+    assert second.denial is not None
+    assert str(index) in second.denial.reason and "git read-tree" in second.denial.reason
+    # Once the person mended the index, the next command runs.
+    assert third.denial is None and ran == ["third"]

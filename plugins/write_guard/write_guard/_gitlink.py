@@ -34,7 +34,11 @@ it, and so does a directory's type other than exactly a sparse directory's (git 
 on one; others may read it as a gitlink). A sparse directory entry stands
 for trees that git may expand into gitlinks: the repositories in that folder (3 deep) are
 judged too. An index that cannot be read is named (the person's git, reading the same bytes,
-fails the same way or reads it as this does).
+fails the same way or reads it as this does), and every repository in its work tree, at any
+depth, is judged (so is one with a split index's entry replacing a shared one, whose name is
+not read here); where one walk of ENTRIES_MAX folder entries does not cover the work tree,
+nothing says which repositories git may enter, and shell commands are refused
+(`LinkWatch.refusal`) until the index reads again.
 
 Pure apart from reading indexes, configs and folders, and `quarantine`."""
 
@@ -71,7 +75,7 @@ SPARSE_DEPTH = 3
 SPARSE_MAX = 16
 ENTRIES_MAX = 20_000
 """Folder entries read at most to find the repositories of a sparse directory (or of a work
-tree whose index cannot be read)."""
+tree whose index cannot be read, at any depth)."""
 READ_KEPT = 256
 """Indexes whose reading is kept (the roots' and their submodules')."""
 RACY_NS = 2_000_000_000
@@ -122,6 +126,10 @@ class IndexLinks:
 
     links: frozenset[bytes] = frozenset()
     sparse: frozenset[bytes] = frozenset()
+    unnamed: str | None = None
+    """Why git may enter gitlinks whose names are not read here (a split index's entry
+    replacing a shared one, an index that cannot be read): then every repository in the
+    work tree counts, however deep."""
 
 
 @dataclass(slots=True)
@@ -131,6 +139,7 @@ class Found:
     links: set[bytes] = field(default_factory=set)
     sparse: set[bytes] = field(default_factory=set)
     shared: bytes | None = None
+    unnamed: bool = False
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -202,7 +211,10 @@ def _found(found: Found, mode: int, name: bytes) -> None:
         # An empty name: a split index's entry replacing a shared one (through the `link`
         # extension's replace bitmap, not read here), whose name is the shared entry's.
         # Fail closed: every repository in the work tree counts.
-        (found.links if name else found.sparse).add(name)
+        if name:
+            found.links.add(name)
+        else:
+            found.unnamed = True
 
 
 def parse_index(data: bytes, hash_size: int = 20) -> Found:
@@ -323,6 +335,7 @@ def _read_index(git_dir: str, path: str, files: list[str]) -> IndexLinks:
     hash_size = _hash_size(git_dir)
     links: set[bytes] = set()
     sparse: set[bytes] = set()
+    unnamed = False
     for _part in range(2):  # the index, then its shared index (which has none of its own)
         try:
             with open(path, "rb") as handle:
@@ -334,12 +347,14 @@ def _read_index(git_dir: str, path: str, files: list[str]) -> IndexLinks:
         found = parse_index(data, hash_size)
         links |= found.links
         sparse |= found.sparse
+        unnamed |= found.unnamed
         shared = found.shared
         if shared is None or not shared.strip(b"\0"):
             break
         path = os.path.join(git_dir, "sharedindex." + shared.hex())
         files.append(path)
-    return IndexLinks(frozenset(links), frozenset(sparse))
+    why = "a split index's entry replacing a shared one, unread here" if unnamed else None
+    return IndexLinks(frozenset(links), frozenset(sparse), why)
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,6 +381,9 @@ class LinkState:
 
     entered: dict[str, Entered] = field(default_factory=dict)
     unreadable: tuple[str, ...] = ()
+    blind: tuple[str, ...] = ()
+    """Work trees in which some repository git may enter could not be found (see
+    `link_state`): the next command is refused while one is left."""
 
 
 def _git_dir_of(work_tree: str) -> str | None:
@@ -404,6 +422,7 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
     entered: dict[str, Entered] = {}
     named: set[str] = set()  # the git dirs of `entered`
     unreadable: list[str] = []
+    blind: list[str] = []
     pending = list(repositories)
     while pending:
         if len(entered) > ENTERED_MAX:
@@ -415,9 +434,8 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
         try:
             read = index_links(git_dir)
         except UnreadableIndex as error:
-            # Fail closed: what git may enter is then every repository in the work tree.
             unreadable.append(f"{os.path.join(git_dir, 'index')}: {error}")
-            read = IndexLinks(sparse=frozenset({b""}))
+            read = IndexLinks(unnamed=f"unreadable: {error}")
         # Joined as git joins them (a name is relative even with a leading slash), resolved
         # as the kernel resolves them (through links the command may have made).
         # A name holding a NUL: git's paths end there.
@@ -427,6 +445,18 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
         for folder in sparse:
             below = work_tree + "/" + os.fsdecode(folder.split(b"\0", 1)[0])
             trees += work_trees_below(below, SPARSE_DEPTH, ENTRIES_MAX).work_trees
+        if read.unnamed is not None:
+            # Fail closed: what git may enter is then every repository in the work tree, at
+            # any depth; past what one walk reads, nothing says which, and commands are
+            # refused until it does (`LinkWatch.refusal`).
+            walked = work_trees_below(work_tree, None, ENTRIES_MAX)
+            trees += walked.work_trees
+            if not walked.complete:
+                blind.append(
+                    f"{os.path.join(git_dir, 'index')} ({read.unnamed}), and {work_tree} too "
+                    "big to search for every repository git may enter instead (more than "
+                    f"{ENTRIES_MAX:,} folder entries, or a folder that cannot be listed)"
+                )
         own = os.path.realpath(work_tree)
         for tree in trees:
             tree = os.path.realpath(tree)
@@ -447,7 +477,7 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
             if module not in named:
                 entered[module] = Entered(module, module, (), *_judged(module, module))
                 named.add(module)
-    return LinkState(entered, tuple(unreadable))
+    return LinkState(entered, tuple(unreadable), tuple(blind))
 
 
 def _judged(
@@ -755,6 +785,8 @@ class LinkWatch:
     own: tuple[str, ...]
     writable: tuple[str, ...]
     before: LinkState
+    refusal: str | None = None
+    """Why the command must not run: which repositories git enters cannot be told."""
 
     @classmethod
     def start(cls, writable: Sequence[str], last: LinkState | None = None) -> LinkWatch:
@@ -784,7 +816,11 @@ class LinkWatch:
                 repositories.setdefault(index_dir, work_tree)
         pairs = tuple((work_tree, index_dir) for index_dir, work_tree in repositories.items())
         before = link_state(pairs) if last is None else last
-        return cls(pairs, tuple(dict.fromkeys(own)), tuple(writable), before)
+        if before.blind and last is not None:
+            # Refused since; if the person mended it, judged from what they left.
+            before = link_state(pairs)
+        refusal = BLIND_REFUSAL.format("; ".join(before.blind)) if before.blind else None
+        return cls(pairs, tuple(dict.fromkeys(own)), tuple(writable), before, refusal)
 
     def finish(self) -> str:
         """After it: what was moved aside (see `quarantine`), as the person and model are
@@ -795,11 +831,22 @@ class LinkWatch:
         """`finish`, and the state after it, for the session's next command."""
         after = link_state(self.repositories)
         undone = quarantine(self.before, after, self.writable, self.own)
-        text = quarantine_text(undone, after.unreadable)
+        text = quarantine_text(undone, after.unreadable, after.blind)
         return text, link_state(self.repositories) if undone else after
 
 
-def quarantine_text(undone: Sequence[Undone], unreadable: Sequence[str] = ()) -> str:
+BLIND_REFUSAL = (
+    "write-guard refuses shell commands while it cannot tell which repositories the "
+    "workspace's git enters (their config and hooks would run for the person): {}. For the "
+    "person, outside this session: check `git ls-files -s | grep ^160000` and the config and "
+    "hooks of the repositories in that work tree, then rebuild the index (`git read-tree "
+    "HEAD` keeps the work tree's files, not what was staged); commands run again once it reads"
+)
+
+
+def quarantine_text(
+    undone: Sequence[Undone], unreadable: Sequence[str] = (), blind: Sequence[str] = ()
+) -> str:
     """What the person and the model are told."""
     parts = [
         f"moved {item.path} aside to {item.kept}"
@@ -820,5 +867,11 @@ def quarantine_text(undone: Sequence[Undone], unreadable: Sequence[str] = ()) ->
             "Could not read the index to check the gitlinks a shell command left: "
             + "; ".join(unreadable)
             + ". Check `git ls-files -s | grep ^160000` before running git in the workspace."
+        )
+    if blind:
+        text += (
+            " It could not search all the repositories git may enter instead: "
+            + "; ".join(blind)
+            + ". Shell commands are refused until the index reads again."
         )
     return text

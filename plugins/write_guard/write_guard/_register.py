@@ -85,6 +85,8 @@ def register(on: Any, options: Options | None) -> None:
             links = await bounded(lambda: LinkWatch.start(writable, last.get(seen)))
         except TimeoutError:
             return ToolResult.denied(GITLINK_OVERRUN, by=PLUGIN)
+        if links.refusal is not None:
+            return ToolResult.denied(links.refusal, by=PLUGIN)
         result = await call_next(event)
         undone = [*put_back(pinned), *undo(surface.absent, before, writable)]
         said = [undone_text(undone)] if undone else []
