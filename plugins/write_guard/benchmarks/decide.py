@@ -178,6 +178,12 @@ def sandbox_cost(workspace: str, baseline: ModuleType) -> None:
 
     check_us = median_us(host_check, 2_000)
     links_us = median_us(host_check_with_gitlinks, 2_000)
+    # The gitlink check alone, this tree's and the baseline's, on the same roots: what it
+    # costs depends on the repositories below them (a temp folder full of others' among them).
+    old_links = importlib.import_module(baseline.__name__ + "._gitlink")
+    writable = redirect_surface(roots)[1]
+    own_us = median_us(lambda: LinkWatch.start(writable).finish(), 2_000)
+    old_own_us = median_us(lambda: old_links.LinkWatch.start(writable).finish(), 2_000)
     plain_ms = spawn_median_ms("true", workspace)
     old_ms = spawn_median_ms(old_wrapped, workspace)
     boxed_ms = spawn_median_ms(wrapped, workspace)
@@ -189,6 +195,10 @@ def sandbox_cost(workspace: str, baseline: ModuleType) -> None:
     print(
         f"git_dir_redirections_host_check_median_us = {check_us:.1f}  "
         f"with_gitlinks = {links_us:.1f}  gitlinks_added_us = {links_us - check_us:.1f}"
+    )
+    print(
+        f"gitlinks_start_and_finish_us = {own_us:.1f}  baseline = {old_own_us:.1f}  "
+        f"ratio = {own_us / old_own_us:.2f}"
     )
 
 
