@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from framework import Action, Host, SessionStart, ToolCall, ToolResult
-from wg_jail import BWRAP, Tree
+from wg_jail import BWRAP, Tree, dispatch_bash
 from write_guard._gitlink import (
     _READ,
     RACY_NS,
@@ -28,6 +28,7 @@ from write_guard._gitlink import (
     link_state,
     parse_index,
     quarantine,
+    quarantine_text,
 )
 
 import write_guard
@@ -679,3 +680,174 @@ async def test_an_unreadable_index_over_a_work_tree_too_big_to_search_refuses_co
     assert str(index) in second.denial.reason and "git read-tree" in second.denial.reason
     # Once the person mended the index, the next command runs.
     assert third.denial is None and ran == ["third"]
+
+
+def _repository_and_a_commit_linking_it(path: str, marker: str) -> str:
+    """A repository at `path` with a program for `git status`, and a commit whose tree is
+    HEAD's plus a gitlink to it (left in no index: the work tree's branch is unchanged)."""
+    index = "GIT_INDEX_FILE=.git/side-index"
+    return (
+        f"git init -q {path} && git -C {path} commit -q --allow-empty -m s && "
+        f"git -C {path} config core.fsmonitor 'touch {{OUT}}/{marker}' && "
+        f"{index} git read-tree HEAD && {index} git update-index --add --cacheinfo "
+        f"160000,$(git -C {path} rev-parse HEAD),{path} && t=$({index} git write-tree) && "
+        "rm .git/side-index && c=$(git commit-tree $t -p HEAD -m side) && "
+    )
+
+
+REFS = {
+    "branch": ("sub2", "git branch side $c", "git checkout -q side"),
+    "tag": ("sub2", "git tag -a -m t t1 $c", "git checkout -q t1"),
+    "deep-branch": ("a/b/c/d/sub2", "git branch side $c", "git checkout -q side"),
+}
+
+
+@jail
+@pytest.mark.anyio
+@pytest.mark.parametrize("how", REFS)
+async def test_a_gitlink_committed_out_of_the_index_runs_nothing_once_checked_out(
+    git_env: Tree, how: str
+) -> None:
+    # The gitlink is in a commit a ref names, not in the index: the person's checkout of it
+    # puts it there, and their `git status` enters the repository the command left in that
+    # folder (untracked until then, so no status entered it before).
+    tree = git_env
+    path, ref, checkout = REFS[how]
+    command = tree.fill(_repository_and_a_commit_linking_it(path, "r1") + ref)
+    person = f"{checkout} && git status --porcelain >/dev/null 2>&1; true"
+    assert tree.run(command).rc == 0
+    assert tree.run(person).rc == 0
+    assert (tree.root / "out" / "r1").exists()  # harmful unguarded
+    tree.reset()
+    ran: list[Any] = []
+
+    async def terminal(event: ToolCall) -> ToolResult:
+        ran.append(tree.run(str(event.input["command"])))
+        return ToolResult(output="ran")
+
+    result, actions = await dispatch_bash(tree, command, terminal, snapshots=False)
+    assert ran and ran[0].rc == 0, (result, ran)
+    tree.run(person)
+    assert not (tree.root / "out" / "r1").exists(), (actions, ran)
+    config = tree.ws / path / ".git" / "config"
+    assert (config.parent / "config.write-guard-undone").exists()
+    assert any(str(config) in note.text for note in result.notes)
+    done = tree.run("git commit -q --allow-empty -m again && git log -1 --format=%s")
+    assert done.stdout.strip() == "again", done  # the person's git still works
+
+
+def _committed(tree: Tree, path: str = "sub2", ref: str = "git branch side $c") -> None:
+    made = tree.run(tree.fill(_repository_and_a_commit_linking_it(path, "r2") + ref))
+    assert made.rc == 0, made
+
+
+def _ws_links(tree: Tree) -> LinkState:
+    return link_state([(str(tree.ws), str(tree.ws / ".git"))])
+
+
+@pytest.fixture
+def unread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No object read before (the trees read are kept by id, and the jail's commits have the
+    same ids in every test)."""
+    import write_guard._gitlink as gitlink
+
+    for name in ("_PEELED", "_TREES", "_LINKS"):
+        monkeypatch.setattr(gitlink, name, {})
+
+
+@jail
+def test_a_refs_trees_are_read_once_then_only_what_a_new_ref_names(
+    git_env: Tree, unread: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A check that finds the refs as they were reads no object (no git runs); a new commit
+    # costs one git and the trees it changed.
+    import write_guard._gitlink as gitlink
+
+    tree = git_env
+    _committed(tree)
+    spawned: list[str] = []
+    reads: list[str] = []
+    real_init, real_read = gitlink._Objects.__init__, gitlink._Objects.read
+
+    def counted_init(self: Any, git_dir: str, id_size: int, deadline: float) -> None:
+        spawned.append(git_dir)
+        real_init(self, git_dir, id_size, deadline)
+
+    def counted_read(self: Any, oid: str) -> Any:
+        reads.append(oid)
+        return real_read(self, oid)
+
+    monkeypatch.setattr(gitlink._Objects, "__init__", counted_init)
+    monkeypatch.setattr(gitlink._Objects, "read", counted_read)
+    first = _ws_links(tree)
+    assert str(tree.ws / "sub2") in first.entered and spawned
+    spawned.clear()
+    reads.clear()
+    assert _ws_links(tree).entered.keys() == first.entered.keys()
+    assert spawned == [] and reads == []
+    made = tree.run("mkdir -p x/y && echo z > x/y/z && git add x && git commit -qm more")
+    assert made.rc == 0, made
+    time.sleep(RACY_NS / 1e9)  # the ref's new stat is kept once past the racy window
+    _ws_links(tree)
+    # The commit, its tree and the two new folders' (not the 3 others the template has).
+    assert len(spawned) == 1 and len(reads) <= 4, reads
+
+
+@jail
+def test_a_tree_entry_git_takes_for_a_gitlink_counts_whatever_its_mode(
+    git_env: Tree, unread: None
+) -> None:
+    # git takes any mode that is neither a file's, a link's nor a folder's for a gitlink
+    # (`canon_mode`): a tree crafted with mode 170000 is checked out as one.
+    tree = git_env
+    script = (
+        "import hashlib, os, subprocess, sys, zlib\n"
+        "h = bytes.fromhex(sys.argv[1])\n"
+        "body = b'170000 odd\\0' + h\n"
+        "obj = b'tree %d\\0' % len(body) + body\n"
+        "oid = hashlib.sha1(obj).hexdigest()\n"
+        "os.makedirs(f'.git/objects/{oid[:2]}', exist_ok=True)\n"
+        "open(f'.git/objects/{oid[:2]}/{oid[2:]}', 'wb').write(zlib.compress(obj))\n"
+        "print(oid)\n"
+    )
+    made = tree.run(
+        "git init -q odd && git -C odd commit -q --allow-empty -m o && "
+        f"t=$(python3 -c {_quote(script)} $(git -C odd rev-parse HEAD)) && "
+        "git branch odd $(git commit-tree $t -m odd) && git ls-tree odd"
+    )
+    assert made.rc == 0 and made.stdout.startswith("160000 commit"), made
+    assert str(tree.ws / "odd") in _ws_links(tree).entered
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+@jail
+def test_a_fifo_planted_as_an_object_holds_the_check_no_longer_than_its_bound(
+    git_env: Tree, unread: None
+) -> None:
+    # git would wait on it for good: the check's git is ended at its bound, the person and
+    # the model are told what was not read, and the next check reads on.
+    tree = git_env
+    _committed(tree)
+    tip = tree.run("git rev-parse side").stdout.strip()
+    loose = tree.ws / ".git" / "objects" / tip[:2] / tip[2:]
+    shutil.move(loose, tree.root / "kept-object")
+    os.mkfifo(loose)
+    started = time.monotonic()
+    state = _ws_links(tree)
+    assert time.monotonic() - started < RACY_NS / 1e9
+    assert state.unread_refs and str(tree.ws / "sub2") not in state.entered
+    text = quarantine_text([], (), (), state.unread_refs)
+    assert "Could not read every tree the refs name" in text
+    os.remove(loose)
+    shutil.move(tree.root / "kept-object", loose)
+    state = _ws_links(tree)
+    assert not state.unread_refs and str(tree.ws / "sub2") in state.entered
+
+
+def test_refs_in_a_format_not_read_here_are_said(tmp_path: Path) -> None:
+    ws, watch = _workspace(tmp_path)
+    (ws / ".git" / "reftable").mkdir()
+    assert "reftable format" in watch.finish()

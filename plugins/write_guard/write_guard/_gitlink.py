@@ -8,9 +8,15 @@ sub && git -C sub config core.fsmonitor …`) and register it (`git update-index
 --cacheinfo 160000,…,sub`, or `git submodule add`, whose clone under `.git/modules/NAME` is new
 and so not bound read-only), or check a repository out under a gitlink already there.
 
+A gitlink committed to a branch, a tag, a stash (any ref) and left out of the index is
+entered once the person checks it out (`git checkout side && git status`): git then finds the
+repository the command left in that folder, untracked and entered by nothing until then.
+
 So, around each command, the gitlinks of the roots' indexes (and of their repositories' other
 work trees, whose indexes are in the git dir the command can write, and of the repositories
-they reach, however deep, at most ENTERED_MAX) are read and each checked-out one's git dir
+they reach, however deep, at most ENTERED_MAX), and of every tree the refs of the roots' and
+the workspace's nested repositories name (see `ref_links`), are read and each checked-out
+one's git dir
 fingerprinted (its `.git` entry's identity; what is in its `config`, `config.worktree` and
 `commondir`, and in each hook of `hooks` git could run: their content hashed, not their stat,
 which a rewrite in place within the timestamps' granularity keeps), and so is each git dir
@@ -40,7 +46,8 @@ not read here); where one walk of ENTRIES_MAX folder entries does not cover the 
 nothing says which repositories git may enter, and shell commands are refused
 (`LinkWatch.refusal`) until the index reads again.
 
-Pure apart from reading indexes, configs and folders, and `quarantine`."""
+Pure apart from reading indexes, refs, configs and folders, `git cat-file` reading objects
+(`ref_links`), and `quarantine`."""
 
 from __future__ import annotations
 
@@ -51,6 +58,8 @@ import os
 import re
 import stat
 import struct
+import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -274,16 +283,27 @@ def _stat_key(path: str) -> StatKey:
         return None
 
 
+_HASHES: dict[str, tuple[tuple[StatKey, StatKey], bool]] = {}
+"""Per config: its stat when read, and whether it names SHA-256 objects."""
+
+
 def _hash_size(git_dir: str) -> int:
+    """The size of `git_dir`'s object names (its config's, or its common dir's)."""
     for folder in (git_dir, commondir_target(git_dir)):
         if folder is None:
             continue
-        try:
-            with open(os.path.join(folder, "config"), encoding="utf-8", errors="replace") as f:
-                if _SHA256.search(f.read(CONFIG_READ_MAX)):
-                    return 32
-        except OSError:
-            pass
+        path = os.path.join(folder, "config")
+        key = _file_key(path)
+        known = _HASHES.get(path)
+        if known is None or known[0] != key:
+            data = _content(path, CONFIG_READ_MAX)[1] or b""  # a FIFO is not waited on
+            known = (key, _SHA256.search(data.decode("utf-8", errors="replace")) is not None)
+            if key[1] is not None and key[1][1] < time.time_ns() - RACY_NS:
+                if len(_HASHES) > READ_KEPT:
+                    _HASHES.clear()
+                _HASHES[path] = known
+        if known[1]:
+            return 32
     return 20
 
 
@@ -357,6 +377,356 @@ def _read_index(git_dir: str, path: str, files: list[str]) -> IndexLinks:
     return IndexLinks(frozenset(links), frozenset(sparse), why)
 
 
+# The refs' trees (see the module's doc): the gitlinks of every tree a ref names count as the
+# index's do, whatever their depth. Object ids are read from the refs here (loose, packed, the
+# per-work-tree ones, HEAD and the other pseudo-refs, the stash's reflog; a listing or a file
+# read again only when its stat changed), and the objects by one `git cat-file --batch` per
+# repository when a ref names one not read before: a tree is read once (by id, which names
+# its content), so a new commit costs one git and the few trees it changed, and a command
+# that moves no ref a few stats per repository. Chosen over judging every repository in the
+# work tree whatever names it: that walk (8.5 ms per 10,000 files, per command) is bounded in
+# depth and entries, so a repository four folders down, or in a big work tree, would pass.
+
+REF_FILES_MAX = 20_000
+"""Loose ref files read at most per repository (past them the rest is said unread)."""
+REF_READ_MAX = 64 * 1024 * 1024
+"""Bytes of `packed-refs` (or of a reflog) read at most."""
+REFS_READ_S = 0.3
+"""Time spent reading objects per check at most: what is left is read at the next one (a
+first check of a repository of many trees, or a command that made thousands of them)."""
+TREE_READ_MAX = 16 * 1024 * 1024
+"""An object bigger than this is not read (git writes no tree that big)."""
+PEEL_MAX = 16
+"""Tags followed to their object at most."""
+REF_LINKS_MAX = 10_000
+"""Gitlinks of one tree kept at most (past them, its gitlinks are said unread)."""
+TREES_KEPT = 500_000
+"""Trees (and ids peeled) kept read, for every repository; past it all are forgotten."""
+PSEUDO_REFS = ("HEAD", "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD",
+               "REVERT_HEAD", "REBASE_HEAD", "AUTO_MERGE", "BISECT_HEAD")  # fmt: skip
+_TOP_REFS = frozenset({*PSEUDO_REFS, "packed-refs", "reftable"})
+_HEXDIGITS = frozenset(b"0123456789abcdef")
+
+_IDS: dict[str, tuple[tuple[StatKey, StatKey], frozenset[str]]] = {}
+"""Per ref file: its stat when read, and the ids it named."""
+_PEELED: dict[str, str | None] = {}
+"""Per object id a ref named: the tree it stands for (a commit's, a tag's object's), or None
+(a blob: no tree)."""
+_TREES: dict[str, tuple[tuple[bytes, ...], tuple[tuple[bytes, str], ...]]] = {}
+"""Per tree read: its gitlinks' names, and its subtrees (name, id)."""
+_LINKS: dict[str, frozenset[bytes] | None] = {}
+"""Per tree all of whose trees were read: the paths of every gitlink below it (None: more
+than REF_LINKS_MAX)."""
+
+
+class _Unread(Exception):
+    """Objects that could not be read (said, and read again at the next check)."""
+
+
+def _ids_in(data: bytes, hex_size: int, reflog: bool) -> frozenset[str]:
+    """The object ids a ref file names: the first word of each line (a loose ref, a
+    pseudo-ref, `packed-refs` and its `^` peeled lines, FETCH_HEAD's lines), the first two of
+    a reflog's; a symbolic ref (`ref: …`) names another ref, read on its own."""
+    found: set[str] = set()
+    for line in data.splitlines():
+        words = line.split()
+        for word in words[: 2 if reflog else 1]:
+            word = word.removeprefix(b"^")
+            if len(word) == hex_size and _HEXDIGITS.issuperset(word) and word.strip(b"0"):
+                found.add(word.decode())
+    return frozenset(found)
+
+
+def _file_ids(path: str, hex_size: int, reflog: bool = False) -> frozenset[str]:
+    """`_ids_in` of the file at `path`, read again only when its stat changed (and not kept
+    when it changed just before: racy). _Unread when it cannot be read whole."""
+    key = _file_key(path)
+    known = _IDS.get(path)
+    if known is not None and known[0] == key:
+        return known[1]
+    if key[1] is None:
+        return frozenset()
+    try:
+        data, _info = _read_regular(path, REF_READ_MAX + 1)
+    except OSError as error:
+        raise _Unread(f"{path}: {error.strerror or error}") from error
+    if len(data) > REF_READ_MAX:
+        raise _Unread(f"{path}: more than {REF_READ_MAX:,} bytes")
+    found = _ids_in(data, hex_size, reflog)
+    if key[1][1] < time.time_ns() - RACY_NS:
+        if len(_IDS) > READ_KEPT * 64:
+            _IDS.clear()
+        _IDS[path] = (key, found)
+    return found
+
+
+def _ref_ids(git_dir: str, hex_size: int) -> set[str]:
+    """The object ids the refs of the repository whose (per work tree) git dir is `git_dir`
+    name. _Unread when not all could be read (refs in the reftable format among them: not
+    read here)."""
+    common = commondir_target(git_dir) or git_dir
+    ids: set[str] = set()
+    for folder in dict.fromkeys((common, git_dir)):
+        names = [name for name, _folder in _listed(folder) if name in _TOP_REFS]
+        if "reftable" in names:
+            raise _Unread(f"{common}: refs in the reftable format are not read")
+        for name in names:
+            if folder == git_dir or name == "packed-refs":
+                ids |= _file_ids(os.path.join(folder, name), hex_size)
+    files = 0
+    for top in dict.fromkeys((os.path.join(common, "refs"), os.path.join(git_dir, "refs"))):
+        pending = [top]
+        while pending:
+            folder = pending.pop()
+            for name, is_folder in _listed(folder):
+                path = os.path.join(folder, name)
+                if is_folder:
+                    pending.append(path)
+                    continue
+                files += 1
+                if files > REF_FILES_MAX:
+                    raise _Unread(f"{common}: more than {REF_FILES_MAX:,} loose refs")
+                ids |= _file_ids(path, hex_size)
+    ids |= _file_ids(os.path.join(common, "logs", "refs", "stash"), hex_size, reflog=True)
+    return ids
+
+
+_LISTED: dict[str, tuple[tuple[StatKey, StatKey], tuple[tuple[str, bool], ...]]] = {}
+"""Per folder of refs: its stat when listed, and its entries (name, whether a folder)."""
+
+
+def _listed(folder: str) -> tuple[tuple[str, bool], ...]:
+    """The entries of `folder` (none when there is none), listed again only when its stat
+    changed: an entry added, removed or renamed changes its ctime, which a command cannot
+    set back (not kept when it changed just before: racy). _Unread when it cannot be."""
+    key = _file_key(folder)  # through a link: its target's entries
+    known = _LISTED.get(folder)
+    if known is not None and known[0] == key:
+        return known[1]
+    try:
+        with os.scandir(folder) as listing:
+            found = tuple((entry.name, entry.is_dir(follow_symlinks=False)) for entry in listing)
+    except (FileNotFoundError, NotADirectoryError):
+        return ()
+    except OSError as error:
+        raise _Unread(f"{folder}: {error.strerror or error}") from error
+    if key[1] is not None and key[1][1] < time.time_ns() - RACY_NS:
+        if len(_LISTED) > READ_KEPT * 16:
+            _LISTED.clear()
+        _LISTED[folder] = (key, found)
+    return found
+
+
+class _Objects:
+    """One `git cat-file --batch` in a repository, killed at `deadline` (a FIFO or a huge
+    object planted in `.git/objects` does not hold the host)."""
+
+    def __init__(self, git_dir: str, id_size: int, deadline: float) -> None:
+        self.id_size = id_size
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _Unread("out of time: read on at the next command")
+        # The host's own git variables never reach it; replace refs do not hide the commit
+        # they replace (the replacing one is a ref, read too); a partial clone's missing
+        # objects are not fetched (git 2.44 and later: older ones ignore the variable).
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        env.update(GIT_NO_REPLACE_OBJECTS="1", GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0",
+                   GIT_NO_LAZY_FETCH="1")  # fmt: skip
+        try:
+            self.process = subprocess.Popen(
+                ["git", "--git-dir", git_dir, "cat-file", "--batch"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                cwd=git_dir, env=env,
+            )  # fmt: skip
+        except OSError as error:
+            raise _Unread(f"git cannot run: {error.strerror or error}") from error
+        self.deadline = deadline
+        self.timer = threading.Timer(left, self.process.kill)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def read(self, oid: str) -> tuple[bytes, bytes] | None:
+        """The type and content of object `oid`; None when the repository lacks it."""
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None
+        assert stdout is not None
+        if time.monotonic() >= self.deadline:
+            raise _Unread("out of time: read on at the next command")
+        try:
+            stdin.write(oid.encode() + b"\n")
+            stdin.flush()
+            head = stdout.readline(256).split()
+            if len(head) == 2 and head[1] == b"missing":
+                return None
+            if len(head) != 3 or not head[2].isdigit():
+                raise _Unread("git cat-file stopped (out of time, or an object it cannot read)")
+            size = int(head[2])
+            if size > TREE_READ_MAX:
+                raise _Unread(f"object {oid}: more than {TREE_READ_MAX:,} bytes")
+            data = stdout.read(size + 1)
+        except (OSError, ValueError) as error:
+            raise _Unread(f"git cat-file stopped ({type(error).__name__})") from error
+        if len(data) != size + 1:
+            raise _Unread("git cat-file stopped (out of time, or an object it cannot read)")
+        return head[1], data[:-1]
+
+    def close(self) -> None:
+        self.timer.cancel()
+        with contextlib.suppress(OSError):
+            self.process.kill()
+        self.process.wait()
+
+
+def _peel(objects: _Objects, oid: str) -> tuple[bool, str | None]:
+    """Whether the repository has object `oid`, and the tree it stands for (a commit's, a
+    tag's object's, a tree itself; None: none)."""
+    for depth in range(PEEL_MAX):
+        read = objects.read(oid)
+        if read is None:
+            return depth > 0, None
+        kind, data = read
+        if kind == b"tree":
+            if oid not in _TREES:
+                _keep_tree(oid, _parse_tree(data, objects.id_size))
+            return True, oid
+        first = data.split(b"\n", 1)[0].split(b" ")
+        if kind not in (b"commit", b"tag") or len(first) != 2:
+            return True, None
+        if first[0] != (b"tree" if kind == b"commit" else b"object"):
+            return True, None
+        oid = first[1].decode("ascii", errors="replace")
+    return True, None
+
+
+def _canon_gitlink(mode: int) -> bool:
+    """Whether git takes a tree entry of `mode` for a gitlink (`canon_mode`: anything that is
+    neither a file, a link nor a folder)."""
+    return mode & _IFMT not in (0o100000, 0o120000, _IFDIR)
+
+
+def _parse_tree(
+    data: bytes, id_size: int
+) -> tuple[tuple[bytes, ...], tuple[tuple[bytes, str], ...]]:
+    """A tree's gitlinks' names, and its subtrees (name, id). _Unread when git could not read
+    it either."""
+    links: list[bytes] = []
+    subtrees: list[tuple[bytes, str]] = []
+    pos = 0
+    while pos < len(data):
+        space = data.find(b" ", pos)
+        nul = data.find(b"\0", space + 1)
+        if space < 0 or nul < 0 or nul + 1 + id_size > len(data):
+            raise _Unread("a malformed tree")
+        try:
+            mode = int(data[pos:space], 8)
+        except ValueError as error:
+            raise _Unread("a malformed tree") from error
+        name = data[space + 1 : nul]
+        oid = data[nul + 1 : nul + 1 + id_size].hex()
+        pos = nul + 1 + id_size
+        if mode & _IFMT == _IFDIR:
+            subtrees.append((name, oid))
+        elif _canon_gitlink(mode):
+            links.append(name)
+    return tuple(links), tuple(subtrees)
+
+
+def _read_trees(objects: _Objects, root: str) -> None:
+    """Read every tree below `root` not read before into _TREES."""
+    pending, seen = [root], set()
+    while pending:
+        tree = pending.pop()
+        if tree in seen or tree in _LINKS:
+            continue
+        seen.add(tree)
+        known = _TREES.get(tree)
+        if known is None:
+            read = objects.read(tree)
+            if read is None or read[0] != b"tree":
+                known = ((), ())  # git finds no tree there either: nothing to check out
+            else:
+                known = _parse_tree(read[1], objects.id_size)
+            _keep_tree(tree, known)
+        pending += [sub for _name, sub in known[1]]
+
+
+def _keep_tree(tree: str, known: tuple[tuple[bytes, ...], tuple[tuple[bytes, str], ...]]) -> None:
+    if len(_TREES) > TREES_KEPT:
+        _TREES.clear()
+        _LINKS.clear()
+    _TREES[tree] = known
+
+
+def _links_below(root: str) -> frozenset[bytes] | None:
+    """Every gitlink path below `root`, from _TREES (kept in _LINKS); None when more than
+    REF_LINKS_MAX. _Unread when not all its trees were read."""
+    stack: list[tuple[str, bool]] = [(root, False)]
+    while stack:
+        tree, expanded = stack.pop()
+        if tree in _LINKS:
+            continue
+        known = _TREES.get(tree)
+        if known is None:
+            raise _Unread("not every tree read yet")
+        names, subtrees = known
+        if not expanded:
+            # Its subtrees first: each is in _LINKS when it comes back to this one.
+            stack.append((tree, True))
+            stack += [(sub, False) for _name, sub in subtrees if sub not in _LINKS]
+            continue
+        found: set[bytes] | None = set(names)
+        for name, sub in subtrees:
+            below = _LINKS[sub]
+            if below is None or found is None or len(found) + len(below) > REF_LINKS_MAX:
+                found = None
+                break
+            found.update(name + b"/" + path for path in below)
+        _LINKS[tree] = None if found is None else frozenset(found)
+    return _LINKS[root]
+
+
+def ref_links(git_dir: str, deadline: float) -> tuple[frozenset[bytes], str | None]:
+    """The gitlink paths of every tree the refs of `git_dir`'s repository name, and why not
+    all were read (None: all were)."""
+    hash_size = _hash_size(git_dir)
+    roots: set[str] = set()
+    why: str | None = None
+    objects: _Objects | None = None
+    try:
+        ids = _ref_ids(git_dir, 2 * hash_size)
+        unpeeled = [oid for oid in ids if oid not in _PEELED]
+        roots = {tree for oid in ids if (tree := _PEELED.get(oid))}
+        if unpeeled or any(root not in _LINKS for root in roots):
+            objects = _Objects(git_dir, hash_size, deadline)
+            for oid in unpeeled:
+                present, tree = _peel(objects, oid)
+                if present:  # one it lacks may come (a fetch): not kept
+                    if len(_PEELED) > TREES_KEPT:
+                        _PEELED.clear()
+                    _PEELED[oid] = tree
+                if tree is not None:
+                    roots.add(tree)
+            for root in roots:
+                _read_trees(objects, root)
+    except _Unread as error:
+        why = str(error)
+    finally:
+        if objects is not None:
+            objects.close()
+    links: set[bytes] = set()
+    for root in roots:
+        try:
+            below = _links_below(root)
+        except _Unread as error:
+            why = why or str(error)
+            continue
+        if below is None:
+            why = f"a tree of more than {REF_LINKS_MAX:,} gitlinks"
+        else:
+            links |= below
+    return frozenset(links), why
+
+
 @dataclass(frozen=True, slots=True)
 class Entered:
     """A repository git enters through a gitlink, as it is now."""
@@ -384,6 +754,8 @@ class LinkState:
     blind: tuple[str, ...] = ()
     """Work trees in which some repository git may enter could not be found (see
     `link_state`): the next command is refused while one is left."""
+    unread_refs: tuple[str, ...] = ()
+    """Repositories whose refs' trees were not all read (said; read on at the next check)."""
 
 
 def _git_dir_of(work_tree: str) -> str | None:
@@ -416,14 +788,21 @@ def work_trees(git_dir: str) -> list[tuple[str, str]]:
     return found
 
 
-def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
+def link_state(
+    repositories: Iterable[tuple[str, str]], refs: Iterable[tuple[str, str]] | None = None
+) -> LinkState:
     """The repositories git enters from each (work tree, git dir) of `repositories`,
-    through gitlinks, however deep (at most ENTERED_MAX)."""
+    through gitlinks (of its index and, for those of `refs`, every one unless named, of its
+    refs' trees), however deep (at most ENTERED_MAX)."""
     entered: dict[str, Entered] = {}
     named: set[str] = set()  # the git dirs of `entered`
     unreadable: list[str] = []
+    unread_refs: list[str] = []
     blind: list[str] = []
     pending = list(repositories)
+    first = set(pending if refs is None else refs)
+    done: set[tuple[str, str]] = set()
+    deadline = time.monotonic() + REFS_READ_S
     while pending:
         if len(entered) > ENTERED_MAX:
             unreadable.append(
@@ -431,6 +810,9 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
             )
             break
         work_tree, git_dir = pending.pop()
+        if (work_tree, git_dir) in done:
+            continue  # a nested repository a gitlink reaches too
+        done.add((work_tree, git_dir))
         try:
             read = index_links(git_dir)
         except UnreadableIndex as error:
@@ -439,7 +821,13 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
         # Joined as git joins them (a name is relative even with a leading slash), resolved
         # as the kernel resolves them (through links the command may have made).
         # A name holding a NUL: git's paths end there.
-        trees = [work_tree + "/" + os.fsdecode(name.split(b"\0", 1)[0]) for name in read.links]
+        names = read.links
+        if (work_tree, git_dir) in first:
+            committed, why = ref_links(git_dir, deadline)
+            names |= committed
+            if why is not None:
+                unread_refs.append(f"{git_dir}: {why}")
+        trees = [work_tree + "/" + os.fsdecode(name.split(b"\0", 1)[0]) for name in names]
         # Past a few sparse directories, one bounded walk of the work tree covers them all.
         sparse = read.sparse if len(read.sparse) <= SPARSE_MAX else frozenset({b""})
         for folder in sparse:
@@ -477,7 +865,7 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
             if module not in named:
                 entered[module] = Entered(module, module, (), *_judged(module, module))
                 named.add(module)
-    return LinkState(entered, tuple(unreadable), tuple(blind))
+    return LinkState(entered, tuple(unreadable), tuple(blind), tuple(unread_refs))
 
 
 def _judged(
@@ -787,6 +1175,8 @@ class LinkWatch:
     before: LinkState
     refusal: str | None = None
     """Why the command must not run: which repositories git enters cannot be told."""
+    committed: tuple[tuple[str, str], ...] = ()
+    """Those of `repositories` whose refs' trees are read too."""
 
     @classmethod
     def start(cls, writable: Sequence[str], last: LinkState | None = None) -> LinkWatch:
@@ -804,7 +1194,10 @@ class LinkWatch:
         own = (*(d for found in dirs.values() for d in found), *repositories)
         # The repositories inside the roots too (a workspace that is a folder of them, a
         # nested clone): the person's git in one enters its gitlinks. Not the roots' own,
-        # so judged like any repository a gitlink reaches.
+        # so judged like any repository a gitlink reaches. The refs are read of the roots'
+        # and of the workspace's nested ones (as the sandbox binds them: the extra roots, a
+        # temp folder, hold none of the person's, and a busy one would cost every command).
+        committed = dict(repositories)
         for root in writable:
             nested, gitfiles = nested_git_dirs(root)
             seeds = [(os.path.dirname(d), d) for d in nested if os.path.basename(d) == ".git"]
@@ -814,13 +1207,17 @@ class LinkWatch:
                     seeds.append((os.path.dirname(gitfile), found[0]))
             for work_tree, index_dir in seeds:
                 repositories.setdefault(index_dir, work_tree)
+                if root == writable[0]:
+                    committed.setdefault(index_dir, work_tree)
         pairs = tuple((work_tree, index_dir) for index_dir, work_tree in repositories.items())
-        before = link_state(pairs) if last is None else last
+        refs = tuple((work_tree, index_dir) for index_dir, work_tree in committed.items())
+        before = link_state(pairs, refs) if last is None else last
         if before.blind and last is not None:
             # Refused since; if the person mended it, judged from what they left.
-            before = link_state(pairs)
+            before = link_state(pairs, refs)
         refusal = BLIND_REFUSAL.format("; ".join(before.blind)) if before.blind else None
-        return cls(pairs, tuple(dict.fromkeys(own)), tuple(writable), before, refusal)
+        own_dirs = tuple(dict.fromkeys(own))
+        return cls(pairs, own_dirs, tuple(writable), before, refusal, refs)
 
     def finish(self) -> str:
         """After it: what was moved aside (see `quarantine`), as the person and model are
@@ -829,10 +1226,10 @@ class LinkWatch:
 
     def finish_with_state(self) -> tuple[str, LinkState]:
         """`finish`, and the state after it, for the session's next command."""
-        after = link_state(self.repositories)
+        after = link_state(self.repositories, self.committed)
         undone = quarantine(self.before, after, self.writable, self.own)
-        text = quarantine_text(undone, after.unreadable, after.blind)
-        return text, link_state(self.repositories) if undone else after
+        text = quarantine_text(undone, after.unreadable, after.blind, after.unread_refs)
+        return text, link_state(self.repositories, self.committed) if undone else after
 
 
 BLIND_REFUSAL = (
@@ -845,7 +1242,10 @@ BLIND_REFUSAL = (
 
 
 def quarantine_text(
-    undone: Sequence[Undone], unreadable: Sequence[str] = (), blind: Sequence[str] = ()
+    undone: Sequence[Undone],
+    unreadable: Sequence[str] = (),
+    blind: Sequence[str] = (),
+    unread_refs: Sequence[str] = (),
 ) -> str:
     """What the person and the model are told."""
     parts = [
@@ -873,5 +1273,13 @@ def quarantine_text(
             " It could not search all the repositories git may enter instead: "
             + "; ".join(blind)
             + ". Shell commands are refused until the index reads again."
+        )
+    if unread_refs:
+        text += (" " if text else "") + (
+            "Could not read every tree the refs name, for the gitlinks a checkout would bring "
+            "(read on at the next command): "
+            + "; ".join(unread_refs)
+            + ". Before checking out another branch or tag, check "
+            "`git ls-tree -r <it> | grep ^160000`."
         )
     return text
