@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from framework import Action, Host, SessionStart, ToolCall, ToolResult
+from framework import (
+    Action,
+    Event,
+    Host,
+    SessionEnd,
+    SessionStart,
+    ToolCall,
+    ToolResult,
+    TurnComplete,
+)
 from wg_jail import BWRAP, Tree, dispatch_bash
 from write_guard._gitlink import (
     _READ,
@@ -602,16 +611,17 @@ def test_a_worktree_config_of_the_commands_making_is_moved_aside(tmp_path: Path)
 async def _shell_calls(
     tmp_path: Path,
     ws: Path,
-    steps: Sequence[Callable[[], object]],
+    steps: Sequence[Callable[[], object] | Event],
     between: dict[int, Callable[[], object]] | None = None,
-) -> list[tuple[ToolResult, list[Action]]]:
-    """Shell calls of one session in one host, each standing for a command that does `step`
-    (run in place of the harness's shell), `between[n]` done before call n (by the person);
-    each call's result and the host's actions."""
+) -> list[tuple[Any, list[Action]]]:
+    """One session in one host: each step a shell call standing for a command that does it
+    (run in place of the harness's shell), or another event; `between[n]` done before step n
+    (by the person, or a command still running in the background); each step's result and
+    the host's actions."""
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     env = {"HOME": str(home), "CLAUDE_PROJECT_DIR": str(ws)}
-    done: list[tuple[ToolResult, list[Action]]] = []
+    done: list[tuple[Any, list[Action]]] = []
     async with Host(
         plugins=[write_guard], entry_points=False, store="memory://", env=env,
         options={"write-guard": {"snapshots": False}},
@@ -620,6 +630,10 @@ async def _shell_calls(
         for number, step in enumerate(steps):
             if between and number in between:
                 between[number]()
+            if isinstance(step, Event):
+                outcome = await host.dispatch(step)
+                done.append((outcome.result, list(outcome.actions)))
+                continue
 
             async def terminal(event: ToolCall, step: Callable[[], object] = step) -> ToolResult:
                 step()
@@ -851,3 +865,94 @@ def test_refs_in_a_format_not_read_here_are_said(tmp_path: Path) -> None:
     ws, watch = _workspace(tmp_path)
     (ws / ".git" / "reftable").mkdir()
     assert "reftable format" in watch.finish()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("at", ["the-next-command", "the-turns-end", "the-sessions-end"])
+async def test_what_a_background_command_leaves_after_its_result_is_judged(
+    tmp_path: Path, at: str
+) -> None:
+    # A background command's result comes back when it starts; what it leaves later is
+    # judged at the next shell command, or when the turn ends (before the person, handed
+    # the session, runs git), or when the session ends, whichever comes first.
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    _repository(ws / "s" / ".git")
+    (ws / ".git" / "index").write_bytes(_index(b"s"))
+    config = ws / "s" / ".git" / "config"
+
+    def later() -> None:
+        os.remove(config)
+        config.write_text("[core]\n\tfsmonitor = x\n")
+        _repository(ws / "t" / ".git", config="[core]\n\tfsmonitor = y\n")
+        (ws / ".git" / "index").write_bytes(_index(b"s", b"t"))
+
+    last: Callable[[], object] | Event = {
+        "the-next-command": lambda: None,
+        "the-turns-end": TurnComplete(session_id="s", turn_id="u"),
+        "the-sessions-end": SessionEnd(session_id="s"),
+    }[at]
+    done = await _shell_calls(tmp_path, ws, [lambda: None, last], between={1: later})
+    (_first, said_first), (_result, said) = done
+    assert not [a for a in said_first if a.kind == "toast"]
+    told = " ".join(a.text for a in said if a.kind in ("toast", "append"))
+    assert str(config) in told and str(ws / "t" / ".git" / "config") in told, said
+    assert (config.parent / "config.write-guard-undone").exists()
+    if at == "the-turns-end":  # the model is told too
+        assert any(a.kind == "append" and str(config) in a.text for a in said), said
+
+
+@pytest.mark.anyio
+async def test_a_sessions_last_state_outlives_other_sessions_coming_and_going(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The states kept are bounded: the least recently used goes, not every one (which would
+    # have the next command of a busy session take a state afresh, holding what a command
+    # of its own left in the background).
+    import write_guard._register as wiring
+
+    monkeypatch.setattr(wiring, "LAST_KEPT", 3)
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    _repository(ws / "s" / ".git")
+    (ws / ".git" / "index").write_bytes(_index(b"s"))
+    config = ws / "s" / ".git" / "config"
+    env = {"HOME": str(tmp_path), "CLAUDE_PROJECT_DIR": str(ws)}
+
+    async def ran(event: ToolCall) -> ToolResult:
+        return ToolResult(output="ran")
+
+    notes: list[str] = []
+    async with Host(
+        plugins=[write_guard], entry_points=False, store="memory://", env=env,
+        options={"write-guard": {"snapshots": False}},
+    ) as host:  # fmt: skip
+        for number, session in enumerate(["a", "b", "a", "c", "d", "a"]):
+            if number == 5:  # what a's background command left
+                os.remove(config)
+                config.write_text("[core]\n\tfsmonitor = x\n")
+            await host.dispatch(SessionStart(session_id=session, cwd=str(ws)))
+            call = ToolCall(
+                session_id=session, tool_use_id=f"t{number}", tool="Bash",
+                input={"command": "true"},
+            )  # fmt: skip
+            outcome = await host.dispatch(call, terminal=ran)
+            assert isinstance(outcome.result, ToolResult)
+            notes += [note.text for note in outcome.result.notes]
+    assert any(str(config) in note for note in notes), notes
+
+
+@pytest.mark.anyio
+async def test_a_turns_end_after_commands_that_left_nothing_says_nothing(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    _repository(ws / "s" / ".git", hooks=("post-checkout",))  # the person's
+    (ws / ".git" / "index").write_bytes(_index(b"s"))
+    steps: list[Callable[[], object] | Event] = [
+        lambda: None,
+        TurnComplete(session_id="s", turn_id="u"),
+        SessionEnd(session_id="s"),
+    ]
+    done = await _shell_calls(tmp_path, ws, steps)
+    assert [a for _result, said in done for a in said if a.kind in ("toast", "append")] == []
+    assert (ws / "s" / ".git" / "hooks" / "post-checkout").exists()
