@@ -956,3 +956,38 @@ async def test_a_turns_end_after_commands_that_left_nothing_says_nothing(tmp_pat
     done = await _shell_calls(tmp_path, ws, steps)
     assert [a for _result, said in done for a in said if a.kind in ("toast", "append")] == []
     assert (ws / "s" / ".git" / "hooks" / "post-checkout").exists()
+
+
+@pytest.mark.parametrize("where", ["index", "a-repositorys-index", "worktree-gitdir", "config"])
+def test_a_fifo_where_a_file_is_read_does_not_hold_the_check(tmp_path: Path, where: str) -> None:
+    # Opened for reading, a FIFO waits for a writer for good: the check (one at a time) would
+    # hold every later command's. Each file is opened without waiting and read only when it
+    # is a regular file (an index that is not is unreadable: said, and the work tree judged).
+    import threading
+
+    ws = tmp_path / "ws"
+    _repository(ws / "s" / ".git")
+    (ws / ".git" / "worktrees" / "w").mkdir(parents=True)
+    (ws / ".git" / "index").write_bytes(_index(b"s"))
+    fifo = {
+        "index": ws / ".git" / "index",
+        "a-repositorys-index": ws / "s" / ".git" / "index",
+        "worktree-gitdir": ws / ".git" / "worktrees" / "w" / "gitdir",
+        "config": ws / "s" / ".git" / "config",
+    }[where]
+    if fifo.exists():
+        fifo.unlink()
+    os.mkfifo(fifo)
+    said: list[str] = []
+    checking = threading.Thread(
+        target=lambda: said.append(LinkWatch.start([str(ws)]).finish()), daemon=True
+    )
+    checking.start()
+    checking.join(5.0)
+    held = checking.is_alive()
+    if held:  # let it go: a writer that closes at once
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        checking.join(5.0)
+    assert not held
+    if where == "index":
+        assert "Could not read the index" in said[0]

@@ -358,8 +358,7 @@ def _read_index(git_dir: str, path: str, files: list[str]) -> IndexLinks:
     unnamed = False
     for _part in range(2):  # the index, then its shared index (which has none of its own)
         try:
-            with open(path, "rb") as handle:
-                data = handle.read(INDEX_READ_MAX + 1)
+            data = _read_regular(path, INDEX_READ_MAX + 1)[0]  # a FIFO is not waited on
         except OSError as error:
             raise UnreadableIndex(f"cannot be read ({error.strerror})") from error
         if len(data) > INDEX_READ_MAX:
@@ -779,8 +778,8 @@ def work_trees(git_dir: str) -> list[tuple[str, str]]:
         found.append((os.path.dirname(git_dir), git_dir))
     for entry in subfolders(os.path.join(git_dir, "worktrees")):
         try:
-            with open(os.path.join(entry, "gitdir"), encoding="utf-8") as handle:
-                dot_git = handle.readline(4096).strip()
+            data = _read_regular(os.path.join(entry, "gitdir"), 4096)[0]
+            dot_git = data.decode().split("\n", 1)[0].strip()
         except (OSError, UnicodeDecodeError):
             continue
         if dot_git:
