@@ -16,14 +16,13 @@ So, around each command, the gitlinks of the roots' indexes (and of their reposi
 work trees, whose indexes are in the git dir the command can write, and of the repositories
 they reach, however deep, at most ENTERED_MAX), and of every tree the refs of the roots' and
 the workspace's nested repositories name (see `ref_links`), are read and each checked-out
-one's git dir
-fingerprinted (its `.git` entry's identity; what is in its `config`, `config.worktree` and
-`commondir`, and in each hook of `hooks` git could run: their content hashed, not their stat,
-which a rewrite in place within the timestamps' granularity keeps), and so is each git dir
-under their `modules/` (a submodule's that no work tree names yet: the person's `git
-submodule update` checks it out and runs git there). Reading an index is skipped while its
-stat is unchanged (cached), so a command that touches no index costs a few stats per index
-and a few small reads per repository entered. A repository whose fingerprint changed, or
+one's git dir fingerprinted (its `.git` entry's identity; what is in its `config`,
+`config.worktree` and `commondir`, and in each hook of `hooks` git could run: their content
+hashed, not their stat, which a rewrite in place within the timestamps' granularity keeps),
+and so is each git dir under their `modules/` (a submodule's that no work tree names yet: the
+person's `git submodule update` checks it out and runs git there). Reading an index is skipped
+while its stat is unchanged (cached), so a command that touches no index costs a few stats per
+index and a few small reads per repository entered. A repository whose fingerprint changed, or
 that a gitlink reaches for the first time, is judged by what would run there: configs
 (`config`, and `config.worktree`, which git reads with `extensions.worktreeConfig`) holding
 only settings git's own `init`, `clone` and `submodule add` write (an allow-list: anything
@@ -296,7 +295,10 @@ def _hash_size(git_dir: str) -> int:
         key = _file_key(path)
         known = _HASHES.get(path)
         if known is None or known[0] != key:
-            data = _content(path, CONFIG_READ_MAX)[1] or b""  # a FIFO is not waited on
+            try:  # only a regular file: a FIFO is not waited on
+                data = _read_regular(path, CONFIG_READ_MAX)[0] if key[1] is not None else b""
+            except OSError:
+                data = b""
             known = (key, _SHA256.search(data.decode("utf-8", errors="replace")) is not None)
             if key[1] is not None and key[1][1] < time.time_ns() - RACY_NS:
                 if len(_HASHES) > READ_KEPT:
