@@ -3,8 +3,8 @@ for this tree's analyser and for a baseline's (default `main`, loaded from git u
 package name), the sandbox's added cost per shell command, and the snapshot of a work tree of
 10,000 files (clean, dirty, dirty with untracked files; this tree's and the baseline's; a
 snapshot that prunes the oldest against one that prunes nothing; the first copy into
-write-guard's store and its full repack). Prints medians, ratios against the baseline, and
-peak RSS.
+write-guard's store and its full repack), and the gitlink check of a work tree with 20
+checked-out gitlinks. Prints medians, ratios against the baseline, and peak RSS.
 
     python plugins/write_guard/benchmarks/decide.py [--baseline REF] [--files N]
 """
@@ -178,6 +178,12 @@ def sandbox_cost(workspace: str, baseline: ModuleType) -> None:
 
     check_us = median_us(host_check, 2_000)
     links_us = median_us(host_check_with_gitlinks, 2_000)
+    # The gitlink check alone, this tree's and the baseline's, on the same roots: what it
+    # costs depends on the repositories below them (a temp folder full of others' among them).
+    old_links = importlib.import_module(baseline.__name__ + "._gitlink")
+    writable = redirect_surface(roots)[1]
+    own_us = median_us(lambda: LinkWatch.start(writable).finish(), 2_000)
+    old_own_us = median_us(lambda: old_links.LinkWatch.start(writable).finish(), 2_000)
     plain_ms = spawn_median_ms("true", workspace)
     old_ms = spawn_median_ms(old_wrapped, workspace)
     boxed_ms = spawn_median_ms(wrapped, workspace)
@@ -189,6 +195,10 @@ def sandbox_cost(workspace: str, baseline: ModuleType) -> None:
     print(
         f"git_dir_redirections_host_check_median_us = {check_us:.1f}  "
         f"with_gitlinks = {links_us:.1f}  gitlinks_added_us = {links_us - check_us:.1f}"
+    )
+    print(
+        f"gitlinks_start_and_finish_us = {own_us:.1f}  baseline = {old_own_us:.1f}  "
+        f"ratio = {own_us / old_own_us:.2f}"
     )
 
 
@@ -220,6 +230,40 @@ def crafted_index_cost(baseline: ModuleType) -> None:
         f"gitlinks_crafted_ieot_index_median_ms = {new_ms:.3f}  baseline = {old_ms:.1f}  "
         f"ratio = {new_ms / old_ms:.4f}"
     )
+
+
+def gitlinks_entered_cost(baseline: ModuleType, repositories: int = 20) -> None:
+    """The gitlink check before and after a command that changed nothing, in a work tree
+    whose index holds `repositories` checked-out gitlinks (each made by `git init`: its
+    config, git's sample hooks and one hook of its own), this tree's and the baseline's."""
+    old = importlib.import_module(baseline.__name__ + "._gitlink")
+    ws = tempfile.mkdtemp(prefix="wg-bench-links-")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@example.invalid",
+           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@example.invalid"}  # fmt: skip
+    try:
+
+        def git(*args: str, cwd: str = ws) -> str:
+            return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, timeout=60,
+                                  capture_output=True, text=True).stdout.strip()  # fmt: skip
+
+        git("init", "-q")
+        git("commit", "-q", "--allow-empty", "-m", "b")
+        for n in range(repositories):
+            sub = os.path.join(ws, f"sub{n:02d}")
+            git("init", "-q", sub)
+            git("commit", "-q", "--allow-empty", "-m", "s", cwd=sub)
+            Path(sub, ".git", "hooks", "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+            head = git("rev-parse", "HEAD", cwd=sub)
+            git("update-index", "--add", "--cacheinfo", f"160000,{head},sub{n:02d}")
+        time.sleep(2.1)  # past the racy window: the index's reading is kept
+        new_us = median_us(lambda: LinkWatch.start([ws]).finish(), 2_000)
+        old_us = median_us(lambda: old.LinkWatch.start([ws]).finish(), 2_000)
+        print(
+            f"gitlinks_{repositories}_entered_unchanged_start_and_finish_us = {new_us:.1f}  "
+            f"baseline = {old_us:.1f}  ratio = {new_us / old_us:.2f}"
+        )
+    finally:
+        shutil.rmtree(ws, ignore_errors=True)
 
 
 def snapshot_cost(files: int, baseline: ModuleType) -> None:
@@ -365,6 +409,7 @@ def main(argv: list[str] | None = None) -> None:
         decisions(workspace, baseline)
         sandbox_cost(workspace, baseline)
         crafted_index_cost(baseline)
+        gitlinks_entered_cost(baseline)
         snapshot_cost(args.files, baseline)
     finally:
         shutil.rmtree(workspace, ignore_errors=True)

@@ -10,10 +10,22 @@ import os
 import shutil
 import struct
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
-from wg_jail import BWRAP, Tree
+from framework import (
+    Action,
+    Event,
+    Host,
+    SessionEnd,
+    SessionStart,
+    ToolCall,
+    ToolResult,
+    TurnComplete,
+)
+from wg_jail import BWRAP, Tree, dispatch_bash
 from write_guard._gitlink import (
     _READ,
     RACY_NS,
@@ -25,7 +37,10 @@ from write_guard._gitlink import (
     link_state,
     parse_index,
     quarantine,
+    quarantine_text,
 )
+
+import write_guard
 
 jail = pytest.mark.skipif(BWRAP is None, reason="real git runs only inside bubblewrap")
 LINK = "git update-index --add --cacheinfo 160000,$(git rev-parse HEAD),"
@@ -512,3 +527,467 @@ def test_core_worktree_counts_as_git_s_own_only_naming_the_tree_entered(
     _repository(ws / "s" / ".git", config=f"[core]\n\tbare = false\n\tworktree = {worktree}\n")
     (ws / ".git" / "index").write_bytes(_index(b"s"))
     assert ("s/.git/config" in watch.finish()) is aside
+
+
+def _watched_with_a_hook(tmp_path: Path) -> tuple[Path, Path]:
+    """A workspace whose gitlink `mod` has a hook of the person's, seen by one command."""
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    _repository(ws / "mod" / ".git", hooks=("post-checkout",))
+    (ws / ".git" / "index").write_bytes(_index(b"mod"))
+    hook = ws / "mod" / ".git" / "hooks" / "post-checkout"
+    hook.write_text("#!/bin/sh\nexit 0 # the person's\n")
+    return ws, hook
+
+
+@pytest.mark.parametrize("how", ["rewritten", "made-executable"])
+def test_a_hook_changed_in_place_in_a_watched_repository_is_moved_aside(
+    tmp_path: Path, how: str
+) -> None:
+    # The hooks folder's own stat does not change when a hook in it is rewritten or made
+    # executable: what is in each hook is compared, and only what changed is moved aside.
+    ws, hook = _watched_with_a_hook(tmp_path)
+    (ws / "mod" / ".git" / "hooks" / "pre-push").write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o644)
+    text, last = LinkWatch.start([str(ws)]).finish_with_state()
+    assert text == ""
+    watch = LinkWatch.start([str(ws)], last)
+    if how == "rewritten":
+        with open(hook, "r+") as handle:  # same size, same inode
+            handle.write("#!/bin/sh\ntouch /x # the agent's\n"[: len(hook.read_text())])
+    else:
+        hook.chmod(0o755)
+    text = watch.finish()
+    assert "mod/.git/hooks/post-checkout" in text
+    assert (hook.parent / "post-checkout.write-guard-undone").exists()
+    assert (hook.parent / "pre-push").exists()  # the person's other hook stays
+
+
+def test_a_config_rewritten_with_the_same_stat_is_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Within the timestamps' granularity a rewrite in place keeps the file's stat (and a
+    # command can set its mtime and keep its size): its content is what is compared.
+    ws, watch = _persons_submodule(tmp_path)
+    config = ws / "mod" / ".git" / "config"
+    frozen = os.lstat(config)
+    real_lstat, real_stat = os.lstat, os.stat
+
+    def same_lstat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        return frozen if str(path) == str(config) else real_lstat(path, *args, **kwargs)
+
+    def same_stat(path: Any, *args: Any, **kwargs: Any) -> os.stat_result:
+        return frozen if str(path) == str(config) else real_stat(path, *args, **kwargs)
+
+    text, last = watch.finish_with_state()
+    assert text == ""
+    watch = LinkWatch.start([str(ws)], last)
+    old = config.read_text()
+    new = "[core]\n\tfsmonitor=x\n"
+    config.write_text(new + "#" * (len(old) - len(new) - 1) + "\n")
+    monkeypatch.setattr(os, "lstat", same_lstat)
+    monkeypatch.setattr(os, "stat", same_stat)
+    assert "mod/.git/config" in watch.finish()
+
+
+def test_a_worktree_config_of_the_commands_making_is_moved_aside(tmp_path: Path) -> None:
+    # With `extensions.worktreeConfig` (which `git sparse-checkout` sets) git reads
+    # `config.worktree` beside the config: its settings are judged the same way.
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    _repository(ws / "mod" / ".git", config=CHECKED_OUT + "[extensions]\n\tworktreeConfig = true\n")
+    (ws / ".git" / "index").write_bytes(_index(b"mod"))
+    assert LinkWatch.start([str(ws)]).finish() == ""
+    watch = LinkWatch.start([str(ws)])
+    (ws / "mod" / ".git" / "config.worktree").write_text("[core]\n\tfsmonitor = x\n")
+    assert "mod/.git/config.worktree" in watch.finish()
+    assert (ws / "mod" / ".git" / "config.worktree.write-guard-undone").exists()
+    # The person's own worktree settings, and one git writes, stay.
+    watch = LinkWatch.start([str(ws)])
+    (ws / "mod" / ".git" / "config.worktree").write_text("[core]\n\tbare = false\n")
+    assert watch.finish() == ""
+
+
+async def _shell_calls(
+    tmp_path: Path,
+    ws: Path,
+    steps: Sequence[Callable[[], object] | Event],
+    between: dict[int, Callable[[], object]] | None = None,
+) -> list[tuple[Any, list[Action]]]:
+    """One session in one host: each step a shell call standing for a command that does it
+    (run in place of the harness's shell), or another event; `between[n]` done before step n
+    (by the person, or a command still running in the background); each step's result and
+    the host's actions."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = {"HOME": str(home), "CLAUDE_PROJECT_DIR": str(ws)}
+    done: list[tuple[Any, list[Action]]] = []
+    async with Host(
+        plugins=[write_guard], entry_points=False, store="memory://", env=env,
+        options={"write-guard": {"snapshots": False}},
+    ) as host:  # fmt: skip
+        await host.dispatch(SessionStart(session_id="s", cwd=str(ws)))
+        for number, step in enumerate(steps):
+            if between and number in between:
+                between[number]()
+            if isinstance(step, Event):
+                outcome = await host.dispatch(step)
+                done.append((outcome.result, list(outcome.actions)))
+                continue
+
+            async def terminal(event: ToolCall, step: Callable[[], object] = step) -> ToolResult:
+                step()
+                return ToolResult(output="ran")
+
+            call = ToolCall(
+                session_id="s", tool_use_id=f"t{number}", tool="Bash", input={"command": "true"}
+            )
+            outcome = await host.dispatch(call, terminal=terminal)
+            assert isinstance(outcome.result, ToolResult)
+            done.append((outcome.result, list(outcome.actions)))
+    return done
+
+
+def test_an_unreadable_index_counts_the_repositories_in_the_work_tree_at_any_depth(
+    tmp_path: Path,
+) -> None:
+    # git enters a gitlink however deep its path: a repository four folders down is judged.
+    ws, watch = _workspace(tmp_path)
+    (ws / ".git" / "index").write_bytes(b"DIRC\0\0\0\x02\0\0\0\x01garbage")
+    deep = ws / "a" / "b" / "c" / "d"
+    _repository(deep / ".git", config="[core]\n\tfsmonitor = x\n")
+    assert "a/b/c/d/.git/config" in watch.finish()
+    assert (deep / ".git" / "config.write-guard-undone").exists()
+
+
+@pytest.mark.anyio
+async def test_an_unreadable_index_over_a_work_tree_too_big_to_search_refuses_commands(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Fail closed: where neither the index nor a search of the whole work tree says which
+    # repositories git may enter, shell commands are refused (saying what to do) until the
+    # index reads again.
+    import write_guard._gitlink as gitlink
+
+    monkeypatch.setattr(gitlink, "ENTRIES_MAX", 10)
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    for n in range(20):
+        (ws / f"f{n}").write_text("x")
+    index = ws / ".git" / "index"
+
+    def break_index() -> None:
+        index.write_bytes(b"DIRC\0\0\0\x02\0\0\0\x01garbage")
+
+    def mend_index() -> None:
+        index.write_bytes(_index())
+
+    ran: list[str] = []
+    steps = [break_index, lambda: ran.append("second"), lambda: ran.append("third")]
+    done = await _shell_calls(tmp_path, ws, steps, between={2: mend_index})
+    (first, said), (second, _), (third, _) = done
+    assert first.denial is None
+    told = [a.text for a in said if a.kind == "toast"]
+    assert told and "could not search" in told[0] and str(index) in told[0], told
+    assert any("could not search" in note.text for note in first.notes)
+    assert second.denial is not None
+    assert str(index) in second.denial.reason and "git read-tree" in second.denial.reason
+    # Once the person mended the index, the next command runs.
+    assert third.denial is None and ran == ["third"]
+
+
+def _repository_and_a_commit_linking_it(path: str, marker: str) -> str:
+    """A repository at `path` with a program for `git status`, and a commit whose tree is
+    HEAD's plus a gitlink to it (left in no index: the work tree's branch is unchanged)."""
+    index = "GIT_INDEX_FILE=.git/side-index"
+    return (
+        f"git init -q {path} && git -C {path} commit -q --allow-empty -m s && "
+        f"git -C {path} config core.fsmonitor 'touch {{OUT}}/{marker}' && "
+        f"{index} git read-tree HEAD && {index} git update-index --add --cacheinfo "
+        f"160000,$(git -C {path} rev-parse HEAD),{path} && t=$({index} git write-tree) && "
+        "rm .git/side-index && c=$(git commit-tree $t -p HEAD -m side) && "
+    )
+
+
+REFS = {
+    "branch": ("sub2", "git branch side $c", "git checkout -q side"),
+    "tag": ("sub2", "git tag -a -m t t1 $c", "git checkout -q t1"),
+    "deep-branch": ("a/b/c/d/sub2", "git branch side $c", "git checkout -q side"),
+}
+
+
+@jail
+@pytest.mark.anyio
+@pytest.mark.parametrize("how", REFS)
+async def test_a_gitlink_committed_out_of_the_index_runs_nothing_once_checked_out(
+    git_env: Tree, how: str
+) -> None:
+    # The gitlink is in a commit a ref names, not in the index: the person's checkout of it
+    # puts it there, and their `git status` enters the repository the command left in that
+    # folder (untracked until then, so no status entered it before).
+    tree = git_env
+    path, ref, checkout = REFS[how]
+    command = tree.fill(_repository_and_a_commit_linking_it(path, "r1") + ref)
+    person = f"{checkout} && git status --porcelain >/dev/null 2>&1; true"
+    assert tree.run(command).rc == 0
+    assert tree.run(person).rc == 0
+    assert (tree.root / "out" / "r1").exists()  # harmful unguarded
+    tree.reset()
+    ran: list[Any] = []
+
+    async def terminal(event: ToolCall) -> ToolResult:
+        ran.append(tree.run(str(event.input["command"])))
+        return ToolResult(output="ran")
+
+    result, actions = await dispatch_bash(tree, command, terminal, snapshots=False)
+    assert ran and ran[0].rc == 0, (result, ran)
+    tree.run(person)
+    assert not (tree.root / "out" / "r1").exists(), (actions, ran)
+    config = tree.ws / path / ".git" / "config"
+    assert (config.parent / "config.write-guard-undone").exists()
+    assert any(str(config) in note.text for note in result.notes)
+    done = tree.run("git commit -q --allow-empty -m again && git log -1 --format=%s")
+    assert done.stdout.strip() == "again", done  # the person's git still works
+
+
+def _committed(tree: Tree, path: str = "sub2", ref: str = "git branch side $c") -> None:
+    made = tree.run(tree.fill(_repository_and_a_commit_linking_it(path, "r2") + ref))
+    assert made.rc == 0, made
+
+
+def _ws_links(tree: Tree) -> LinkState:
+    return link_state([(str(tree.ws), str(tree.ws / ".git"))])
+
+
+@pytest.fixture
+def unread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No object read before (the trees read are kept by id, and the jail's commits have the
+    same ids in every test)."""
+    import write_guard._gitlink as gitlink
+
+    for name in ("_PEELED", "_TREES", "_LINKS"):
+        monkeypatch.setattr(gitlink, name, {})
+
+
+@jail
+def test_a_refs_trees_are_read_once_then_only_what_a_new_ref_names(
+    git_env: Tree, unread: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A check that finds the refs as they were reads no object (no git runs); a new commit
+    # costs one git and the trees it changed.
+    import write_guard._gitlink as gitlink
+
+    tree = git_env
+    _committed(tree)
+    spawned: list[str] = []
+    reads: list[str] = []
+    real_init, real_read = gitlink._Objects.__init__, gitlink._Objects.read
+
+    def counted_init(self: Any, git_dir: str, id_size: int, deadline: float) -> None:
+        spawned.append(git_dir)
+        real_init(self, git_dir, id_size, deadline)
+
+    def counted_read(self: Any, oid: str) -> Any:
+        reads.append(oid)
+        return real_read(self, oid)
+
+    monkeypatch.setattr(gitlink._Objects, "__init__", counted_init)
+    monkeypatch.setattr(gitlink._Objects, "read", counted_read)
+    first = _ws_links(tree)
+    assert str(tree.ws / "sub2") in first.entered and spawned
+    spawned.clear()
+    reads.clear()
+    assert _ws_links(tree).entered.keys() == first.entered.keys()
+    assert spawned == [] and reads == []
+    made = tree.run("mkdir -p x/y && echo z > x/y/z && git add x && git commit -qm more")
+    assert made.rc == 0, made
+    time.sleep(RACY_NS / 1e9)  # the ref's new stat is kept once past the racy window
+    _ws_links(tree)
+    # The commit, its tree and the two new folders' (not the 3 others the template has).
+    assert len(spawned) == 1 and len(reads) <= 4, reads
+
+
+@jail
+def test_a_tree_entry_git_takes_for_a_gitlink_counts_whatever_its_mode(
+    git_env: Tree, unread: None
+) -> None:
+    # git takes any mode that is neither a file's, a link's nor a folder's for a gitlink
+    # (`canon_mode`): a tree crafted with mode 170000 is checked out as one.
+    tree = git_env
+    script = (
+        "import hashlib, os, subprocess, sys, zlib\n"
+        "h = bytes.fromhex(sys.argv[1])\n"
+        "body = b'170000 odd\\0' + h\n"
+        "obj = b'tree %d\\0' % len(body) + body\n"
+        "oid = hashlib.sha1(obj).hexdigest()\n"
+        "os.makedirs(f'.git/objects/{oid[:2]}', exist_ok=True)\n"
+        "open(f'.git/objects/{oid[:2]}/{oid[2:]}', 'wb').write(zlib.compress(obj))\n"
+        "print(oid)\n"
+    )
+    made = tree.run(
+        "git init -q odd && git -C odd commit -q --allow-empty -m o && "
+        f"t=$(python3 -c {_quote(script)} $(git -C odd rev-parse HEAD)) && "
+        "git branch odd $(git commit-tree $t -m odd) && git ls-tree odd"
+    )
+    assert made.rc == 0 and made.stdout.startswith("160000 commit"), made
+    assert str(tree.ws / "odd") in _ws_links(tree).entered
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+@jail
+def test_a_fifo_planted_as_an_object_holds_the_check_no_longer_than_its_bound(
+    git_env: Tree, unread: None
+) -> None:
+    # git would wait on it for good: the check's git is ended at its bound, the person and
+    # the model are told what was not read, and the next check reads on.
+    tree = git_env
+    _committed(tree)
+    tip = tree.run("git rev-parse side").stdout.strip()
+    loose = tree.ws / ".git" / "objects" / tip[:2] / tip[2:]
+    shutil.move(loose, tree.root / "kept-object")
+    os.mkfifo(loose)
+    started = time.monotonic()
+    state = _ws_links(tree)
+    assert time.monotonic() - started < RACY_NS / 1e9
+    assert state.unread_refs and str(tree.ws / "sub2") not in state.entered
+    text = quarantine_text([], (), (), state.unread_refs)
+    assert "Could not read every tree the refs name" in text
+    os.remove(loose)
+    shutil.move(tree.root / "kept-object", loose)
+    state = _ws_links(tree)
+    assert not state.unread_refs and str(tree.ws / "sub2") in state.entered
+
+
+def test_refs_in_a_format_not_read_here_are_said(tmp_path: Path) -> None:
+    ws, watch = _workspace(tmp_path)
+    (ws / ".git" / "reftable").mkdir()
+    assert "reftable format" in watch.finish()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("at", ["the-next-command", "the-turns-end", "the-sessions-end"])
+async def test_what_a_background_command_leaves_after_its_result_is_judged(
+    tmp_path: Path, at: str
+) -> None:
+    # A background command's result comes back when it starts; what it leaves later is
+    # judged at the next shell command, or when the turn ends (before the person, handed
+    # the session, runs git), or when the session ends, whichever comes first.
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    _repository(ws / "s" / ".git")
+    (ws / ".git" / "index").write_bytes(_index(b"s"))
+    config = ws / "s" / ".git" / "config"
+
+    def later() -> None:
+        os.remove(config)
+        config.write_text("[core]\n\tfsmonitor = x\n")
+        _repository(ws / "t" / ".git", config="[core]\n\tfsmonitor = y\n")
+        (ws / ".git" / "index").write_bytes(_index(b"s", b"t"))
+
+    last: Callable[[], object] | Event = {
+        "the-next-command": lambda: None,
+        "the-turns-end": TurnComplete(session_id="s", turn_id="u"),
+        "the-sessions-end": SessionEnd(session_id="s"),
+    }[at]
+    done = await _shell_calls(tmp_path, ws, [lambda: None, last], between={1: later})
+    (_first, said_first), (_result, said) = done
+    assert not [a for a in said_first if a.kind == "toast"]
+    told = " ".join(a.text for a in said if a.kind in ("toast", "append"))
+    assert str(config) in told and str(ws / "t" / ".git" / "config") in told, said
+    assert (config.parent / "config.write-guard-undone").exists()
+    if at == "the-turns-end":  # the model is told too
+        assert any(a.kind == "append" and str(config) in a.text for a in said), said
+
+
+@pytest.mark.anyio
+async def test_a_sessions_last_state_outlives_other_sessions_coming_and_going(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The states kept are bounded: the least recently used goes, not every one (which would
+    # have the next command of a busy session take a state afresh, holding what a command
+    # of its own left in the background).
+    import write_guard._register as wiring
+
+    monkeypatch.setattr(wiring, "LAST_KEPT", 3)
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    _repository(ws / "s" / ".git")
+    (ws / ".git" / "index").write_bytes(_index(b"s"))
+    config = ws / "s" / ".git" / "config"
+    env = {"HOME": str(tmp_path), "CLAUDE_PROJECT_DIR": str(ws)}
+
+    async def ran(event: ToolCall) -> ToolResult:
+        return ToolResult(output="ran")
+
+    notes: list[str] = []
+    async with Host(
+        plugins=[write_guard], entry_points=False, store="memory://", env=env,
+        options={"write-guard": {"snapshots": False}},
+    ) as host:  # fmt: skip
+        for number, session in enumerate(["a", "b", "a", "c", "d", "a"]):
+            if number == 5:  # what a's background command left
+                os.remove(config)
+                config.write_text("[core]\n\tfsmonitor = x\n")
+            await host.dispatch(SessionStart(session_id=session, cwd=str(ws)))
+            call = ToolCall(
+                session_id=session, tool_use_id=f"t{number}", tool="Bash",
+                input={"command": "true"},
+            )  # fmt: skip
+            outcome = await host.dispatch(call, terminal=ran)
+            assert isinstance(outcome.result, ToolResult)
+            notes += [note.text for note in outcome.result.notes]
+    assert any(str(config) in note for note in notes), notes
+
+
+@pytest.mark.anyio
+async def test_a_turns_end_after_commands_that_left_nothing_says_nothing(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / ".git").mkdir(parents=True)
+    _repository(ws / "s" / ".git", hooks=("post-checkout",))  # the person's
+    (ws / ".git" / "index").write_bytes(_index(b"s"))
+    steps: list[Callable[[], object] | Event] = [
+        lambda: None,
+        TurnComplete(session_id="s", turn_id="u"),
+        SessionEnd(session_id="s"),
+    ]
+    done = await _shell_calls(tmp_path, ws, steps)
+    assert [a for _result, said in done for a in said if a.kind in ("toast", "append")] == []
+    assert (ws / "s" / ".git" / "hooks" / "post-checkout").exists()
+
+
+@pytest.mark.parametrize("where", ["index", "a-repositorys-index", "worktree-gitdir", "config"])
+def test_a_fifo_where_a_file_is_read_does_not_hold_the_check(tmp_path: Path, where: str) -> None:
+    # Opened for reading, a FIFO waits for a writer for good: the check (one at a time) would
+    # hold every later command's. Each file is opened without waiting and read only when it
+    # is a regular file (an index that is not is unreadable: said, and the work tree judged).
+    import threading
+
+    ws = tmp_path / "ws"
+    _repository(ws / "s" / ".git")
+    (ws / ".git" / "worktrees" / "w").mkdir(parents=True)
+    (ws / ".git" / "index").write_bytes(_index(b"s"))
+    fifo = {
+        "index": ws / ".git" / "index",
+        "a-repositorys-index": ws / "s" / ".git" / "index",
+        "worktree-gitdir": ws / ".git" / "worktrees" / "w" / "gitdir",
+        "config": ws / "s" / ".git" / "config",
+    }[where]
+    if fifo.exists():
+        fifo.unlink()
+    os.mkfifo(fifo)
+    said: list[str] = []
+    checking = threading.Thread(
+        target=lambda: said.append(LinkWatch.start([str(ws)]).finish()), daemon=True
+    )
+    checking.start()
+    checking.join(5.0)
+    held = checking.is_alive()
+    if held:  # let it go: a writer that closes at once
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        checking.join(5.0)
+    assert not held
+    if where == "index":
+        assert "Could not read the index" in said[0]

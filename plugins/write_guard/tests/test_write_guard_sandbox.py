@@ -30,7 +30,7 @@ from write_guard._claude_sandbox import (
 )
 from write_guard._cli import approve_code_in
 from write_guard._options import Options
-from write_guard._sandbox import plan_sandbox, probe, wrap_command
+from write_guard._sandbox import _find_nested, plan_sandbox, probe, work_trees_below, wrap_command
 
 import write_guard
 from write_guard import _runtime
@@ -322,3 +322,22 @@ async def test_a_model_asking_to_leave_the_sandbox_stays_in_it(tree: Tree) -> No
     assert outcome.result.denial is None
     updated = outcome.result.updated_input
     assert updated is not None and "bwrap" in updated["command"]
+
+
+def test_the_walk_for_nested_repositories_says_what_it_left_unread(tmp_path: Path) -> None:
+    # One walk for the sandbox's nested repositories and the gitlink check's fallback: it
+    # reads the levels and entries it is given, skips the named folders, and says when a
+    # folder was left unread (for the gitlink check to fail closed).
+    ws = tmp_path / "ws"
+    for folder in ("", "a", "a/b", "a/b/c", "node_modules/x"):
+        (ws / folder / ".git").mkdir(parents=True)
+    found = work_trees_below(str(ws), 3, 1_000, frozenset({"node_modules"}))
+    assert found == type(found)((str(ws), str(ws / "a"), str(ws / "a" / "b")), False)
+    every = work_trees_below(str(ws), None, 1_000)
+    assert sorted(every.work_trees) == sorted(
+        str(ws / f) if f else str(ws) for f in ("", "a", "a/b", "a/b/c", "node_modules/x")
+    )
+    assert every.complete
+    assert not work_trees_below(str(ws), None, 3).complete
+    # The sandbox's walk: the root's own repository is not nested, the skipped ones unseen.
+    assert _find_nested(str(ws))[0] == (str(ws / "a" / ".git"), str(ws / "a" / "b" / ".git"))

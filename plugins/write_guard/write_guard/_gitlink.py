@@ -8,19 +8,29 @@ sub && git -C sub config core.fsmonitor …`) and register it (`git update-index
 --cacheinfo 160000,…,sub`, or `git submodule add`, whose clone under `.git/modules/NAME` is new
 and so not bound read-only), or check a repository out under a gitlink already there.
 
+A gitlink committed to a branch, a tag, a stash (any ref) and left out of the index is
+entered once the person checks it out (`git checkout side && git status`): git then finds the
+repository the command left in that folder, untracked and entered by nothing until then.
+
 So, around each command, the gitlinks of the roots' indexes (and of their repositories' other
 work trees, whose indexes are in the git dir the command can write, and of the repositories
-they reach, however deep, at most ENTERED_MAX) are read and each checked-out one's git dir
-fingerprinted (its `.git` entry, `config`, `config.worktree`, `commondir`, `hooks`), and so is
-each git dir under their `modules/` (a submodule's that no work tree names yet: the person's
-`git submodule update` checks it out and runs git there). Reading an index is skipped while its
-stat is unchanged (cached), so a command that touches no index costs a few stats per index. A
-repository whose fingerprint changed, or that a gitlink reaches for the first time, is judged
-by what would run there: a config holding only settings git's own `init`, `clone` and
-`submodule add` write (an allow-list: anything else, an include, a line not read for sure
-counts as a program), hooks only `*.sample`, no `commondir`. What fails is moved aside to
-`<name>.write-guard-undone` (as `_gitdir` does; nothing deleted) and the person and model are
-told. The roots' own git dirs are never touched (their configs are read-only to the command).
+they reach, however deep, at most ENTERED_MAX), and of every tree the refs of the roots' and
+the workspace's nested repositories name (see `ref_links`), are read and each checked-out
+one's git dir fingerprinted (its `.git` entry's identity; what is in its `config`,
+`config.worktree` and `commondir`, and in each hook of `hooks` git could run: their content
+hashed, not their stat, which a rewrite in place within the timestamps' granularity keeps),
+and so is each git dir under their `modules/` (a submodule's that no work tree names yet: the
+person's `git submodule update` checks it out and runs git there). Reading an index is skipped
+while its stat is unchanged (cached), so a command that touches no index costs a few stats per
+index and a few small reads per repository entered. A repository whose fingerprint changed, or
+that a gitlink reaches for the first time, is judged by what would run there: configs
+(`config`, and `config.worktree`, which git reads with `extensions.worktreeConfig`) holding
+only settings git's own `init`, `clone` and `submodule add` write (an allow-list: anything
+else, an include, a line not read for sure counts as a program), hooks only `*.sample`, no
+`commondir`. What fails is moved aside to `<name>.write-guard-undone` (as `_gitdir` does;
+nothing deleted; of a hooks folder that held hooks before, only the hooks added or changed)
+and the person and model are told. The roots' own git dirs are never touched (their configs
+are read-only to the command).
 
 The index is parsed here as git reads it (versions 2-4, SHA-1 or SHA-256 names, a split
 index's shared part, the blocks of an `IEOT` extension read on their own too, as threaded git
@@ -29,17 +39,26 @@ it, and so does a directory's type other than exactly a sparse directory's (git 
 on one; others may read it as a gitlink). A sparse directory entry stands
 for trees that git may expand into gitlinks: the repositories in that folder (3 deep) are
 judged too. An index that cannot be read is named (the person's git, reading the same bytes,
-fails the same way or reads it as this does).
+fails the same way or reads it as this does), and every repository in its work tree, at any
+depth, is judged (so is one with a split index's entry replacing a shared one, whose name is
+not read here); where one walk of ENTRIES_MAX folder entries does not cover the work tree,
+nothing says which repositories git may enter, and shell commands are refused
+(`LinkWatch.refusal`) until the index reads again.
 
-Pure apart from reading indexes, configs and folders, and `quarantine`."""
+Pure apart from reading indexes, refs, configs and folders, `git cat-file` reading objects
+(`ref_links`), and `quarantine`."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import os
 import re
 import stat
 import struct
+import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -53,7 +72,7 @@ from write_guard._gitdir import (
     inside,
     subfolders,
 )
-from write_guard._sandbox import git_dirs, module_git_dirs, nested_git_dirs
+from write_guard._sandbox import git_dirs, module_git_dirs, nested_git_dirs, work_trees_below
 
 INDEX_READ_MAX = 256 * 1024 * 1024
 """An index bigger than this is not read (named as unreadable)."""
@@ -64,7 +83,7 @@ SPARSE_DEPTH = 3
 SPARSE_MAX = 16
 ENTRIES_MAX = 20_000
 """Folder entries read at most to find the repositories of a sparse directory (or of a work
-tree whose index cannot be read)."""
+tree whose index cannot be read, at any depth)."""
 READ_KEPT = 256
 """Indexes whose reading is kept (the roots' and their submodules')."""
 RACY_NS = 2_000_000_000
@@ -75,6 +94,10 @@ IEOT_BLOCKS_MAX = 1024
 EXTENSIONS_MAX = 1024
 """An index of more extensions is refused (git writes a handful)."""
 FINGERPRINTED = ("config", "config.worktree", "commondir", "hooks")
+HOOK_READ_MAX = 1024 * 1024
+"""A hook's bytes hashed at most: past them its size, inode and ctime stand for the rest."""
+HOOKS_MAX = 64
+"""Hooks compared one by one at most (git names a few dozen): past them the folder's stat."""
 
 # What git's own `init`, `clone` and `submodule add` write to a new repository's config:
 # nothing here names a program, a hook folder, another config or a work tree's filters.
@@ -111,6 +134,10 @@ class IndexLinks:
 
     links: frozenset[bytes] = frozenset()
     sparse: frozenset[bytes] = frozenset()
+    unnamed: str | None = None
+    """Why git may enter gitlinks whose names are not read here (a split index's entry
+    replacing a shared one, an index that cannot be read): then every repository in the
+    work tree counts, however deep."""
 
 
 @dataclass(slots=True)
@@ -120,6 +147,7 @@ class Found:
     links: set[bytes] = field(default_factory=set)
     sparse: set[bytes] = field(default_factory=set)
     shared: bytes | None = None
+    unnamed: bool = False
 
 
 def _varint(data: bytes, pos: int) -> tuple[int, int]:
@@ -191,7 +219,10 @@ def _found(found: Found, mode: int, name: bytes) -> None:
         # An empty name: a split index's entry replacing a shared one (through the `link`
         # extension's replace bitmap, not read here), whose name is the shared entry's.
         # Fail closed: every repository in the work tree counts.
-        (found.links if name else found.sparse).add(name)
+        if name:
+            found.links.add(name)
+        else:
+            found.unnamed = True
 
 
 def parse_index(data: bytes, hash_size: int = 20) -> Found:
@@ -251,16 +282,30 @@ def _stat_key(path: str) -> StatKey:
         return None
 
 
+_HASHES: dict[str, tuple[tuple[StatKey, StatKey], bool]] = {}
+"""Per config: its stat when read, and whether it names SHA-256 objects."""
+
+
 def _hash_size(git_dir: str) -> int:
+    """The size of `git_dir`'s object names (its config's, or its common dir's)."""
     for folder in (git_dir, commondir_target(git_dir)):
         if folder is None:
             continue
-        try:
-            with open(os.path.join(folder, "config"), encoding="utf-8", errors="replace") as f:
-                if _SHA256.search(f.read(CONFIG_READ_MAX)):
-                    return 32
-        except OSError:
-            pass
+        path = os.path.join(folder, "config")
+        key = _file_key(path)
+        known = _HASHES.get(path)
+        if known is None or known[0] != key:
+            try:  # only a regular file: a FIFO is not waited on
+                data = _read_regular(path, CONFIG_READ_MAX)[0] if key[1] is not None else b""
+            except OSError:
+                data = b""
+            known = (key, _SHA256.search(data.decode("utf-8", errors="replace")) is not None)
+            if key[1] is not None and key[1][1] < time.time_ns() - RACY_NS:
+                if len(_HASHES) > READ_KEPT:
+                    _HASHES.clear()
+                _HASHES[path] = known
+        if known[1]:
+            return 32
     return 20
 
 
@@ -312,10 +357,10 @@ def _read_index(git_dir: str, path: str, files: list[str]) -> IndexLinks:
     hash_size = _hash_size(git_dir)
     links: set[bytes] = set()
     sparse: set[bytes] = set()
+    unnamed = False
     for _part in range(2):  # the index, then its shared index (which has none of its own)
         try:
-            with open(path, "rb") as handle:
-                data = handle.read(INDEX_READ_MAX + 1)
+            data = _read_regular(path, INDEX_READ_MAX + 1)[0]  # a FIFO is not waited on
         except OSError as error:
             raise UnreadableIndex(f"cannot be read ({error.strerror})") from error
         if len(data) > INDEX_READ_MAX:
@@ -323,12 +368,364 @@ def _read_index(git_dir: str, path: str, files: list[str]) -> IndexLinks:
         found = parse_index(data, hash_size)
         links |= found.links
         sparse |= found.sparse
+        unnamed |= found.unnamed
         shared = found.shared
         if shared is None or not shared.strip(b"\0"):
             break
         path = os.path.join(git_dir, "sharedindex." + shared.hex())
         files.append(path)
-    return IndexLinks(frozenset(links), frozenset(sparse))
+    why = "a split index's entry replacing a shared one, unread here" if unnamed else None
+    return IndexLinks(frozenset(links), frozenset(sparse), why)
+
+
+# The refs' trees (see the module's doc): the gitlinks of every tree a ref names count as the
+# index's do, whatever their depth. Object ids are read from the refs here (loose, packed, the
+# per-work-tree ones, HEAD and the other pseudo-refs, the stash's reflog; a listing or a file
+# read again only when its stat changed), and the objects by one `git cat-file --batch` per
+# repository when a ref names one not read before: a tree is read once (by id, which names
+# its content), so a new commit costs one git and the few trees it changed, and a command
+# that moves no ref a few stats per repository. Chosen over judging every repository in the
+# work tree whatever names it: that walk (8.5 ms per 10,000 files, per command) is bounded in
+# depth and entries, so a repository four folders down, or in a big work tree, would pass.
+
+REF_FILES_MAX = 20_000
+"""Loose ref files read at most per repository (past them the rest is said unread)."""
+REF_READ_MAX = 64 * 1024 * 1024
+"""Bytes of `packed-refs` (or of a reflog) read at most."""
+REFS_READ_S = 0.3
+"""Time spent reading objects per check at most: what is left is read at the next one (a
+first check of a repository of many trees, or a command that made thousands of them)."""
+TREE_READ_MAX = 16 * 1024 * 1024
+"""An object bigger than this is not read (git writes no tree that big)."""
+PEEL_MAX = 16
+"""Tags followed to their object at most."""
+REF_LINKS_MAX = 10_000
+"""Gitlinks of one tree kept at most (past them, its gitlinks are said unread)."""
+TREES_KEPT = 500_000
+"""Trees (and ids peeled) kept read, for every repository; past it all are forgotten."""
+PSEUDO_REFS = ("HEAD", "ORIG_HEAD", "FETCH_HEAD", "MERGE_HEAD", "CHERRY_PICK_HEAD",
+               "REVERT_HEAD", "REBASE_HEAD", "AUTO_MERGE", "BISECT_HEAD")  # fmt: skip
+_TOP_REFS = frozenset({*PSEUDO_REFS, "packed-refs", "reftable"})
+_HEXDIGITS = frozenset(b"0123456789abcdef")
+
+_IDS: dict[str, tuple[tuple[StatKey, StatKey], frozenset[str]]] = {}
+"""Per ref file: its stat when read, and the ids it named."""
+_PEELED: dict[str, str | None] = {}
+"""Per object id a ref named: the tree it stands for (a commit's, a tag's object's), or None
+(a blob: no tree)."""
+_TREES: dict[str, tuple[tuple[bytes, ...], tuple[tuple[bytes, str], ...]]] = {}
+"""Per tree read: its gitlinks' names, and its subtrees (name, id)."""
+_LINKS: dict[str, frozenset[bytes] | None] = {}
+"""Per tree all of whose trees were read: the paths of every gitlink below it (None: more
+than REF_LINKS_MAX)."""
+
+
+class _Unread(Exception):
+    """Objects that could not be read (said, and read again at the next check)."""
+
+
+def _ids_in(data: bytes, hex_size: int, reflog: bool) -> frozenset[str]:
+    """The object ids a ref file names: the first word of each line (a loose ref, a
+    pseudo-ref, `packed-refs` and its `^` peeled lines, FETCH_HEAD's lines), the first two of
+    a reflog's; a symbolic ref (`ref: …`) names another ref, read on its own."""
+    found: set[str] = set()
+    for line in data.splitlines():
+        words = line.split()
+        for word in words[: 2 if reflog else 1]:
+            word = word.removeprefix(b"^")
+            if len(word) == hex_size and _HEXDIGITS.issuperset(word) and word.strip(b"0"):
+                found.add(word.decode())
+    return frozenset(found)
+
+
+def _file_ids(path: str, hex_size: int, reflog: bool = False) -> frozenset[str]:
+    """`_ids_in` of the file at `path`, read again only when its stat changed (and not kept
+    when it changed just before: racy). _Unread when it cannot be read whole."""
+    key = _file_key(path)
+    known = _IDS.get(path)
+    if known is not None and known[0] == key:
+        return known[1]
+    if key[1] is None:
+        return frozenset()
+    try:
+        data, _info = _read_regular(path, REF_READ_MAX + 1)
+    except OSError as error:
+        raise _Unread(f"{path}: {error.strerror or error}") from error
+    if len(data) > REF_READ_MAX:
+        raise _Unread(f"{path}: more than {REF_READ_MAX:,} bytes")
+    found = _ids_in(data, hex_size, reflog)
+    if key[1][1] < time.time_ns() - RACY_NS:
+        if len(_IDS) > READ_KEPT * 64:
+            _IDS.clear()
+        _IDS[path] = (key, found)
+    return found
+
+
+def _ref_ids(git_dir: str, hex_size: int) -> set[str]:
+    """The object ids the refs of the repository whose (per work tree) git dir is `git_dir`
+    name. _Unread when not all could be read (refs in the reftable format among them: not
+    read here)."""
+    common = commondir_target(git_dir) or git_dir
+    ids: set[str] = set()
+    for folder in dict.fromkeys((common, git_dir)):
+        names = [name for name, _folder in _listed(folder) if name in _TOP_REFS]
+        if "reftable" in names:
+            raise _Unread(f"{common}: refs in the reftable format are not read")
+        for name in names:
+            if folder == git_dir or name == "packed-refs":
+                ids |= _file_ids(os.path.join(folder, name), hex_size)
+    files = 0
+    for top in dict.fromkeys((os.path.join(common, "refs"), os.path.join(git_dir, "refs"))):
+        pending = [top]
+        while pending:
+            folder = pending.pop()
+            for name, is_folder in _listed(folder):
+                path = os.path.join(folder, name)
+                if is_folder:
+                    pending.append(path)
+                    continue
+                files += 1
+                if files > REF_FILES_MAX:
+                    raise _Unread(f"{common}: more than {REF_FILES_MAX:,} loose refs")
+                ids |= _file_ids(path, hex_size)
+    ids |= _file_ids(os.path.join(common, "logs", "refs", "stash"), hex_size, reflog=True)
+    return ids
+
+
+_LISTED: dict[str, tuple[tuple[StatKey, StatKey], tuple[tuple[str, bool], ...]]] = {}
+"""Per folder of refs: its stat when listed, and its entries (name, whether a folder)."""
+
+
+def _listed(folder: str) -> tuple[tuple[str, bool], ...]:
+    """The entries of `folder` (none when there is none), listed again only when its stat
+    changed: an entry added, removed or renamed changes its ctime, which a command cannot
+    set back (not kept when it changed just before: racy). _Unread when it cannot be."""
+    key = _file_key(folder)  # through a link: its target's entries
+    known = _LISTED.get(folder)
+    if known is not None and known[0] == key:
+        return known[1]
+    try:
+        with os.scandir(folder) as listing:
+            found = tuple((entry.name, entry.is_dir(follow_symlinks=False)) for entry in listing)
+    except (FileNotFoundError, NotADirectoryError):
+        return ()
+    except OSError as error:
+        raise _Unread(f"{folder}: {error.strerror or error}") from error
+    if key[1] is not None and key[1][1] < time.time_ns() - RACY_NS:
+        if len(_LISTED) > READ_KEPT * 16:
+            _LISTED.clear()
+        _LISTED[folder] = (key, found)
+    return found
+
+
+class _Objects:
+    """One `git cat-file --batch` in a repository, killed at `deadline` (a FIFO or a huge
+    object planted in `.git/objects` does not hold the host)."""
+
+    def __init__(self, git_dir: str, id_size: int, deadline: float) -> None:
+        self.id_size = id_size
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _Unread("out of time: read on at the next command")
+        # The host's own git variables never reach it; replace refs do not hide the commit
+        # they replace (the replacing one is a ref, read too); a partial clone's missing
+        # objects are not fetched (git 2.44 and later: older ones ignore the variable).
+        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+        env.update(GIT_NO_REPLACE_OBJECTS="1", GIT_OPTIONAL_LOCKS="0", GIT_TERMINAL_PROMPT="0",
+                   GIT_NO_LAZY_FETCH="1")  # fmt: skip
+        try:
+            self.process = subprocess.Popen(
+                ["git", "--git-dir", git_dir, "cat-file", "--batch"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                cwd=git_dir, env=env,
+            )  # fmt: skip
+        except OSError as error:
+            raise _Unread(f"git cannot run: {error.strerror or error}") from error
+        self.deadline = deadline
+        self.timer = threading.Timer(left, self.process.kill)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def read(self, oid: str) -> tuple[bytes, bytes] | None:
+        """The type and content of object `oid`; None when the repository lacks it."""
+        stdin, stdout = self.process.stdin, self.process.stdout
+        assert stdin is not None
+        assert stdout is not None
+        if time.monotonic() >= self.deadline:
+            raise _Unread("out of time: read on at the next command")
+        try:
+            stdin.write(oid.encode() + b"\n")
+            stdin.flush()
+            head = stdout.readline(256).split()
+            if len(head) == 2 and head[1] == b"missing":
+                return None
+            if len(head) != 3 or not head[2].isdigit():
+                raise _Unread("git cat-file stopped (out of time, or an object it cannot read)")
+            size = int(head[2])
+            if size > TREE_READ_MAX:
+                raise _Unread(f"object {oid}: more than {TREE_READ_MAX:,} bytes")
+            data = stdout.read(size + 1)
+        except (OSError, ValueError) as error:
+            raise _Unread(f"git cat-file stopped ({type(error).__name__})") from error
+        if len(data) != size + 1:
+            raise _Unread("git cat-file stopped (out of time, or an object it cannot read)")
+        return head[1], data[:-1]
+
+    def close(self) -> None:
+        self.timer.cancel()
+        with contextlib.suppress(OSError):
+            self.process.kill()
+        self.process.wait()
+
+
+def _peel(objects: _Objects, oid: str) -> tuple[bool, str | None]:
+    """Whether the repository has object `oid`, and the tree it stands for (a commit's, a
+    tag's object's, a tree itself; None: none)."""
+    for depth in range(PEEL_MAX):
+        read = objects.read(oid)
+        if read is None:
+            return depth > 0, None
+        kind, data = read
+        if kind == b"tree":
+            if oid not in _TREES:
+                _keep_tree(oid, _parse_tree(data, objects.id_size))
+            return True, oid
+        first = data.split(b"\n", 1)[0].split(b" ")
+        if kind not in (b"commit", b"tag") or len(first) != 2:
+            return True, None
+        if first[0] != (b"tree" if kind == b"commit" else b"object"):
+            return True, None
+        oid = first[1].decode("ascii", errors="replace")
+    return True, None
+
+
+def _canon_gitlink(mode: int) -> bool:
+    """Whether git takes a tree entry of `mode` for a gitlink (`canon_mode`: anything that is
+    neither a file, a link nor a folder)."""
+    return mode & _IFMT not in (0o100000, 0o120000, _IFDIR)
+
+
+def _parse_tree(
+    data: bytes, id_size: int
+) -> tuple[tuple[bytes, ...], tuple[tuple[bytes, str], ...]]:
+    """A tree's gitlinks' names, and its subtrees (name, id). _Unread when git could not read
+    it either."""
+    links: list[bytes] = []
+    subtrees: list[tuple[bytes, str]] = []
+    pos = 0
+    while pos < len(data):
+        space = data.find(b" ", pos)
+        nul = data.find(b"\0", space + 1)
+        if space < 0 or nul < 0 or nul + 1 + id_size > len(data):
+            raise _Unread("a malformed tree")
+        try:
+            mode = int(data[pos:space], 8)
+        except ValueError as error:
+            raise _Unread("a malformed tree") from error
+        name = data[space + 1 : nul]
+        oid = data[nul + 1 : nul + 1 + id_size].hex()
+        pos = nul + 1 + id_size
+        if mode & _IFMT == _IFDIR:
+            subtrees.append((name, oid))
+        elif _canon_gitlink(mode):
+            links.append(name)
+    return tuple(links), tuple(subtrees)
+
+
+def _read_trees(objects: _Objects, root: str) -> None:
+    """Read every tree below `root` not read before into _TREES."""
+    pending, seen = [root], set()
+    while pending:
+        tree = pending.pop()
+        if tree in seen or tree in _LINKS:
+            continue
+        seen.add(tree)
+        known = _TREES.get(tree)
+        if known is None:
+            read = objects.read(tree)
+            if read is None or read[0] != b"tree":
+                known = ((), ())  # git finds no tree there either: nothing to check out
+            else:
+                known = _parse_tree(read[1], objects.id_size)
+            _keep_tree(tree, known)
+        pending += [sub for _name, sub in known[1]]
+
+
+def _keep_tree(tree: str, known: tuple[tuple[bytes, ...], tuple[tuple[bytes, str], ...]]) -> None:
+    if len(_TREES) > TREES_KEPT:
+        _TREES.clear()
+        _LINKS.clear()
+    _TREES[tree] = known
+
+
+def _links_below(root: str) -> frozenset[bytes] | None:
+    """Every gitlink path below `root`, from _TREES (kept in _LINKS); None when more than
+    REF_LINKS_MAX. _Unread when not all its trees were read."""
+    stack: list[tuple[str, bool]] = [(root, False)]
+    while stack:
+        tree, expanded = stack.pop()
+        if tree in _LINKS:
+            continue
+        known = _TREES.get(tree)
+        if known is None:
+            raise _Unread("not every tree read yet")
+        names, subtrees = known
+        if not expanded:
+            # Its subtrees first: each is in _LINKS when it comes back to this one.
+            stack.append((tree, True))
+            stack += [(sub, False) for _name, sub in subtrees if sub not in _LINKS]
+            continue
+        found: set[bytes] | None = set(names)
+        for name, sub in subtrees:
+            below = _LINKS[sub]
+            if below is None or found is None or len(found) + len(below) > REF_LINKS_MAX:
+                found = None
+                break
+            found.update(name + b"/" + path for path in below)
+        _LINKS[tree] = None if found is None else frozenset(found)
+    return _LINKS[root]
+
+
+def ref_links(git_dir: str, deadline: float) -> tuple[frozenset[bytes], str | None]:
+    """The gitlink paths of every tree the refs of `git_dir`'s repository name, and why not
+    all were read (None: all were)."""
+    hash_size = _hash_size(git_dir)
+    roots: set[str] = set()
+    why: str | None = None
+    objects: _Objects | None = None
+    try:
+        ids = _ref_ids(git_dir, 2 * hash_size)
+        unpeeled = [oid for oid in ids if oid not in _PEELED]
+        roots = {tree for oid in ids if (tree := _PEELED.get(oid))}
+        if unpeeled or any(root not in _LINKS for root in roots):
+            objects = _Objects(git_dir, hash_size, deadline)
+            for oid in unpeeled:
+                present, tree = _peel(objects, oid)
+                if present:  # one it lacks may come (a fetch): not kept
+                    if len(_PEELED) > TREES_KEPT:
+                        _PEELED.clear()
+                    _PEELED[oid] = tree
+                if tree is not None:
+                    roots.add(tree)
+            for root in roots:
+                _read_trees(objects, root)
+    except _Unread as error:
+        why = str(error)
+    finally:
+        if objects is not None:
+            objects.close()
+    links: set[bytes] = set()
+    for root in roots:
+        try:
+            below = _links_below(root)
+        except _Unread as error:
+            why = why or str(error)
+            continue
+        if below is None:
+            why = f"a tree of more than {REF_LINKS_MAX:,} gitlinks"
+        else:
+            links |= below
+    return frozenset(links), why
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,9 +739,11 @@ class Entered:
     """Its `.git` entry's identity (device, inode: not its stat, which git's own writes in a
     `.git` folder change) and the git dir it names."""
     fingerprint: tuple[object, ...] = ()
-    """The stat of its git dir's FINGERPRINTED files."""
+    """What is in its git dir's FINGERPRINTED files (see `_judged`)."""
     settings: frozenset[str] | None = None
     """What in its config can run a program (see `program_settings`); None: not read for sure."""
+    worktree_settings: frozenset[str] | None = None
+    """The same of its `config.worktree`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,6 +752,11 @@ class LinkState:
 
     entered: dict[str, Entered] = field(default_factory=dict)
     unreadable: tuple[str, ...] = ()
+    blind: tuple[str, ...] = ()
+    """Work trees in which some repository git may enter could not be found (see
+    `link_state`): the next command is refused while one is left."""
+    unread_refs: tuple[str, ...] = ()
+    """Repositories whose refs' trees were not all read (said; read on at the next check)."""
 
 
 def _git_dir_of(work_tree: str) -> str | None:
@@ -367,31 +771,6 @@ def _git_dir_of(work_tree: str) -> str | None:
     return target if os.path.isdir(target) else None
 
 
-def _repositories_below(folder: str, depth: int = SPARSE_DEPTH) -> list[str]:
-    """The work trees (folders holding a `.git`) in `folder`, `depth` levels down, reading at
-    most ENTRIES_MAX folder entries."""
-    found: list[str] = []
-    level = [folder]
-    entries = 0
-    for _ in range(depth):
-        below: list[str] = []
-        for path in level:
-            if entries > ENTRIES_MAX:
-                break
-            try:
-                with os.scandir(path) as listing:
-                    for entry in listing:
-                        entries += 1
-                        if entry.name == ".git":
-                            found.append(path)
-                        elif entry.is_dir(follow_symlinks=False):
-                            below.append(entry.path)
-            except OSError:
-                continue
-        level = below
-    return found
-
-
 def work_trees(git_dir: str) -> list[tuple[str, str]]:
     """The work trees of the repository whose common git dir is `git_dir`, each with the git
     dir holding its index: the main one (a `.git` folder's parent) and the linked ones
@@ -401,8 +780,8 @@ def work_trees(git_dir: str) -> list[tuple[str, str]]:
         found.append((os.path.dirname(git_dir), git_dir))
     for entry in subfolders(os.path.join(git_dir, "worktrees")):
         try:
-            with open(os.path.join(entry, "gitdir"), encoding="utf-8") as handle:
-                dot_git = handle.readline(4096).strip()
+            data = _read_regular(os.path.join(entry, "gitdir"), 4096)[0]
+            dot_git = data.decode().split("\n", 1)[0].strip()
         except (OSError, UnicodeDecodeError):
             continue
         if dot_git:
@@ -410,12 +789,21 @@ def work_trees(git_dir: str) -> list[tuple[str, str]]:
     return found
 
 
-def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
+def link_state(
+    repositories: Iterable[tuple[str, str]], refs: Iterable[tuple[str, str]] | None = None
+) -> LinkState:
     """The repositories git enters from each (work tree, git dir) of `repositories`,
-    through gitlinks, however deep (at most ENTERED_MAX)."""
+    through gitlinks (of its index and, for those of `refs`, every one unless named, of its
+    refs' trees), however deep (at most ENTERED_MAX)."""
     entered: dict[str, Entered] = {}
+    named: set[str] = set()  # the git dirs of `entered`
     unreadable: list[str] = []
+    unread_refs: list[str] = []
+    blind: list[str] = []
     pending = list(repositories)
+    first = set(pending if refs is None else refs)
+    done: set[tuple[str, str]] = set()
+    deadline = time.monotonic() + REFS_READ_S
     while pending:
         if len(entered) > ENTERED_MAX:
             unreadable.append(
@@ -423,46 +811,148 @@ def link_state(repositories: Iterable[tuple[str, str]]) -> LinkState:
             )
             break
         work_tree, git_dir = pending.pop()
+        if (work_tree, git_dir) in done:
+            continue  # a nested repository a gitlink reaches too
+        done.add((work_tree, git_dir))
         try:
             read = index_links(git_dir)
         except UnreadableIndex as error:
-            # Fail closed: what git may enter is then every repository in the work tree.
             unreadable.append(f"{os.path.join(git_dir, 'index')}: {error}")
-            read = IndexLinks(sparse=frozenset({b""}))
+            read = IndexLinks(unnamed=f"unreadable: {error}")
         # Joined as git joins them (a name is relative even with a leading slash), resolved
         # as the kernel resolves them (through links the command may have made).
         # A name holding a NUL: git's paths end there.
-        trees = [work_tree + "/" + os.fsdecode(name.split(b"\0", 1)[0]) for name in read.links]
+        names = read.links
+        if (work_tree, git_dir) in first:
+            committed, why = ref_links(git_dir, deadline)
+            names |= committed
+            if why is not None:
+                unread_refs.append(f"{git_dir}: {why}")
+        trees = [work_tree + "/" + os.fsdecode(name.split(b"\0", 1)[0]) for name in names]
         # Past a few sparse directories, one bounded walk of the work tree covers them all.
         sparse = read.sparse if len(read.sparse) <= SPARSE_MAX else frozenset({b""})
         for folder in sparse:
-            trees += _repositories_below(work_tree + "/" + os.fsdecode(folder.split(b"\0", 1)[0]))
+            below = work_tree + "/" + os.fsdecode(folder.split(b"\0", 1)[0])
+            trees += work_trees_below(below, SPARSE_DEPTH, ENTRIES_MAX).work_trees
+        if read.unnamed is not None:
+            # Fail closed: what git may enter is then every repository in the work tree, at
+            # any depth; past what one walk reads, nothing says which, and commands are
+            # refused until it does (`LinkWatch.refusal`).
+            walked = work_trees_below(work_tree, None, ENTRIES_MAX)
+            trees += walked.work_trees
+            if not walked.complete:
+                blind.append(
+                    f"{os.path.join(git_dir, 'index')} ({read.unnamed}), and {work_tree} too "
+                    "big to search for every repository git may enter instead (more than "
+                    f"{ENTRIES_MAX:,} folder entries, or a folder that cannot be listed)"
+                )
+        own = os.path.realpath(work_tree)
         for tree in trees:
             tree = os.path.realpath(tree)
-            if tree in entered or tree == os.path.realpath(work_tree):
+            if tree in entered or tree == own:
                 continue
             found = _git_dir_of(tree)
             entry = (_identity(os.path.join(tree, ".git")), found)
             if found is None:
                 entered[tree] = Entered(tree, None, entry)
                 continue
-            entered[tree] = Entered(tree, found, entry, _fingerprint(found), _settings(found, tree))
+            entered[tree] = Entered(tree, found, entry, *_judged(found, tree))
+            named.add(found)
             pending.append((tree, found))
         # A submodule's git dir that no work tree names yet: the person's `git submodule
         # update` checks it out, and runs git there with its config and hooks.
-        named = {seen.git_dir for seen in entered.values()}
         for module in module_git_dirs(os.path.join(git_dir, "modules")):
             module = os.path.realpath(module)
             if module not in named:
-                entered[module] = Entered(
-                    module, module, (), _fingerprint(module), _settings(module, module)
-                )
-    return LinkState(entered, tuple(unreadable))
+                entered[module] = Entered(module, module, (), *_judged(module, module))
+                named.add(module)
+    return LinkState(entered, tuple(unreadable), tuple(blind), tuple(unread_refs))
 
 
-def _fingerprint(git_dir: str) -> tuple[object, ...]:
-    # Through links: a config (or hooks folder) that is a link changes with its target.
-    return tuple(_file_key(os.path.join(git_dir, name)) for name in FINGERPRINTED)
+def _judged(
+    git_dir: str, work_tree: str
+) -> tuple[tuple[object, ...], frozenset[str] | None, frozenset[str] | None]:
+    """`git_dir`'s fingerprint (what is in its FINGERPRINTED files, through links: its
+    `config`, `config.worktree` and `commondir` each as `_content`, its `hooks` as
+    `_hooks`), and the program settings of its two configs (see `_settings`)."""
+    keys: list[object] = []
+    settings: list[frozenset[str] | None] = []
+    for name in FINGERPRINTED[:3]:
+        key, data = _content(os.path.join(git_dir, name), CONFIG_READ_MAX)
+        keys.append(key)
+        if name != "commondir":
+            settings.append(_settings(key, data, git_dir, work_tree))
+    keys.append(_hooks(os.path.join(git_dir, "hooks")))
+    return tuple(keys), settings[0], settings[1]
+
+
+def _content(path: str, limit: int) -> tuple[object, bytes | None]:
+    """What git would read at `path` (through links) as a key that changes when that does,
+    and the bytes (None: nothing there, or not a file read for sure). The key: None when
+    nothing is there; else the file's exec bits and a digest of its first `limit` bytes (and
+    when it is longer, its size, inode and ctime, which a command cannot set back); or what
+    else is there (a folder, a FIFO: never opened, never waited on)."""
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None, None  # a link to nothing too: git reads nothing there either
+    except (OSError, ValueError) as error:
+        return ("unread", getattr(error, "errno", None)), None
+    if not stat.S_ISREG(info.st_mode):
+        return ("special", stat.S_IFMT(info.st_mode), info.st_ino, info.st_ctime_ns), None
+    try:
+        data, info = _read_regular(path, limit + 1)
+    except OSError as error:
+        return ("unread", error.errno), None
+    digest = hashlib.blake2b(data[:limit], digest_size=16).digest()
+    if len(data) > limit:
+        return (info.st_mode & 0o111, digest, info.st_size, info.st_ino, info.st_ctime_ns), None
+    return (info.st_mode & 0o111, digest), data
+
+
+def _read_regular(path: str, limit: int) -> tuple[bytes, os.stat_result]:
+    """Up to `limit` bytes of the regular file at `path`, opened without blocking (a FIFO put
+    there after a check is not waited on) and checked a regular file once open."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        chunks: list[bytes] = []
+        left = limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks), info
+    finally:
+        os.close(fd)
+
+
+def _hooks(hooks: str) -> object:
+    """A hooks folder's key: each hook git could run (any name but `*.sample`) with its
+    `_content`, in name order; past HOOKS_MAX of them, or unlisted, what stands for that."""
+    try:
+        with os.scandir(hooks) as listing:
+            names = sorted(entry.name for entry in listing if not entry.name.endswith(".sample"))
+    except (FileNotFoundError, NotADirectoryError):
+        return _content(hooks, 0)[0]  # nothing there, or a file (which git runs nothing from)
+    except (OSError, ValueError) as error:
+        return ("unread", getattr(error, "errno", None))
+    if len(names) > HOOKS_MAX:
+        return ("crowded", len(names), _file_key(hooks))
+    return tuple((name, _content(os.path.join(hooks, name), HOOK_READ_MAX)[0]) for name in names)
+
+
+def _listing(key: object) -> dict[str, object] | None:
+    """The hooks of a hooks folder's key (`_hooks`) by name; None when it is no listing."""
+    if not isinstance(key, tuple) or not all(
+        isinstance(hook, tuple) and len(hook) == 2 and isinstance(hook[0], str) for hook in key
+    ):
+        return None
+    return dict(key)
 
 
 def _identity(path: str) -> tuple[int, int] | None:
@@ -473,19 +963,32 @@ def _identity(path: str) -> tuple[int, int] | None:
     return (info.st_dev, info.st_ino)
 
 
-_SETTINGS: dict[str, tuple[tuple[StatKey, StatKey], frozenset[str] | None]] = {}
-"""Per config file: its stat when read, and its program settings then."""
+_SETTINGS: dict[object, frozenset[str] | None] = {}
+"""Per config content (its `_content` key): its program settings."""
 
 
 _WORKTREE = "core..worktree="
 
 
-def _settings(git_dir: str, work_tree: str) -> frozenset[str] | None:
-    """`program_settings` of `git_dir/config` (see `_read_settings`), but a `core.worktree`
-    naming the work tree entered (git's own, for a submodule): another one would have the
-    person's git check files out there (into the workspace's `.git`, say). For a git dir no
-    work tree names yet (`work_tree` is `git_dir`), one naming no folder in a `.git`."""
-    found = _read_settings(git_dir)
+def _settings(
+    key: object, data: bytes | None, git_dir: str, work_tree: str
+) -> frozenset[str] | None:
+    """`program_settings` of a config (`_content`: none when there is none, None when it is not
+    read for sure), but a `core.worktree` naming the work tree entered (git's own, for a
+    submodule): another one would have the person's git check files out there (into the
+    workspace's `.git`, say). For a git dir no work tree names yet (`work_tree` is
+    `git_dir`), one naming no folder in a `.git`."""
+    if key is None:
+        return frozenset()
+    if data is None:
+        return None
+    if key in _SETTINGS:
+        found = _SETTINGS[key]
+    else:
+        found = program_settings(data.decode("utf-8", errors="replace"))
+        if len(_SETTINGS) > READ_KEPT:
+            _SETTINGS.clear()
+        _SETTINGS[key] = found
     if found is None:
         return None
 
@@ -501,30 +1004,6 @@ def _settings(git_dir: str, work_tree: str) -> frozenset[str] | None:
         return ".git" in target.split(os.sep)
 
     return frozenset(filter(kept, found))
-
-
-def _read_settings(git_dir: str) -> frozenset[str] | None:
-    """`program_settings` of `git_dir/config` (none when there is none), read again only when
-    its stat changed (and not kept when it changed just before: racy)."""
-    path = os.path.join(git_dir, "config")
-    key = _file_key(path)
-    known = _SETTINGS.get(path)
-    if known is not None and known[0] == key:
-        return known[1]
-    target = key[1]
-    if target is None:
-        return frozenset() if key[0] is None else None
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            text = handle.read(CONFIG_READ_MAX + 1)
-    except OSError:
-        return None
-    found = None if len(text) > CONFIG_READ_MAX else program_settings(text)
-    if target[1] < time.time_ns() - RACY_NS:
-        if len(_SETTINGS) > READ_KEPT:
-            _SETTINGS.clear()
-        _SETTINGS[path] = (key, found)
-    return found
 
 
 def program_settings(text: str) -> frozenset[str] | None:
@@ -579,8 +1058,8 @@ def _inert_hooks(hooks: str) -> bool:
 
 def _runs(now: Entered, then: Entered | None) -> list[str]:
     """What in `now`'s git dir could run a program (or name more that does) when git runs
-    there, and is new since `then` (its state before: the files whose stat changed, and of a
-    config the settings added)."""
+    there, and is new since `then` (its state before: the files whose content changed, of a
+    config the settings added, of a hooks folder the hooks added or changed)."""
     assert now.git_dir is not None
     git_dir = now.git_dir
 
@@ -592,15 +1071,30 @@ def _runs(now: Entered, then: Entered | None) -> list[str]:
     commondir = os.path.join(git_dir, "commondir")
     if changed("commondir") and os.path.lexists(commondir):
         found.append(commondir)
-    config = os.path.join(git_dir, "config")
-    if changed("config") and os.path.lexists(config):
-        before = frozenset() if then is None or then.settings is None else then.settings
-        # An include counts whenever the config changed: what it names may change unseen.
-        if now.settings is None or now.settings - before or any(map(_INCLUDE, now.settings)):
-            found.append(config)
+    for name, settings, before in (
+        ("config", now.settings, None if then is None else then.settings),
+        (
+            "config.worktree",
+            now.worktree_settings,
+            None if then is None else then.worktree_settings,
+        ),
+    ):
+        config = os.path.join(git_dir, name)
+        if changed(name) and os.path.lexists(config):
+            # An include counts whenever the config changed: what it names may change unseen.
+            added = settings is None or settings - (before or frozenset())
+            if added or any(map(_INCLUDE, settings or ())):
+                found.append(config)
     hooks = os.path.join(git_dir, "hooks")
-    if changed("hooks") and not _inert_hooks(hooks):
-        found.append(hooks)
+    if changed("hooks"):
+        listed = _listing(now.fingerprint[-1])
+        held = None if then is None else _listing(then.fingerprint[-1])
+        if listed is not None and held is not None and not os.path.islink(hooks):
+            # A folder that held hooks before: only those added or changed move aside, the
+            # person's others stay where git runs them.
+            found += [os.path.join(hooks, n) for n, key in listed.items() if held.get(n, ()) != key]
+        elif not _inert_hooks(hooks):
+            found.append(hooks)
     return found
 
 
@@ -680,6 +1174,10 @@ class LinkWatch:
     own: tuple[str, ...]
     writable: tuple[str, ...]
     before: LinkState
+    refusal: str | None = None
+    """Why the command must not run: which repositories git enters cannot be told."""
+    committed: tuple[tuple[str, str], ...] = ()
+    """Those of `repositories` whose refs' trees are read too."""
 
     @classmethod
     def start(cls, writable: Sequence[str], last: LinkState | None = None) -> LinkWatch:
@@ -697,7 +1195,10 @@ class LinkWatch:
         own = (*(d for found in dirs.values() for d in found), *repositories)
         # The repositories inside the roots too (a workspace that is a folder of them, a
         # nested clone): the person's git in one enters its gitlinks. Not the roots' own,
-        # so judged like any repository a gitlink reaches.
+        # so judged like any repository a gitlink reaches. The refs are read of the roots'
+        # and of the workspace's nested ones (as the sandbox binds them: the extra roots, a
+        # temp folder, hold none of the person's, and a busy one would cost every command).
+        committed = dict(repositories)
         for root in writable:
             nested, gitfiles = nested_git_dirs(root)
             seeds = [(os.path.dirname(d), d) for d in nested if os.path.basename(d) == ".git"]
@@ -707,9 +1208,17 @@ class LinkWatch:
                     seeds.append((os.path.dirname(gitfile), found[0]))
             for work_tree, index_dir in seeds:
                 repositories.setdefault(index_dir, work_tree)
+                if root == writable[0]:
+                    committed.setdefault(index_dir, work_tree)
         pairs = tuple((work_tree, index_dir) for index_dir, work_tree in repositories.items())
-        before = link_state(pairs) if last is None else last
-        return cls(pairs, tuple(dict.fromkeys(own)), tuple(writable), before)
+        refs = tuple((work_tree, index_dir) for index_dir, work_tree in committed.items())
+        before = link_state(pairs, refs) if last is None else last
+        if before.blind and last is not None:
+            # Refused since; if the person mended it, judged from what they left.
+            before = link_state(pairs, refs)
+        refusal = BLIND_REFUSAL.format("; ".join(before.blind)) if before.blind else None
+        own_dirs = tuple(dict.fromkeys(own))
+        return cls(pairs, own_dirs, tuple(writable), before, refusal, refs)
 
     def finish(self) -> str:
         """After it: what was moved aside (see `quarantine`), as the person and model are
@@ -718,13 +1227,27 @@ class LinkWatch:
 
     def finish_with_state(self) -> tuple[str, LinkState]:
         """`finish`, and the state after it, for the session's next command."""
-        after = link_state(self.repositories)
+        after = link_state(self.repositories, self.committed)
         undone = quarantine(self.before, after, self.writable, self.own)
-        text = quarantine_text(undone, after.unreadable)
-        return text, link_state(self.repositories) if undone else after
+        text = quarantine_text(undone, after.unreadable, after.blind, after.unread_refs)
+        return text, link_state(self.repositories, self.committed) if undone else after
 
 
-def quarantine_text(undone: Sequence[Undone], unreadable: Sequence[str] = ()) -> str:
+BLIND_REFUSAL = (
+    "write-guard refuses shell commands while it cannot tell which repositories the "
+    "workspace's git enters (their config and hooks would run for the person): {}. For the "
+    "person, outside this session: check `git ls-files -s | grep ^160000` and the config and "
+    "hooks of the repositories in that work tree, then rebuild the index (`git read-tree "
+    "HEAD` keeps the work tree's files, not what was staged); commands run again once it reads"
+)
+
+
+def quarantine_text(
+    undone: Sequence[Undone],
+    unreadable: Sequence[str] = (),
+    blind: Sequence[str] = (),
+    unread_refs: Sequence[str] = (),
+) -> str:
     """What the person and the model are told."""
     parts = [
         f"moved {item.path} aside to {item.kept}"
@@ -745,5 +1268,19 @@ def quarantine_text(undone: Sequence[Undone], unreadable: Sequence[str] = ()) ->
             "Could not read the index to check the gitlinks a shell command left: "
             + "; ".join(unreadable)
             + ". Check `git ls-files -s | grep ^160000` before running git in the workspace."
+        )
+    if blind:
+        text += (
+            " It could not search all the repositories git may enter instead: "
+            + "; ".join(blind)
+            + ". Shell commands are refused until the index reads again."
+        )
+    if unread_refs:
+        text += (" " if text else "") + (
+            "Could not read every tree the refs name, for the gitlinks a checkout would bring "
+            "(read on at the next command): "
+            + "; ".join(unread_refs)
+            + ". Before checking out another branch or tag, check "
+            "`git ls-tree -r <it> | grep ^160000`."
         )
     return text

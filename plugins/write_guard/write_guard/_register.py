@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
-from framework import CallNext, Engine, ToolCall, ToolResult, hookimpl
+from framework import CallNext, Engine, SessionEnd, ToolCall, ToolResult, TurnComplete, hookimpl
 
 from write_guard._gitdir import aside_state, identities, put_back, undo, undone_text
 from write_guard._gitlink import LinkState, LinkWatch
@@ -40,7 +41,7 @@ GITLINK_FAILED = (
     "workspace"
 )
 LAST_KEPT = 64
-"""Sessions (and roots) whose last gitlinks' state is kept."""
+"""Sessions (and roots) whose last gitlinks' state is kept (the least recently used goes)."""
 _T = TypeVar("_T")
 
 __all__ = ["PLUGIN", "RECORD_TTL_S", "Guard", "gated", "is_shell_tool", "is_write_tool", "register"]
@@ -53,8 +54,15 @@ def register(on: Any, options: Options | None) -> None:
     # One check at a time: one that ran over and was left to end in its thread makes the
     # next wait (and run over too) rather than threads pile up.
     busy = threading.Lock()
-    # Per session and roots: the gitlinks' state the last command left (see LinkWatch.start).
-    last: dict[tuple[str, tuple[str, ...]], LinkState] = {}
+    # Per session and roots: the gitlinks' state the last command left (see LinkWatch.start),
+    # and that command's watch, to check again at the turn's and the session's end.
+    last: dict[tuple[str, tuple[str, ...]], tuple[LinkState, LinkWatch]] = {}
+
+    def keep(seen: tuple[str, tuple[str, ...]], state: LinkState, watch: LinkWatch) -> None:
+        last.pop(seen, None)
+        if len(last) >= LAST_KEPT:
+            del last[next(iter(last))]
+        last[seen] = (state, watch)
 
     def serial(work: Callable[[], _T]) -> _T:
         if not busy.acquire(timeout=GITLINK_CHECK_S):
@@ -81,18 +89,21 @@ def register(on: Any, options: Options | None) -> None:
         surface, writable = redirect_surface(roots)
         before, pinned = aside_state(surface.absent), identities(surface.pinned)
         seen = (event.session_id, tuple(writable))
+        kept = last.get(seen)
         try:
-            links = await bounded(lambda: LinkWatch.start(writable, last.get(seen)))
+            links = await bounded(
+                lambda: LinkWatch.start(writable, None if kept is None else kept[0])
+            )
         except TimeoutError:
             return ToolResult.denied(GITLINK_OVERRUN, by=PLUGIN)
+        if links.refusal is not None:
+            return ToolResult.denied(links.refusal, by=PLUGIN)
         result = await call_next(event)
         undone = [*put_back(pinned), *undo(surface.absent, before, writable)]
         said = [undone_text(undone)] if undone else []
         try:
             checked, state = await bounded(links.finish_with_state)
-            if len(last) >= LAST_KEPT:
-                last.clear()
-            last[seen] = state
+            keep(seen, state, links)
             said.append(checked)
         except TimeoutError:
             said.append(GITLINK_UNFINISHED)
@@ -103,6 +114,40 @@ def register(on: Any, options: Options | None) -> None:
             return result
         engine.ui.toast(text)
         return result.with_note(text, by=PLUGIN)
+
+    async def settled(session_id: str, end: bool) -> str:
+        """What a command still running in the background left in the repositories git
+        enters since the session's last command (see `redirections`), moved aside; what the
+        person and the model are told."""
+        said = []
+        for seen in [seen for seen in last if seen[0] == session_id]:
+            state, watch = last.pop(seen) if end else last[seen]
+            since = dataclasses.replace(watch, before=state)
+            try:
+                checked, state = await bounded(since.finish_with_state)
+                said.append(checked)
+            except TimeoutError:
+                said.append(GITLINK_UNFINISHED)
+            except Exception as error:
+                said.append(f"{GITLINK_FAILED} ({type(error).__name__})")
+            if not end:
+                keep(seen, state, watch)
+        return " ".join(part for part in said if part)
+
+    async def turn_done(engine: Engine, event: TurnComplete, call_next: CallNext) -> Any:
+        """At a turn's end, before the person (handed the session) may run git."""
+        result = await call_next(event)
+        text = await settled(event.session_id, end=False)
+        if text:
+            engine.ui.toast(text)
+            await engine.session.append(text)
+        return result
+
+    async def session_done(engine: Engine, event: SessionEnd, call_next: CallNext) -> Any:
+        text = await settled(event.session_id, end=True)
+        if text:
+            engine.ui.toast(text)
+        return await call_next(event)
 
     # The preset and the git gate first (fail-open: they await the store), then the
     # fail-closed checks; the sandbox wraps the command last, so that every other plugin's
@@ -115,3 +160,5 @@ def register(on: Any, options: Options | None) -> None:
     on("tool.call", guard.learn, match={"tool": "AskUserQuestion"}, order=-90)
     on("session.start", guard.started)
     on("session.end", guard.ended)
+    on("turn.complete", turn_done)
+    on("session.end", session_done)

@@ -38,9 +38,10 @@ SandboxChoice = Literal["auto", "bwrap", "off"]
 # each git dir found there): Claude Code's project settings and git's programs and config.
 _ROOT_PROTECTED = (".claude", "hookchain.toml", ".hookchain")
 _GIT_PROTECTED = ("config", "config.worktree", "hooks")
-# Nested repositories are found by a walk of the workspace this deep (`a/b/c/.git`), reading at
-# most this many folder entries, again after this long or when the root's own entries change;
-# submodules at any depth are found from `.gitmodules` and the git dirs under `modules/`.
+# Nested repositories are found by a walk of the workspace reading this many levels of folders
+# (the root, `a`, `a/b`: `a/b/.git` is found, `a/b/c/.git` is not), at most this many folder
+# entries, again after this long or when the root's own entries change; submodules at any
+# depth are found from `.gitmodules` and the git dirs under `modules/`.
 NESTED_DEPTH = 3
 NESTED_ENTRIES_MAX = 20_000
 NESTED_TTL_S = 30.0
@@ -152,28 +153,54 @@ def nested_git_dirs(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return found
 
 
-def _find_nested(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    work_trees: list[str] = []
-    level = [root]
+@dataclass(frozen=True, slots=True)
+class Walk:
+    """The work trees a bounded walk found, and whether it read every folder below."""
+
+    work_trees: tuple[str, ...]
+    complete: bool
+    """False when a folder was left unread: below `depth`, past the entries read at most, or
+    one that could not be listed."""
+
+
+def work_trees_below(
+    folder: str, depth: int | None, entries_max: int, skip: frozenset[str] = frozenset()
+) -> Walk:
+    """The folders holding a `.git` entry (work trees, `folder` among them) in `folder` and
+    below, reading `depth` levels of folders at most (None: any) and `entries_max` folder
+    entries, entering no folder named in `skip`, no `.git` and no link."""
+    found: list[str] = []
+    level = [folder]
     entries = 0
-    for _depth in range(NESTED_DEPTH):
+    complete = True
+    levels = 0
+    while level:
+        if depth is not None and levels == depth:
+            return Walk(tuple(found), False)
+        levels += 1
         below: list[str] = []
-        for folder in level:
+        for path in level:
             try:
-                with os.scandir(folder) as listing:
+                with os.scandir(path) as listing:
                     for entry in listing:
                         entries += 1
-                        if entry.name == ".git" and folder != root:
-                            work_trees.append(folder)
-                        elif entry.name not in _NOT_WALKED and entry.is_dir(follow_symlinks=False):
+                        if entries > entries_max:
+                            return Walk(tuple(found), False)
+                        if entry.name == ".git":
+                            found.append(path)
+                        elif entry.name not in skip and entry.is_dir(follow_symlinks=False):
                             below.append(entry.path)
+            except (FileNotFoundError, NotADirectoryError):
+                continue  # gone while walked: nothing there to enter
             except OSError:
-                continue
-            if entries > NESTED_ENTRIES_MAX:
-                break
-        if entries > NESTED_ENTRIES_MAX:
-            break
+                complete = False
         level = below
+    return Walk(tuple(found), complete)
+
+
+def _find_nested(root: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    walked = work_trees_below(root, NESTED_DEPTH, NESTED_ENTRIES_MAX, _NOT_WALKED)
+    work_trees = [path for path in walked.work_trees if path != root]
     try:
         with open(os.path.join(root, ".gitmodules"), encoding="utf-8") as handle:
             modules = _MODULE_PATH.findall(handle.read(65_536))
