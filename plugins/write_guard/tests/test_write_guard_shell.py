@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 import shlex
+import subprocess
+from pathlib import Path
 
 import pytest
 from write_guard._shell import (
@@ -162,3 +164,44 @@ def test_a_quote_that_a_word_opens_after_a_hash_is_refused() -> None:
     # The POSIX lexer would read `#it's` as a comment; bash reads an unclosed quote.
     with pytest.raises(ShellParseError):
         parse_line("echo a#it's")
+
+
+# Lines whose next lines are commands although a `<<` shows in them, or whose heredoc ends
+# where bash ends it: each `touch` bash runs must be a command the analysis reads.
+HEREDOC_LINES = [
+    "echo '<<EOF'\ntouch r1\nEOF",
+    'echo "x<<EOF"\ntouch r2\nEOF',
+    "echo x # <<EOF\ntouch r3\nEOF",
+    "echo $((1<<2)) >/dev/null\ntouch r4\nEOF",
+    "(( x = 1 << 2 ))\ntouch r5\nEOF",
+    "echo ${HOME/<</x}\ntouch r6\nEOF",
+    'cat <<E"O"F >/dev/null\nx\nEOF\ntouch r7',
+    "cat <<\\EOF >/dev/null\nx\nEOF\ntouch r8",
+    "cat <<'E ' >/dev/null\nx\nE \ntouch r9",
+    "cat <<EOF >/dev/null\n$(touch r10)\nEOF",
+    "cat <<A <<B >/dev/null\na\nA\n$(touch r11)\nB\ntouch r12",
+    "cat <<-EOF >/dev/null\n\tx\n\tEOF\ntouch r13",
+    'x="$(cat <<\'EOF\'\nsay "hi" it\'s\nEOF\n)"; touch r14',
+]
+
+
+@pytest.mark.parametrize("line", HEREDOC_LINES)
+def test_every_command_bash_runs_past_a_heredoc_is_read(line: str, tmp_path: Path) -> None:
+    done = subprocess.run(
+        ["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True, timeout=10, check=False
+    )
+    ran = sorted(path.name for path in tmp_path.iterdir())
+    assert ran, done.stderr
+    parsed = parse_line(line)
+    inner = [parse_line(text).commands for text in parsed.substitutions]
+    read = {
+        command.argv[1]
+        for command in [*parsed.commands, *(c for commands in inner for c in commands)]
+        if command.argv[:1] == ("touch",)
+    }
+    assert set(ran) <= read, (ran, read)
+
+
+def test_a_quoted_delimiter_keeps_its_body_data() -> None:
+    parsed = parse_line("cat <<'EOF' > notes.txt\n$(rm -rf x)\nEOF")
+    assert parsed.heredocs == ["$(rm -rf x)"] and parsed.substitutions == []
