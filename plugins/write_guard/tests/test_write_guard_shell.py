@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -23,7 +24,9 @@ ALPHABET = "ab/.-_~*=$`{}! \t\r\n;&|<>()0é'\"\\#"
 def _without_comments(text: str) -> str:
     """`text` with bash's comments blanked: from a `#` where a word starts (outside quotes) up
     to, not including, its newline. (The POSIX lexer reads a `#` inside a word as a comment too,
-    and swallows the newline after one: bash does neither.)"""
+    and swallows the newline after one: bash does neither.) A `$'…'` string, bash's ANSI-C
+    quoting, is written as the single-quoted string of what it stands for (an unclosed one
+    raises ValueError, as the lexer does for an unclosed quote), and `$"…"` as `"…"`."""
     kept: list[str] = []
     index, quote, word_start = 0, "", True
     while index < len(text):
@@ -42,12 +45,31 @@ def _without_comments(text: str) -> str:
                 break
             index = end
             continue
+        if text.startswith("$'", index):
+            end = index + 2
+            while end < len(text) and text[end] != "'":
+                end += 2 if text[end] == "\\" else 1
+            if end >= len(text):
+                raise ValueError("an ANSI-C string that is never closed")
+            meant = _ANSI.sub(lambda m: _ANSI_MEANT.get(m[1], m[0]), text[index + 2 : end])
+            kept.append("'" + meant.replace("'", "'\"'\"'") + "'")
+            index, word_start = end + 1, False
+            continue
+        if text.startswith('$"', index):
+            index += 1  # `$"…"`: a double-quoted string bash may translate
+            continue
         step = 2 if char == "\\" else 1
         kept.append(text[index : index + step])
         quote = char if char in "'\"" else ""
         word_start = char in " \t\r;&|<>()\n"
         index += step
     return "".join(kept)
+
+
+# What the escapes that ALPHABET can spell mean in bash's ANSI-C strings (`\0` is octal).
+_ANSI = re.compile(r"\\(0[0-7]{0,2}|.)", re.DOTALL)
+_ANSI_MEANT = {"a": "\a", "b": "\b", "'": "'", '"': '"', "\\": "\\", "?": "?"}
+_ANSI_MEANT.update({f"0{digits}": "\0" for digits in ("", "0", "00")})
 
 
 def _lexer_tokens(text: str) -> list[str]:
@@ -205,3 +227,23 @@ def test_every_command_bash_runs_past_a_heredoc_is_read(line: str, tmp_path: Pat
 def test_a_quoted_delimiter_keeps_its_body_data() -> None:
     parsed = parse_line("cat <<'EOF' > notes.txt\n$(rm -rf x)\nEOF")
     assert parsed.heredocs == ["$(rm -rf x)"] and parsed.substitutions == []
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("$'\\x67it' branch -D x", ("git", "branch", "-D", "x")),
+        ("echo $'a\\'b' $'\\t\\101\\u00e9' $\"c\"", ("echo", "a'b", "\tAé", "c")),
+        ("$'cd' ..", ("cd", "..")),
+        ("echo \"$'x'\" '$'x", ("echo", "$'x'", "$x")),
+    ],
+)
+def test_ansi_c_strings_read_as_bash_reads_them(line: str, words: tuple[str, ...]) -> None:
+    assert [command.argv for command in parse_line(line).commands] == [words]
+
+
+def test_an_ansi_c_quote_escaped_inside_does_not_close_it() -> None:
+    # bash: `$'\''` is one quote, so the last line's quote is never closed (the lines before
+    # it run); read as plain quotes, `'\''` would close and the middle line be a string.
+    with pytest.raises(ShellParseError):
+        parse_line("$'\\''\ntouch x\n'")

@@ -25,32 +25,47 @@ _CHANGES_DIRECTORY = frozenset({"cd", "pushd"})
 # Loops unrolled (`a*(?:b a*)*` rather than `(?:a|b)*`): one regex step per run, not per character.
 _SUBSTITUTION = re.compile(r"\$\(([^()]*(?:\([^()]*\)[^()]*)*)\)|`([^`]*)`")
 # The tokens of a line as bash splits it for us (the POSIX lexer, `shlex`, splits lines without
-# comments the same way): blanks " \t\r", one regex step per token with the blanks before it: a
-# punctuation run, or a word of plain runs, quoted strings and escapes (loops unrolled, one step
-# per run). A `#` starts a comment only where a word would start, and the comment stops before
-# its newline, which still ends the command; inside a word `#` is a plain character (bash runs
-# `echo a#; rm x` as two commands). A comment matches with no group; trailing blanks match
-# nothing. `bad` is a quote or backslash that opens no piece (an unclosed quote, a trailing
+# comments the same way, bash's ANSI-C strings aside): blanks " \t\r", one regex step per token
+# with the blanks before it: a punctuation run, or a word of plain runs, quoted strings and
+# escapes (loops unrolled, one step per run). A `#` starts a comment only where a word would
+# start, and the comment stops before its newline, which still ends the command; inside a word
+# `#` is a plain character (bash runs `echo a#; rm x` as two commands). A `$'…'` string is
+# bash's ANSI-C quoting: a backslash escapes its quote there (`$'\''` is one `'`), unlike in a
+# plain single-quoted string. A comment matches with no group; trailing blanks match nothing.
+# `bad` is a quote, backslash or `$'` that opens no piece (an unclosed quote, a trailing
 # escape). Every quantifier is possessive: no token is a prefix of a longer reading the pattern
 # could backtrack to (what follows a run can never start it), so giving characters back never
 # finds another match, and the engine keeps no backtracking state per run.
-_WORD_PIECE = r"""'[^']*+'|"[^"\\]*+(?:\\.[^"\\]*+)*+"|\\."""
+_WORD_PIECE = r"""\$'[^'\\]*+(?:\\.[^'\\]*+)*+'|\$(?!')|'[^']*+'|"[^"\\]*+(?:\\.[^"\\]*+)*+"|\\."""
 _TOKEN = re.compile(
     r"""[ \t\r]*+(?:
     (?P<punct>[;&|<>()\n]++)
-    |(?P<word>(?:[^ \t\r;&|<>()\n'"\\\#]++|"""
+    |(?P<word>(?:[^ \t\r;&|<>()\n'"\\\#$]++|"""
     + _WORD_PIECE
-    + r""")(?:[^ \t\r;&|<>()\n'"\\]++|"""
+    + r""")(?:[^ \t\r;&|<>()\n'"\\$]++|"""
     + _WORD_PIECE
     + r""")*+)
     |\#[^\n]*+
-    |(?P<bad>['"\\]))""",
+    |(?P<bad>['"\\]|\$'))""",
     re.VERBOSE | re.DOTALL,
 )
 # A backslash-newline joins two lines, unless that backslash is itself escaped (`echo a\\`
 # then a newline is two commands): escaped backslashes are matched in pairs, left to right.
 _CONTINUATION = re.compile(r"\\(?:\\|\r?\n)")
-_PIECE = re.compile(r"""'([^']*)'|"([^"\\]*(?:\\.[^"\\]*)*)"|\\(.)""", re.DOTALL)
+_PIECE = re.compile(
+    r"""\$'((?:[^'\\]|\\.)*)'|\$"([^"\\]*(?:\\.[^"\\]*)*)"|'([^']*)'|"([^"\\]*(?:\\.[^"\\]*)*)"|\\(.)""",
+    re.DOTALL,
+)
+# The escapes of an ANSI-C string, as bash reads them (any other backslash stays as written).
+_ANSI_ESCAPE = re.compile(
+    r"\\(?:([abeEfnrtv\\'\"?])|([0-7]{1,3})|x([0-9A-Fa-f]{1,2})|u([0-9A-Fa-f]{1,4})"
+    r"|U([0-9A-Fa-f]{1,8})|c(.))",
+    re.DOTALL,
+)
+_ANSI_LETTERS = {
+    "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+    "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
+}  # fmt: skip
 
 
 class ShellParseError(ValueError):
@@ -160,17 +175,31 @@ def _is_punctuation_run(token: str) -> bool:
 
 
 def _unquote(match: re.Match[str]) -> str:
-    single, double, escaped = match.groups()
+    ansi, locale, single, double, escaped = match.groups()
     if single is not None:
         return str(single)
+    if ansi is not None:
+        return _ANSI_ESCAPE.sub(_ansi_escape, ansi) if "\\" in ansi else str(ansi)
     if double is None:
-        return str(escaped)
+        double = locale  # `$"…"` is a double-quoted string bash may translate
+        if double is None:
+            return str(escaped)
     if "\\" not in double:
         return str(double)
     # Inside double quotes a backslash escapes only a quote or a backslash; before anything else
     # both characters stay. Pairs are taken left to right: first every `\\`, and no piece
     # between them holds another, so each remaining `\"` is a pair of its own.
     return "\\".join(piece.replace('\\"', '"') for piece in double.split("\\\\"))
+
+
+def _ansi_escape(match: re.Match[str]) -> str:
+    letter, octal, hexa, short, long, control = match.groups()
+    if letter is not None:
+        return _ANSI_LETTERS[letter]
+    if control is not None:
+        return chr(ord(control) & 0x1F)
+    number = int(octal, 8) & 0xFF if octal is not None else int(hexa or short or long, 16)
+    return chr(number) if number <= 0x10FFFF else match.group()
 
 
 def _refuse(text: str) -> NoReturn:
