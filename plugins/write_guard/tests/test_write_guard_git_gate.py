@@ -135,3 +135,38 @@ def test_without_a_sandbox_git_running_a_program_is_refused() -> None:
     assert fallback_doubt(surface.programs, line) is not None
     plain = extract_surface("Bash", {"command": "git status"})
     assert fallback_doubt(plain.programs, "git status") is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "S=branch; git $S -D feature",
+        "F=-D; git branch $F feature",
+        "git $(echo branch) -D feature",
+        'f() { git "$@"; }; f branch -D feature',
+        "eval \"$(printf 'git branch -D feature')\"",
+        "git${IFS}branch -D feature",
+        "git`true` branch -D feature",
+        "$0 -c 'git branch -D feature'",
+        'git push origin "$BRANCH"',
+        'git -c "$KEY=1" status',
+    ],
+)
+def test_a_git_word_known_only_when_the_line_runs_is_held(line: str) -> None:
+    assert git_hold(extract_surface("Bash", {"command": line})) is not None, line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "git commit -qm \"$(cat <<'EOF'\nFix: x\nEOF\n)\"",
+        'git commit -am "$msg"',
+        'git commit --message="$msg"',
+        'git checkout -b "$name"',
+        'git add "$f" && git rm -q -- "$g"',
+        "git log --format=%s $range",
+        "$HOME/bin/tool --flag",
+    ],
+)
+def test_a_computed_message_or_a_plain_subcommands_argument_is_not_held(line: str) -> None:
+    assert git_hold(extract_surface("Bash", {"command": line})) is None, line

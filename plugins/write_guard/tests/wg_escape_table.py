@@ -166,6 +166,7 @@ ESCAPES: list[Escape] = [
         "rm .git/refs/heads/feature",
         ": > .git/packed-refs; rm -f .git/refs/tags/v1",
         "cd .git && rm refs/heads/feature",
+        "$0 -c 'git branch -D feature'",
     ),
     *_e(
         "git-gate-remote",  # pushes that rewrite a remote (needs the network: refused)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from write_guard._git import GIT_CORE_PREFIX
-from write_guard._shell import ShellParseError, parse_line
+from write_guard._shell import COMPUTED, ShellParseError, is_computed, parse_line
 
 _MAX_DEPTH = 4
 
@@ -108,10 +108,11 @@ def _analyse_argv(
     if name not in ANALYSED_COMMANDS and not name.startswith(INTERPRETER_PREFIXES):
         if name.startswith(GIT_CORE_PREFIX):
             analysis.git_commands.append((*env, *argv))
-        elif argv[0][:1] == "$" and (argv[0][1:2].isalpha() or argv[0][1:2] in {"_", "{"}):
-            # A computed program name: read the rest as if it were git, the cautious reading.
+        elif is_computed(name):
+            # A program name known only when the line runs (`$G`, `$(echo git)`, `git${IFS}x`):
+            # it may be git with any subcommand, the cautious reading (see `_git`).
             analysis.uncertain.append("a computed command name")
-            analysis.git_commands.append((*env, "git", *argv[1:]))
+            analysis.git_commands.append((*env, "git", COMPUTED, *_after_computed(argv)))
         return  # most commands (`ls`, `echo`, `cd`) write nothing: one test rather than eight
     if name in _WRAPPERS:
         if name == "env" and any(word in {"-S", "--split-string"} for word in argv):
@@ -160,6 +161,17 @@ def _analyse_argv(
     if extractor is not None:
         for path in extractor(argv[1:]):
             analysis.targets.append(WriteTarget(path, name, prefix))
+
+
+def _after_computed(argv: list[str]) -> list[str]:
+    """The words after a computed program name; a backtick substitution split at its blanks
+    (`` `echo git` branch``) ends at the word that closes it."""
+    index = 1
+    if argv[0].count("`") % 2:
+        while index < len(argv) and not argv[index].count("`") % 2:
+            index += 1
+        index += 1
+    return argv[index:]
 
 
 def _is_assignment(word: str) -> bool:

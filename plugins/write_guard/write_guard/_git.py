@@ -9,6 +9,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Iterable
 
+from write_guard._shell import is_computed
+
 # global options that take a separate value: `git -C dir`, `git -c key=value`, ...
 _GLOBAL_VALUE_OPTIONS = frozenset(
     {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env",
@@ -169,9 +171,60 @@ def _danger(call: GitCall, depth: int) -> str | None:
         inner = GitCall(("git", *expanded, *rest))
         inner.configs, inner.aliases = call.configs, call.aliases
         return _danger(inner, depth + 1)
+    if is_computed(subcommand):
+        # Known only when the line runs: it may be any subcommand. Read as if the next word
+        # were the subcommand, for the operation to name when that one is dangerous already.
+        inner = GitCall(("git", *rest))
+        inner.configs, inner.aliases = call.configs, call.aliases
+        return _danger(inner, depth + 1) or "a git command known only when the line runs"
+    if any(is_computed(key) for key in call.configs):
+        return "git configuration known only when the line runs"
     if subcommand == "clean" and "clean.requireforce" in call.configs:
         return "clean (forced by configuration)"
-    return _subcommand_danger(subcommand, rest)
+    danger = _subcommand_danger(subcommand, rest)
+    if danger is None and subcommand in _GATED:
+        computed = _computed_argument(rest)
+        if computed is not None:
+            return f"{subcommand} with an argument known only when the line runs ({computed})"
+    return danger
+
+
+# Options whose value is a message, a name or a date, never an option of git's: a value known
+# only at run time there (`commit -m "$(cat <<'EOF' …)"`) changes nothing the gate reads.
+_VALUE_OPTIONS = frozenset({
+    "-m", "--message", "-F", "--file", "-C", "--reuse-message", "-c", "--reedit-message",
+    "--author", "--date", "-t", "--template", "--trailer", "-b", "--fixup", "--squash",
+})  # fmt: skip
+
+
+def _computed_argument(rest: list[str]) -> str | None:
+    """The first word of a gated subcommand's arguments known only when the line runs (it may
+    be `-D`, `--hard` or a forced refspec), but a value of `_VALUE_OPTIONS` or a path after
+    `--`; None when there is none."""
+    value_next = False
+    for word in rest:
+        if value_next:
+            value_next = False
+            continue
+        if word == "--":
+            return None
+        if word.startswith("--"):
+            key, equals, _value = word.partition("=")
+            if key in _VALUE_OPTIONS:
+                value_next = not equals
+                continue
+        elif word.startswith("-"):
+            # A short cluster: the first value option in it takes the rest of the word, or
+            # the next word when it is last (`-am "$msg"`, `-m"$msg"`).
+            letters = word[1:]
+            at = next((i for i, c in enumerate(letters) if f"-{c}" in _VALUE_OPTIONS), -1)
+            if at >= 0:
+                value_next = at == len(letters) - 1
+                if not is_computed(letters[: at + 1]):
+                    continue
+        if is_computed(word):
+            return word
+    return None
 
 
 def runs_program(argv: tuple[str, ...]) -> str | None:

@@ -68,6 +68,26 @@ _ANSI_LETTERS = {
 }  # fmt: skip
 
 
+COMPUTED = "$(…)"
+"""The word the analysis keeps for a substitution `$(…)`: its value is known only at run time."""
+
+
+def is_computed(word: str) -> bool:
+    """Whether a word's value is known only when the line runs (an expansion or substitution:
+    `$X`, `${X}`, `$1`, `$@`, `$(…)`, backticks). A lone `$` is a letter, and `$?`, `$#`, `$$`
+    and `$!` are numbers, which spell no program, option or ref."""
+    if "`" in word:
+        return True
+    if "$" not in word or word == "$":
+        return False
+    return _EXPANSION.search(word) is not None
+
+
+# An expansion that may spell anything (`$?`, `$#`, `$$` and `$!` are numbers; a `$` last is
+# a letter).
+_EXPANSION = re.compile(r"\$(?![?#$!]|$)")
+
+
 class ShellParseError(ValueError):
     """The command line cannot be split with confidence (unbalanced quotes or parentheses)."""
 
@@ -451,13 +471,12 @@ def _collect(tokens: list[tuple[str, bool]], parsed: ParsedLine) -> None:
         token, is_operator = tokens[index]
         index += 1
         if not is_operator:
-            if token == "$" and index < count and tokens[index] == ("(", True):
-                if not argv:
-                    continue  # in a program's place: its commands are read as a subshell's
-                # An argument computed at run time (`touch $(echo DIR)/f`): one word whose
-                # value is unknown (the substitution's own commands are read from the text).
+            if token[-1:] == "$" and index < count and tokens[index] == ("(", True):
+                # A word computed at run time (`touch $(echo DIR)/f`, `git$(true)`, or in a
+                # program's place): one word whose value is unknown (the substitution's own
+                # commands are read from the text).
                 index = _matching_parenthesis(tokens, index)
-                word = "$(…)"
+                word = token[:-1] + COMPUTED
                 if index < count and not tokens[index][1] and tokens[index][0].startswith("/"):
                     word += tokens[index][0]
                     index += 1
