@@ -170,3 +170,46 @@ def test_a_git_word_known_only_when_the_line_runs_is_held(line: str) -> None:
 )
 def test_a_computed_message_or_a_plain_subcommands_argument_is_not_held(line: str) -> None:
     assert git_hold(extract_surface("Bash", {"command": line})) is None, line
+
+
+ALIAS = "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.nuke GIT_CONFIG_VALUE_0='branch -D x'"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        f"export {ALIAS}; git nuke",
+        f"{ALIAS.replace(' ', '; ')}; export GIT_CONFIG_COUNT GIT_CONFIG_KEY_0 X; git nuke",
+        f"env {ALIAS} git nuke",
+        f"{ALIAS} command git nuke",
+        f"{ALIAS} nice -n 1 git nuke",
+        "GIT_CONFIG_PARAMETERS=\"'alias.nuke=branch -D x'\" git nuke",
+        "git -c include.path=/w/n.cfg nuke",
+        "git -c includeIf.onbranch:main.path=n.cfg nuke",
+        "GIT_CONFIG_GLOBAL=n.cfg git nuke",
+        "HOME=hh git nuke",
+        "export HOME=hh; git nuke",
+        "git -c help.autocorrect=immediate brnach -D x",
+        "git -c remote.origin.mirror=true push origin",
+        "git -c remote.origin.push=+x:main push origin",
+        "git -c remote.origin.fetch=+refs/heads/*:refs/heads/* fetch origin",
+        "git -c gc.pruneExpire=now gc",
+        "read -r v; export GIT_CONFIG_COUNT=$v; git nuke",
+    ],
+)
+def test_configuration_the_line_chooses_is_held(line: str) -> None:
+    assert git_hold(extract_surface("Bash", {"command": line})) is not None, line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "GIT_AUTHOR_DATE=2026-01-01 git commit -qm x",
+        "git -c user.name=x -c user.email=y commit -qm x",
+        "X=1; export PATH=/usr/bin:$PATH; git status",
+        "git -c help.autocorrect=0 status",
+        "git -c color.ui=never push origin main",
+    ],
+)
+def test_configuration_that_changes_no_operation_is_not_held(line: str) -> None:
+    assert git_hold(extract_surface("Bash", {"command": line})) is None, line

@@ -31,6 +31,8 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "caffeinate": frozenset(),
     "unbuffer": frozenset(),
 }
+# Builtins whose `NAME=value` arguments set variables for the rest of the line.
+_EXPORTERS = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _XARGS_VALUE_OPTIONS = frozenset({"-I", "-i", "-n", "-P", "-d", "-E", "-L", "-s", "-a", "-e"})
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
 _INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "perl", "php", "deno", "bun"})
@@ -58,12 +60,19 @@ class BashAnalysis:
     heredocs: list[str] = field(default_factory=list)
     programs: list[tuple[str, ...]] = field(default_factory=list)
     """Every simple command run, wrappers seen through, `VAR=` assignments kept in front."""
+    assigned: list[str] = field(default_factory=list)
+    """`VAR=value` set for the rest of the line (a bare assignment, `export`, `declare`); an
+    exported name with no value here is `VAR=$(…)`, its value known only when it runs."""
 
 
 def analyse_bash(command: str) -> BashAnalysis:
     """Analyse a command line; never raises (what it cannot parse lands in `uncertain`)."""
     analysis = BashAnalysis()
     _analyse_line(command, analysis, None, 0)
+    if analysis.assigned and analysis.git_commands:
+        # What the line sets reaches each git call it runs, wherever it stands (a loop may run
+        # the assignment first): in front of the call's own, which git reads last.
+        analysis.git_commands = [(*analysis.assigned, *call) for call in analysis.git_commands]
     return analysis
 
 
@@ -103,10 +112,17 @@ def _analyse_argv(
         assignments += 1
     env, argv = argv[:assignments], argv[assignments:]
     if not argv:
+        analysis.assigned.extend(env)
         return
     name = argv[0].rpartition("/")[2]  # os.path.basename, without its generic path handling
     if name not in ANALYSED_COMMANDS and not name.startswith(INTERPRETER_PREFIXES):
-        if name.startswith(GIT_CORE_PREFIX):
+        if name in _EXPORTERS:
+            for word in argv[1:]:
+                if _is_assignment(word):
+                    analysis.assigned.append(word)
+                elif word.isidentifier():
+                    analysis.assigned.append(f"{word}={COMPUTED}")
+        elif name.startswith(GIT_CORE_PREFIX):
             analysis.git_commands.append((*env, *argv))
         elif is_computed(name):
             # A program name known only when the line runs (`$G`, `$(echo git)`, `git${IFS}x`):
@@ -118,9 +134,11 @@ def _analyse_argv(
         if name == "env" and any(word in {"-S", "--split-string"} for word in argv):
             analysis.uncertain.append("env -S splits a string")
         rest = _skip_options(argv[1:], _WRAPPERS[name])
+        # `env A=1 git …` and `A=1 command git …`: the wrapped command runs with both.
+        carried = [word for word in argv[1 : len(argv) - len(rest)] if _is_assignment(word)]
         if name == "timeout" and rest:
             rest = rest[1:]
-        _analyse_argv(rest, analysis, prefix, depth, has_heredoc)
+        _analyse_argv([*env, *carried, *rest], analysis, prefix, depth, has_heredoc)
         return
     if name == "xargs":
         rest = _skip_options(argv[1:], _XARGS_VALUE_OPTIONS)

@@ -35,6 +35,7 @@ _PROGRAM_ENV = (
     "GIT_CONFIG_COUNT", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG",
     "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_TEMPLATE_DIR",
     "GIT_ALLOW_PROTOCOL", "GIT_CONFIG_PARAMETERS", "EDITOR", "VISUAL", "PAGER",
+    "HOME", "XDG_CONFIG_HOME",
 )  # fmt: skip
 _PROGRAM_OPTIONS = ("--upload-pack", "--receive-pack", "--exec", "--ext-diff", "--template",
                     "--separate-git-dir", "--output", "--output-directory", "--config")  # fmt: skip
@@ -179,6 +180,9 @@ def _danger(call: GitCall, depth: int) -> str | None:
         return _danger(inner, depth + 1) or "a git command known only when the line runs"
     if any(is_computed(key) for key in call.configs):
         return "git configuration known only when the line runs"
+    source = _configuration_from_the_line(call)
+    if source is not None:
+        return f"git reads configuration {source}"
     if subcommand == "clean" and "clean.requireforce" in call.configs:
         return "clean (forced by configuration)"
     danger = _subcommand_danger(subcommand, rest)
@@ -224,6 +228,38 @@ def _computed_argument(rest: list[str]) -> str | None:
                     continue
         if is_computed(word):
             return word
+    return None
+
+
+# Variables that make git read its configuration from where the line says (a file, HOME's
+# .gitconfig, `-c` pairs): aliases and settings there could make any subcommand destructive.
+_CONFIGURATION_ENV = ("GIT_CONFIG_PARAMETERS", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
+                      "GIT_CONFIG", "HOME", "XDG_CONFIG_HOME")  # fmt: skip
+# Settings that make a fetch, pull or push force or delete refs, or gc prune what only reflogs
+# keep (`-c remote.origin.mirror=true push`, `-c gc.pruneExpire=now gc`).
+_REFS_SETTINGS = {
+    "push": ("remote.", "push."), "fetch": ("remote.", "fetch."), "pull": ("remote.", "fetch."),
+    "gc": ("gc.",), "maintenance": ("gc.", "maintenance."), "send-pack": ("remote.", "push."),
+}  # fmt: skip
+_CORRECTION_OFF = frozenset({"0", "false", "no", "off", "never", "show"})
+
+
+def _configuration_from_the_line(call: GitCall) -> str | None:
+    """Where the line points git's configuration (None: at the person's own files only)."""
+    for key in _CONFIGURATION_ENV:
+        if key in call.env:
+            return f"from what the line sets in {key}"
+    count = call.env.get("GIT_CONFIG_COUNT")
+    if count is not None and not count.isdigit():
+        return "from GIT_CONFIG_COUNT, known only when the line runs"
+    refs = _REFS_SETTINGS.get(call.subcommand)
+    for key, value in call.configs.items():
+        if key == "include.path" or key.startswith("includeif."):
+            return f"from a file the line names ({key})"
+        if key == "help.autocorrect" and value.strip().lower() not in _CORRECTION_OFF:
+            return "that runs a misspelt subcommand as the one git guesses (help.autocorrect)"
+        if refs is not None and key.startswith(refs):
+            return f"that changes what {call.subcommand} forces, deletes or prunes ({key})"
     return None
 
 
