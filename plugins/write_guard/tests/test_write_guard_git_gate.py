@@ -213,3 +213,37 @@ def test_configuration_the_line_chooses_is_held(line: str) -> None:
 )
 def test_configuration_that_changes_no_operation_is_not_held(line: str) -> None:
     assert git_hold(extract_surface("Bash", {"command": line})) is None, line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "git fetch -q . +main:feature",
+        "git fetch -qf . main:feature",
+        "git pull --force origin main:main",
+        "git fetch --prune origin refs/heads/*:refs/heads/*",
+        "git fetch -f --tags origin",
+        "git send-pack --force ../remote.git feature:main",
+        "git send-pack ../remote.git +feature:main",
+    ],
+)
+def test_a_fetch_or_send_pack_that_forces_a_local_ref_is_held(line: str) -> None:
+    assert git_hold(extract_surface("Bash", {"command": line})) is not None, line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "git fetch origin",
+        "git fetch --prune origin",
+        "git fetch origin main:main",
+        "git fetch -q origin +refs/heads/*:refs/remotes/origin/*",
+        "git pull --rebase origin main",
+    ],
+)
+def test_a_plain_fetch_or_pull_is_not_held(line: str) -> None:
+    assert git_hold(extract_surface("Bash", {"command": line})) is None, line
+
+
+def test_send_pack_to_a_repository_on_this_machine_is_refused_without_a_sandbox() -> None:
+    assert runs_program(("git", "send-pack", "/elsewhere/repo.git", "main:main")) is not None

@@ -286,7 +286,7 @@ def runs_program(argv: tuple[str, ...]) -> str | None:
     uploads = "-u" in rest and call.subcommand in {"clone", "fetch", "pull", "ls-remote"}
     if call.subcommand in _CLONE_LIKE and (uploads or any("::" in w for w in rest)):
         return "a remote helper or upload program"
-    if call.subcommand == "push" and any(
+    if call.subcommand in {"push", "send-pack"} and any(
         word.startswith(("/", "./", "../", "~", "file:")) for word in _operands(rest)
     ):
         return "a repository elsewhere on this machine"
@@ -304,11 +304,28 @@ def runs_program(argv: tuple[str, ...]) -> str | None:
     return None
 
 
+def _fetch_danger(rest: list[str], shorts: set[str], operands: list[str]) -> str | None:
+    """A fetch or pull that moves a local branch or tag by force (`git fetch . +main:feature`,
+    `-f` with `main:feature`, `--force --tags`): the commits only it had are lost. Forced
+    updates of remote-tracking refs (`refs/remotes/…`, what a plain fetch does) are not."""
+    forced = "f" in shorts or has_long(rest, "--force")
+    if forced and ("t" in shorts or has_long(rest, "--tags")):
+        return "fetch --force of tags (overwrites local tags)"
+    pruning = "p" in shorts or has_long(rest, "--prune")
+    for operand in operands[1:]:
+        _source, colon, destination = operand.partition(":")
+        local = colon and destination and not destination.startswith("refs/remotes/")
+        if local and (forced or operand.startswith("+") or pruning):
+            return "fetch into a local branch or tag by force (a forced refspec)"
+    return None
+
+
 # Every subcommand `_subcommand_danger` can name: the rest (status, log, diff...) never are.
 _GATED = frozenset({
     "rebase", "reset", "push", "checkout", "switch", "restore", "branch", "tag", "update-ref",
     "symbolic-ref", "reflog", "prune", "filter-branch", "filter-repo", "replace", "prune-packed",
     "gc", "clean", "stash", "commit", "worktree", "rm", "read-tree", "checkout-index",
+    "fetch", "pull", "send-pack",
 })  # fmt: skip
 
 
@@ -326,7 +343,9 @@ def _subcommand_danger(subcommand: str, rest: list[str]) -> str | None:
             if has_long(rest, mode):
                 return f"reset {mode}"
         return None
-    if subcommand == "push":
+    if subcommand in {"fetch", "pull"}:
+        return _fetch_danger(rest, shorts, operands)
+    if subcommand in {"push", "send-pack"}:
         forced = _any_long(rest, ("--force", "--force-with-lease", "--force-if-includes",
                                   "--mirror", "--delete", "--prune"))  # fmt: skip
         if forced or shorts & {"f", "d"}:
