@@ -28,8 +28,7 @@ FALLBACK_REFUSED: set[str] = set()
 OPEN_BOTH: set[str] = {
     "control-1", "control-2", "control-3", "control-4", "control-5", "control-6", "control-7",
     "control-8", "control-9", "control-10", "control-11", "control-12", "control-13",
-    "control-14", "control-15", "git-gate-19", "git-gate-20", "git-gate-31", "git-gate-33",
-    "git-gate-34", "git-gate-35", "git-gate-36", "git-gate-remote-5"
+    "control-14", "control-15", "git-gate-33", "git-gate-34", "git-gate-35", "git-gate-36"
 }  # fmt: skip
 OPEN_NO_SANDBOX: set[str] = {
     "directory-1", "directory-2", "directory-3", "directory-4", "directory-5", "link-1",
@@ -45,9 +44,7 @@ OPEN_NO_SANDBOX: set[str] = {
     "writer-option-24", "writer-option-25", "writer-option-26", "writer-option-27",
     "writer-option-28", "writer-option-29", "writer-option-30", "writer-option-31"
 }  # fmt: skip
-OPEN_SANDBOX: set[str] = {
-    "git-gate-18", "git-gate-21", "git-gate-22", "git-gate-23", "git-gate-24", "git-gate-32"
-}  # fmt: skip
+OPEN_SANDBOX: set[str] = set()
 
 
 @pytest.fixture(scope="module")

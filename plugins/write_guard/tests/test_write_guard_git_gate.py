@@ -247,3 +247,37 @@ def test_a_plain_fetch_or_pull_is_not_held(line: str) -> None:
 
 def test_send_pack_to_a_repository_on_this_machine_is_refused_without_a_sandbox() -> None:
     assert runs_program(("git", "send-pack", "/elsewhere/repo.git", "main:main")) is not None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "find . -maxdepth 0 -exec git branch -D x \\;",
+        "find . -name a -execdir git reset --hard {} +",
+        "taskset 1 git branch -D x",
+        "chrt -o 0 git branch -D x",
+        "coproc git branch -D x; wait",
+        "env -S 'git branch -D x'",
+        "trap 'git branch -D x' EXIT",
+        "shopt -s expand_aliases\nalias nuke='git branch -D x'\nnuke",
+        "strace -f -o /dev/null git branch -D x",
+        "parallel git branch -D ::: x",
+        "script -qc 'git branch -D x' /dev/null",
+        "watch -n 1 'git push -f origin x:main'",
+    ],
+)
+def test_git_run_by_another_program_is_held(line: str) -> None:
+    assert git_hold(extract_surface("Bash", {"command": line})) is not None, line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "gh pr create --title x --body 'git reset --hard was the cause'",
+        "echo git branch -D x",
+        "grep -rn 'git reset --hard' docs",
+        "timeout 60 npm test",
+    ],
+)
+def test_a_git_line_quoted_as_text_is_not_held(line: str) -> None:
+    assert git_hold(extract_surface("Bash", {"command": line})) is None, line

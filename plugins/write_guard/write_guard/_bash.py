@@ -6,7 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from write_guard._git import GIT_CORE_PREFIX
-from write_guard._shell import COMPUTED, ShellParseError, is_computed, parse_line
+from write_guard._programs import RUNS_NOTHING
+from write_guard._shell import COMPUTED, ShellParseError, is_computed, parse_line, shell_tokens
 
 _MAX_DEPTH = 4
 
@@ -25,12 +26,15 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "ionice": frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"}),
     "stdbuf": frozenset({"-i", "-o", "-e"}),
     "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
+    "coproc": frozenset(),
     "watch": frozenset({"-n", "-d", "--interval"}),
-    "chrt": frozenset(),
+    "chrt": frozenset({"-T", "--sched-runtime", "-P", "--sched-period", "-D", "--sched-deadline"}),
     "taskset": frozenset(),
     "caffeinate": frozenset(),
     "unbuffer": frozenset(),
 }
+# Wrappers that take one operand before the command: a duration, a CPU mask, a priority.
+_BEFORE_COMMAND = frozenset({"timeout", "taskset", "chrt"})
 # Builtins whose `NAME=value` arguments set variables for the rest of the line.
 _EXPORTERS = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _XARGS_VALUE_OPTIONS = frozenset({"-I", "-i", "-n", "-P", "-d", "-E", "-L", "-s", "-a", "-e"})
@@ -129,16 +133,31 @@ def _analyse_argv(
             # it may be git with any subcommand, the cautious reading (see `_git`).
             analysis.uncertain.append("a computed command name")
             analysis.git_commands.append((*env, "git", COMPUTED, *_after_computed(argv)))
+        elif name not in RUNS_NOTHING:
+            _commands_in_arguments(argv, env, analysis, prefix, depth)
         return  # most commands (`ls`, `echo`, `cd`) write nothing: one test rather than eight
     if name in _WRAPPERS:
-        if name == "env" and any(word in {"-S", "--split-string"} for word in argv):
+        if name == "env" and any(word.startswith(("-S", "--split-string")) for word in argv):
             analysis.uncertain.append("env -S splits a string")
         rest = _skip_options(argv[1:], _WRAPPERS[name])
         # `env A=1 git …` and `A=1 command git …`: the wrapped command runs with both.
         carried = [word for word in argv[1 : len(argv) - len(rest)] if _is_assignment(word)]
-        if name == "timeout" and rest:
-            rest = rest[1:]
+        split = _split_string(argv[1 : len(argv) - len(rest)]) if name == "env" else None
+        if split is not None:
+            rest = [*_words(split), *rest]  # `env -S 'git branch -D x'`: env splits the string
+        elif name in _BEFORE_COMMAND and rest and not {"-p", "--pid"} & set(argv):
+            rest = rest[1:]  # `timeout 5 cmd`, `taskset 1 cmd`, `chrt -o 0 cmd`
+        if name == "watch":
+            _analyse_line(" ".join(rest), analysis, prefix, depth + 1)  # run by `sh -c`
+            return
         _analyse_argv([*env, *carried, *rest], analysis, prefix, depth, has_heredoc)
+        return
+    if name in {"trap", "alias"}:
+        # The action of `trap 'cmd' EXIT` and the value of `alias x='cmd'` are lines bash runs.
+        for word in argv[1:2] if name == "trap" else argv[1:]:
+            if not word.startswith("-"):
+                _analyse_line(word.partition("=")[2] if name == "alias" else word, analysis,
+                              prefix, depth + 1)  # fmt: skip
         return
     if name == "xargs":
         rest = _skip_options(argv[1:], _XARGS_VALUE_OPTIONS)
@@ -175,6 +194,12 @@ def _analyse_argv(
         if inline or has_heredoc:
             analysis.uncertain.append(f"{name} runs inline code")
         return
+    if name == "find":
+        for command in _find_commands(argv[1:]):
+            probe = BashAnalysis()
+            _analyse_argv(command, probe, prefix, depth, has_heredoc)
+            analysis.git_commands.extend(probe.git_commands)
+            analysis.uncertain.extend(probe.uncertain)
     extractor = _EXTRACTORS.get(name)
     if extractor is not None:
         for path in extractor(argv[1:]):
@@ -190,6 +215,60 @@ def _after_computed(argv: list[str]) -> list[str]:
             index += 1
         index += 1
     return argv[index:]
+
+
+def _commands_in_arguments(
+    argv: list[str], env: list[str], analysis: BashAnalysis, prefix: str | None, depth: int
+) -> None:
+    """A program that may run a command named in its arguments (`strace -o f git …`,
+    `parallel git … ::: x`, `script -qc 'git …'`, `su -c 'git …'`): a word that is git starts
+    a git call, and the string of a `-c` or `--command` option is read as a line."""
+    for index, word in enumerate(argv[1:], 1):
+        base = word.rpartition("/")[2]
+        if base == "git" or base.startswith(GIT_CORE_PREFIX):
+            analysis.git_commands.append((*env, *argv[index:]))
+            return
+        before = argv[index - 1]
+        if before == "--command" or (_is_short_cluster(before) and before.endswith("c")):
+            _analyse_line(word, analysis, prefix, depth + 1)
+        elif word.startswith("--command="):
+            _analyse_line(word.partition("=")[2], analysis, prefix, depth + 1)
+
+
+def _find_commands(words: list[str]) -> list[list[str]]:
+    """The commands of find's `-exec`, `-execdir`, `-ok`, `-okdir`, each ended by `;` or `+`
+    (the lexer ends the whole command at a `;`: the last one runs to the end)."""
+    commands: list[list[str]] = []
+    index = 0
+    while index < len(words):
+        if words[index] in {"-exec", "-execdir", "-ok", "-okdir"}:
+            end = index + 1
+            while end < len(words) and words[end] not in {";", "+"}:
+                end += 1
+            commands.append(words[index + 1 : end])
+            index = end
+        index += 1
+    return [command for command in commands if command]
+
+
+def _split_string(options: list[str]) -> str | None:
+    """The string of env's `-S STRING`, `-SSTRING` or `--split-string=STRING`, if any."""
+    for index, word in enumerate(options):
+        if word in {"-S", "--split-string"}:
+            return options[index + 1] if index + 1 < len(options) else None
+        if word.startswith("--split-string="):
+            return word.partition("=")[2]
+        if word.startswith("-S"):
+            return word[2:]
+    return None
+
+
+def _words(text: str) -> list[str]:
+    """`text` split into words as the shell would (env -S splits its string that way)."""
+    try:
+        return shell_tokens(text)
+    except ShellParseError:
+        return [COMPUTED]
 
 
 def _is_assignment(word: str) -> bool:
@@ -422,6 +501,7 @@ _EXTRACTORS: dict[str, Callable[[list[str]], list[str]]] = {
 
 # Every command name the analysis reacts to; a line running none of them (and with no
 # redirection, substitution or heredoc) writes nothing (see `_quick`).
-ANALYSED_COMMANDS = frozenset(
-    {*_WRAPPERS, "xargs", *_SHELLS, "eval", "git", *_INTERPRETERS, *_EXTRACTORS, *CONTROL_NAMES}
-)
+ANALYSED_COMMANDS = frozenset({
+    *_WRAPPERS, "xargs", *_SHELLS, "eval", "git", *_INTERPRETERS, *_EXTRACTORS, *CONTROL_NAMES,
+    "trap", "alias",
+})  # fmt: skip
