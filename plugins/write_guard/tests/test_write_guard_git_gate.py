@@ -281,3 +281,16 @@ def test_git_run_by_another_program_is_held(line: str) -> None:
 )
 def test_a_git_line_quoted_as_text_is_not_held(line: str) -> None:
     assert git_hold(extract_surface("Bash", {"command": line})) is None, line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "git branch -D x\necho 'unclosed",
+        "echo 'a\nb'\ngit reset --hard\n(",
+        "$'\\''\ngit branch -D x\n'",
+    ],
+)
+def test_git_on_a_complete_line_before_one_bash_cannot_read_is_held(line: str) -> None:
+    # bash runs each complete line before it fails on the one it cannot read.
+    assert git_hold(extract_surface("Bash", {"command": line})) is not None, line

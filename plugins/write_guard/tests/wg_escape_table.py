@@ -167,6 +167,7 @@ ESCAPES: list[Escape] = [
         ": > .git/packed-refs; rm -f .git/refs/tags/v1",
         "cd .git && rm refs/heads/feature",
         "$0 -c 'git branch -D feature'",
+        "git branch -D feature\necho 'unclosed",
     ),
     *_e(
         "git-gate-remote",  # pushes that rewrite a remote (needs the network: refused)

@@ -7,7 +7,14 @@ from dataclasses import dataclass, field
 
 from write_guard._git import GIT_CORE_PREFIX
 from write_guard._programs import RUNS_NOTHING
-from write_guard._shell import COMPUTED, ShellParseError, is_computed, parse_line, shell_tokens
+from write_guard._shell import (
+    COMPUTED,
+    ShellParseError,
+    is_computed,
+    join_continued_lines,
+    parse_line,
+    shell_tokens,
+)
 
 _MAX_DEPTH = 4
 
@@ -88,6 +95,8 @@ def _analyse_line(line: str, analysis: BashAnalysis, prefix: str | None, depth: 
         parsed = parse_line(line)
     except ShellParseError as error:
         analysis.uncertain.append(f"cannot parse: {error}")
+        if "\n" in line:
+            _analyse_complete_lines(line, analysis, prefix, depth)
         return
     analysis.heredocs.extend(parsed.heredocs)
     for inner in parsed.substitutions:
@@ -97,6 +106,30 @@ def _analyse_line(line: str, analysis: BashAnalysis, prefix: str | None, depth: 
         for operator, target in simple.redirects:
             analysis.targets.append(WriteTarget(target, f"redirection {operator}", here))
         _analyse_argv(list(simple.argv), analysis, here, depth, bool(parsed.heredocs))
+
+
+_COMPLETE_LINES_READ = 200
+"""Lines of a text it cannot parse that the analysis still reads, one complete line at a time."""
+
+
+def _analyse_complete_lines(
+    line: str, analysis: BashAnalysis, prefix: str | None, depth: int
+) -> None:
+    """bash runs each complete line of a text before the one it cannot read (`git branch -D x`
+    then a line with an unclosed quote): those lines are read too, each as soon as the lines
+    gathered since the last one parse (a quoted string may span lines)."""
+    gathered: list[str] = []
+    for number, text in enumerate(join_continued_lines(line).split("\n")):
+        if number >= _COMPLETE_LINES_READ:
+            return
+        gathered.append(text)
+        complete = "\n".join(gathered)
+        try:
+            parse_line(complete)
+        except ShellParseError:
+            continue
+        _analyse_line(complete, analysis, prefix, depth)
+        gathered.clear()
 
 
 def _join_prefix(outer: str | None, inner: str | None) -> str | None:
