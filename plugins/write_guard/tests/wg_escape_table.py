@@ -37,6 +37,18 @@ def _e(cls: str, proof: Proof, *lines: str | tuple[str, str]) -> list[Escape]:
     return made
 
 
+# What a process pattern can match of a warm host as the hook client starts it (the client's
+# Python running framework/_launch.py; see `write_guard._control.host_identity`): the tests'
+# host runs inside pytest, whose own command line a pattern would be matched against instead.
+_TOOL = "/home/u/.local/share/uv/tools/hookchain"
+HOST_IDENTITY = (
+    f"{_TOOL}/bin/python3 {_TOOL}/lib/python3.12/site-packages/framework/_launch.py serve "
+    "PreToolUse",
+    "python3",
+    "python3",
+    "_launch.py",
+)
+
 ALIAS = "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.nuke GIT_CONFIG_VALUE_0='branch -D feature'"
 ALIAS_FILE = "printf '[alias]\\n\\tnuke = branch -D feature\\n' > "
 
@@ -183,7 +195,7 @@ ESCAPES: list[Escape] = [
         "deny",
         "kill $(pgrep -f hookchain)",
         "kill -9 $(pidof python3)",
-        "pkill -f hook.chain",
+        "pkill -f 'hook.?chain'",
         "pkill -f 'h[o]okchain'",
         "pkill -f _launch",
         "pkill -f 'serve PreToolUse'",

@@ -49,7 +49,9 @@ _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
 _INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "perl", "php", "deno", "bun"})
 INTERPRETER_PREFIXES = ("python3.", "python2")
 # Programs the control plane reads the arguments of (see `_control`).
-CONTROL_NAMES = frozenset({"hookchain", "kill", "pkill", "killall", "skill"})
+CONTROL_NAMES = frozenset(
+    {"hookchain", "kill", "pkill", "killall", "skill", "snice", "killall5", "fuser"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +199,7 @@ def _analyse_argv(
         before = len(analysis.targets)
         probe = BashAnalysis()
         _analyse_argv([*rest, "{xargs-input}"], probe, prefix, depth, has_heredoc)
+        analysis.programs.extend(probe.programs)
         analysis.git_commands.extend(probe.git_commands)
         analysis.uncertain.extend(probe.uncertain)
         known = [target for target in probe.targets if "{xargs-input}" not in target.path]
@@ -231,6 +234,7 @@ def _analyse_argv(
         for command in _find_commands(argv[1:]):
             probe = BashAnalysis()
             _analyse_argv(command, probe, prefix, depth, has_heredoc)
+            analysis.programs.extend(probe.programs)
             analysis.git_commands.extend(probe.git_commands)
             analysis.uncertain.extend(probe.uncertain)
     extractor = _EXTRACTORS.get(name)
