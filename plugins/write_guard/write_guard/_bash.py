@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -416,6 +417,31 @@ def _after_first(words: list[str]) -> list[str]:
     return _positionals(words)[1:]
 
 
+# A symbolic mode of chmod; one that starts with `-` (`-x`, `-w`, `-rwx`) is the mode, not an
+# option (chmod's options are letters none of these modes holds alone: -c, -f, -v, -R).
+_CHMOD_MODE = re.compile(r"[ugoa]*[-+=][rwxXstugo]*(?:,[ugoa]*[-+=][rwxXstugo]*)*")
+
+
+def _chmod(words: list[str]) -> list[str]:
+    if any(word.startswith("--reference") for word in words):
+        return _positionals(words)
+    operands: list[str] = []
+    mode = False
+    for index, word in enumerate(words):
+        if word == "--":
+            operands.extend(words[index + 1 :])
+            break
+        if not mode and _CHMOD_MODE.fullmatch(word):
+            mode = True
+        elif word.startswith("-") and word != "-":
+            continue
+        elif not mode:
+            mode = True
+        else:
+            operands.append(word)
+    return operands[1:] if not mode and operands else operands
+
+
 def _destination(words: list[str]) -> list[str]:
     explicit = _long_value(words, ("-t", "--target-directory"))
     if explicit:
@@ -519,7 +545,7 @@ _EXTRACTORS: dict[str, Callable[[list[str]], list[str]]] = {
     "mkdir": lambda words: _positionals(words, frozenset({"-m", "--mode"})),
     "tee": _every_operand,
     "truncate": _truncate,
-    "chmod": _after_first,
+    "chmod": _chmod,
     "chown": _after_first,
     "chgrp": _after_first,
     "cp": _destination,
