@@ -454,11 +454,41 @@ def _link(words: list[str]) -> list[str]:
     operands = _positionals(words, frozenset({"-S", "--suffix", "-t"}))
     explicit = _long_value(words, ("-t", "--target-directory"))
     if explicit:
-        return explicit
-    if len(operands) == 1:
+        made = explicit
+    elif len(operands) == 1:
         # `ln -s /usr/share/dict`: the link is made in the cwd, named after the target.
-        return [operands[0].rstrip("/").rpartition("/")[2] or operands[0]]
-    return operands[-1:]
+        made = [operands[0].rstrip("/").rpartition("/")[2] or operands[0]]
+    else:
+        made = operands[-1:]
+    if _has_flag(words, "s", "--symbolic"):
+        return made
+    return made + _sources(operands, bool(explicit))
+
+
+def _copy(words: list[str]) -> list[str]:
+    made = _destination(words)
+    if not _has_flag(words, "l", "--link"):
+        return made
+    operands = _positionals(words, frozenset({"-S", "--suffix", "-t"}))
+    return made + _sources(operands, bool(_long_value(words, ("-t", "--target-directory"))))
+
+
+def _sources(operands: list[str], explicit_target: bool) -> list[str]:
+    """The files a hard link is made to (every operand but the last, or all of them after
+    -t): written through the new name, as they are the same file."""
+    if explicit_target or len(operands) == 1:
+        return operands
+    return operands[:-1]
+
+
+def _has_flag(words: list[str], letter: str, long: str) -> bool:
+    """Whether `words` hold a flag as `-x`, in a short cluster (`-sf`), or as its long name."""
+    for word in words:
+        if word == "--":
+            return False
+        if word == long or (_is_short_cluster(word) and word[1:].isalpha() and letter in word):
+            return True
+    return False
 
 
 def _move(words: list[str]) -> list[str]:
@@ -548,8 +578,9 @@ _EXTRACTORS: dict[str, Callable[[list[str]], list[str]]] = {
     "chmod": _chmod,
     "chown": _after_first,
     "chgrp": _after_first,
-    "cp": _destination,
+    "cp": _copy,
     "ln": _link,
+    "link": _every_operand,
     "rsync": _destination,
     "mv": _move,
     "install": _install,
