@@ -593,6 +593,11 @@ _EXTRACTORS: dict[str, Callable[[list[str]], list[str]]] = {
     "tar": _tar,
 }
 
+WRAPPER_NAMES = frozenset(_WRAPPERS)
+"""Programs that run the command after their options (read as a program of its own)."""
+WRITERS_READ = frozenset(_EXTRACTORS)
+"""Programs whose written paths the analysis reads from their words."""
+
 # Every command name the analysis reacts to; a line running none of them (and with no
 # redirection, substitution or heredoc) writes nothing (see `_quick`).
 ANALYSED_COMMANDS = frozenset({
