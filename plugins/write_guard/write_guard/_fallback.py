@@ -37,8 +37,6 @@ _FIND_ACTIONS = frozenset({"-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fp
                            "-fprintf", "-fls"})  # fmt: skip
 # A substitution where a program name goes: `$(echo tee) f`, `` `echo git` reset ``.
 _COMPUTED_PROGRAM = re.compile(r"(?:^|[;&|(\n]|\$\()\s*(?:\$\(|`)")
-# sed commands that write or run: `w FILE`, `W FILE`, `e CMD`, the `s///w FILE` flag.
-_SED_WRITES = re.compile(r"(?:^|[;{}\s/\d$])[wWe](?:\s|$)")
 _UNREAD_TARGET = frozenset("{}*?[")
 # Another process's view of the filesystem (`/proc/PID/root`, `/proc/$PPID/cwd`): any path
 # seen as that process sees it. `/proc/self/…` is the command's own view, which the
@@ -88,9 +86,15 @@ def fallback_doubt(
         if name == "find" and _FIND_ACTIONS & set(words):
             return "find runs a command or writes a file"
         if name in {"sed", "gsed"}:
-            if any(_SED_WRITES.search(w) for w in words[1:]) or {"-f", "--file"} & set(words):
+            if _sed_writes(words[1:]):
                 return "a sed script that writes or runs"
             continue  # the analysis reads `-i` and its files
+        check = _WRITER_CHECKS.get(name)
+        if check is not None:
+            doubt = check(words[1:])
+            if doubt is not None:
+                return doubt
+            continue
         if name == "git" or name.startswith(GIT_CORE_PREFIX):
             how = runs_program(argv)
             if how is not None:
@@ -213,6 +217,212 @@ def _gh_doubt(words: list[str]) -> str | None:
     if found is not None:
         return f"`gh … {found}` writes local files or runs programs"
     return None
+
+
+def _sed_writes(words: list[str]) -> bool:
+    """Whether sed's scripts may write or run (`w FILE`, `W`, `e CMD`, the `w` and `e` flags of
+    `s`), or come from a file; --sandbox makes sed refuse them itself."""
+    if "--sandbox" in words:
+        return False
+    scripts: list[str] = []
+    operands: list[str] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        index += 1
+        if word in {"-e", "--expression"}:
+            scripts.extend(words[index : index + 1])
+            index += 1
+        elif word.startswith("--expression="):
+            scripts.append(word.partition("=")[2])
+        elif word in {"-f", "--file"} or word.startswith(("--file=", "-f")):
+            return True
+        elif word in {"-l", "--line-length"}:
+            index += 1
+        elif _short(word) and "e" in word[1:]:
+            if word.endswith("e"):
+                scripts.extend(words[index : index + 1])
+                index += 1
+            else:
+                scripts.append(word[word.index("e") + 1 :])
+        elif not word.startswith("-") or word == "-":
+            operands.append(word)
+    if not scripts and operands:
+        scripts.append(operands[0])
+    return any(_sed_script_writes(script) for script in scripts)
+
+
+def _short(word: str) -> bool:
+    return word.startswith("-") and not word.startswith("--") and len(word) > 1
+
+
+_SED_SINGLE = frozenset("=dDgGhHnNpPxzFv")
+
+
+def _sed_script_writes(script: str) -> bool:
+    """Whether a sed script holds a command or flag that writes a file or runs one: read
+    command by command (addresses, regular expressions and `s` bodies skipped as sed skips
+    them); anything unreadable counts as writing."""
+    at, size = 0, len(script)
+    while at < size:
+        char = script[at]
+        if char in " \t\n;{}!":
+            at += 1
+            continue
+        at = _sed_address(script, at)
+        if at >= size:
+            return False
+        char = script[at]
+        if char in "{}!":
+            continue
+        at += 1
+        if char in "wWe":
+            return True
+        if char in "sy":
+            if at >= size:
+                return True
+            delimiter = script[at]
+            at = _sed_part(script, _sed_part(script, at + 1, delimiter), delimiter)
+            if char == "s":
+                while at < size and script[at] not in ";\n}":
+                    if script[at] in "we":
+                        return True
+                    at += 1
+        elif char in "aicrRbtT:":
+            while at < size and script[at] != "\n" and (char in "aicrR" or script[at] != ";"):
+                at += 2 if script[at] == "\\" else 1
+        elif char in "qQlL":
+            while at < size and script[at].isdigit():
+                at += 1
+        elif char not in _SED_SINGLE:
+            return True
+    return False
+
+
+def _sed_address(script: str, at: int) -> int:
+    """The index after the address (or the two, or `first~step`) a command starts with."""
+    size = len(script)
+    for _ in range(2):
+        if at < size and (script[at].isdigit() or script[at] in "$+~"):
+            at += 1
+            while at < size and (script[at].isdigit() or script[at] == "~"):
+                at += 1
+        elif at < size and script[at] == "/":
+            at = _sed_part(script, at + 1, "/")
+        elif at + 1 < size and script[at] == "\\":
+            at = _sed_part(script, at + 2, script[at + 1])
+        while at < size and script[at] in "IM ":
+            at += 1
+        if at < size and script[at] == ",":
+            at += 1
+            continue
+        break
+    return at
+
+
+def _sed_part(script: str, at: int, delimiter: str) -> int:
+    """The index after a regular expression or replacement ended by `delimiter` (an escaped
+    character and a bracket expression do not end it)."""
+    size = len(script)
+    bracket = False
+    while at < size:
+        char = script[at]
+        if char == "\\":
+            at += 2
+            continue
+        if bracket:
+            bracket = char != "]"
+        elif char == "[":
+            bracket = True
+            if script.startswith(("[^]", "[]"), at):
+                at += 2 if script[at + 1] == "]" else 3
+                continue
+        elif char == delimiter:
+            return at + 1
+        at += 1
+    return at
+
+
+def _curl_doubt(words: list[str]) -> str | None:
+    """curl writes only where -o says (the analysis reads it) or to its output."""
+    found = _options_found(words, "DcKOJ", _CURL_WRITES, "dDeEFHouUxXwTAbcCrYyzmKQtPhE")
+    if found is not None:
+        return f"curl writes a file its option names ({found})"
+    for index, word in enumerate(words):
+        value = None
+        if word in {"-w", "--write-out"}:
+            value = words[index + 1] if index + 1 < len(words) else ""
+        elif word.startswith("--write-out="):
+            value = word.partition("=")[2]
+        if value is not None and "output" in value:
+            return "curl writes a file its --write-out names"
+    return None
+
+
+_CURL_WRITES = ("--dump-header", "--cookie-jar", "--trace", "--trace-ascii", "--stderr",
+                "--etag-save", "--hsts", "--alt-svc", "--config", "--libcurl", "--remote-name",
+                "--remote-name-all", "--remote-header-name")  # fmt: skip
+
+
+def _wget_doubt(words: list[str]) -> str | None:
+    """wget writes where -O or -P say (the analysis reads them); without them it names its
+    file from the URL, and its log, cookie and WARC options and -e name more."""
+    found = _options_found(words, "oaexrmpi", _WGET_WRITES, "OPoaeiDTtwQUBY")
+    if found is not None:
+        return f"wget writes files its options name ({found})"
+    if not any(word.startswith(("-O", "--output-document", "-P", "--directory-prefix"))
+               for word in words):  # fmt: skip
+        return "wget names the file it writes from the URL"
+    return None
+
+
+_WGET_WRITES = ("--output-file", "--append-output", "--execute", "--config", "--save-cookies",
+                "--warc-file", "--force-directories", "--recursive", "--mirror",
+                "--page-requisites", "--input-file", "--backups")  # fmt: skip
+
+
+def _tar_doubt(words: list[str]) -> str | None:
+    """tar writes where -f says when it creates (the analysis reads it); extracting, it writes
+    what its archive names (through any link there), and some options run programs or write
+    more files."""
+    first = words[0] if words else ""
+    mode = first if first and not first.startswith("-") else ""
+    extracting = "x" in mode or any(
+        word in {"--extract", "--get"} or (_short(word) and "x" in word[1:]) for word in words
+    )
+    if extracting:
+        return "tar writes the files its archive names"
+    found = _options_found(words, "IFg", _TAR_RUNS, "fCbHKLNTVX")
+    if found is None and any(letter in mode for letter in "IFg"):
+        found = mode
+    if found is not None:
+        return f"tar runs a program or writes a file its option names ({found})"
+    if "--force-local" not in words:
+        for archive in _tar_archives(words, mode):
+            if ":" in archive.partition("/")[0]:
+                return f"tar reaches an archive on another host ({archive})"
+    return None
+
+
+_TAR_RUNS = ("--checkpoint-action", "--use-compress-program", "--to-command", "--info-script",
+             "--new-volume-script", "--rsh-command", "--rmt-command", "--index-file",
+             "--listed-incremental", "--volno-file", "--remove-files")  # fmt: skip
+
+
+def _tar_archives(words: list[str], mode: str) -> list[str]:
+    archives: list[str] = []
+    for index, word in enumerate(words):
+        following = words[index + 1] if index + 1 < len(words) else ""
+        if word in {"-f", "--file"} or (_short(word) and word.endswith("f")):
+            archives.append(following)
+        elif word.startswith("--file="):
+            archives.append(word.partition("=")[2])
+    if mode and "f" in mode and len(words) > 1:
+        archives.append(words[1])
+    return archives
+
+
+_WRITER_CHECKS = {"curl": _curl_doubt, "wget": _wget_doubt, "tar": _tar_doubt}
 
 
 def _defined_functions(command: str) -> frozenset[str]:
