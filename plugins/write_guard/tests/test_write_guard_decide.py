@@ -94,6 +94,11 @@ ATTACKS: list[tuple[str, str, Any, str]] = [
     ("cmd-substitution", B, "echo $(touch {out}/sub)", OUT),
     ("backticks", B, "echo `rm {out}/q`", OUT),
     ("quoted-substitution", B, 'echo "$(rm {out}/q)"', OUT),
+    ("hard-link-outside", B, "ln {out}/target.txt here.txt && echo x >> here.txt", OUT),
+    ("hard-link-protected", B, "ln .git/config c && echo x >> c", PROT),
+    ("cp-link-outside", B, "cp -l {out}/target.txt here.txt", OUT),
+    ("chmod-dash-mode-hook", B, "chmod -x .git/hooks/pre-commit", PROT),
+    ("chmod-dash-mode-settings", B, "chmod -rw,g-w .claude/settings.json", PROT),
     ("heredoc-target", B, "cat <<EOF > {out}/h\nbody\nEOF", OUT),
     ("line-continuation", B, "echo hi \\\n > {out}/cont", OUT),
     # Bash reads a comment up to its newline, `#` inside a word as a character, and an escaped

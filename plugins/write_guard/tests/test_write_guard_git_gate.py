@@ -135,3 +135,162 @@ def test_without_a_sandbox_git_running_a_program_is_refused() -> None:
     assert fallback_doubt(surface.programs, line) is not None
     plain = extract_surface("Bash", {"command": "git status"})
     assert fallback_doubt(plain.programs, "git status") is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "S=branch; git $S -D feature",
+        "F=-D; git branch $F feature",
+        "git $(echo branch) -D feature",
+        'f() { git "$@"; }; f branch -D feature',
+        "eval \"$(printf 'git branch -D feature')\"",
+        "git${IFS}branch -D feature",
+        "git`true` branch -D feature",
+        "$0 -c 'git branch -D feature'",
+        'git push origin "$BRANCH"',
+        'git -c "$KEY=1" status',
+    ],
+)
+def test_a_git_word_known_only_when_the_line_runs_is_held(line: str) -> None:
+    assert git_hold(extract_surface("Bash", {"command": line})) is not None, line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "git commit -qm \"$(cat <<'EOF'\nFix: x\nEOF\n)\"",
+        'git commit -am "$msg"',
+        'git commit --message="$msg"',
+        'git checkout -b "$name"',
+        'git add "$f" && git rm -q -- "$g"',
+        "git log --format=%s $range",
+        "$HOME/bin/tool --flag",
+    ],
+)
+def test_a_computed_message_or_a_plain_subcommands_argument_is_not_held(line: str) -> None:
+    assert git_hold(extract_surface("Bash", {"command": line})) is None, line
+
+
+ALIAS = "GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=alias.nuke GIT_CONFIG_VALUE_0='branch -D x'"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        f"export {ALIAS}; git nuke",
+        f"{ALIAS.replace(' ', '; ')}; export GIT_CONFIG_COUNT GIT_CONFIG_KEY_0 X; git nuke",
+        f"env {ALIAS} git nuke",
+        f"{ALIAS} command git nuke",
+        f"{ALIAS} nice -n 1 git nuke",
+        "GIT_CONFIG_PARAMETERS=\"'alias.nuke=branch -D x'\" git nuke",
+        "git -c include.path=/w/n.cfg nuke",
+        "git -c includeIf.onbranch:main.path=n.cfg nuke",
+        "GIT_CONFIG_GLOBAL=n.cfg git nuke",
+        "HOME=hh git nuke",
+        "export HOME=hh; git nuke",
+        "git -c help.autocorrect=immediate brnach -D x",
+        "git -c remote.origin.mirror=true push origin",
+        "git -c remote.origin.push=+x:main push origin",
+        "git -c remote.origin.fetch=+refs/heads/*:refs/heads/* fetch origin",
+        "git -c gc.pruneExpire=now gc",
+        "read -r v; export GIT_CONFIG_COUNT=$v; git nuke",
+    ],
+)
+def test_configuration_the_line_chooses_is_held(line: str) -> None:
+    assert git_hold(extract_surface("Bash", {"command": line})) is not None, line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "GIT_AUTHOR_DATE=2026-01-01 git commit -qm x",
+        "git -c user.name=x -c user.email=y commit -qm x",
+        "X=1; export PATH=/usr/bin:$PATH; git status",
+        "git -c help.autocorrect=0 status",
+        "git -c color.ui=never push origin main",
+    ],
+)
+def test_configuration_that_changes_no_operation_is_not_held(line: str) -> None:
+    assert git_hold(extract_surface("Bash", {"command": line})) is None, line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "git fetch -q . +main:feature",
+        "git fetch -qf . main:feature",
+        "git pull --force origin main:main",
+        "git fetch --prune origin refs/heads/*:refs/heads/*",
+        "git fetch -f --tags origin",
+        "git send-pack --force ../remote.git feature:main",
+        "git send-pack ../remote.git +feature:main",
+    ],
+)
+def test_a_fetch_or_send_pack_that_forces_a_local_ref_is_held(line: str) -> None:
+    assert git_hold(extract_surface("Bash", {"command": line})) is not None, line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "git fetch origin",
+        "git fetch --prune origin",
+        "git fetch origin main:main",
+        "git fetch -q origin +refs/heads/*:refs/remotes/origin/*",
+        "git pull --rebase origin main",
+    ],
+)
+def test_a_plain_fetch_or_pull_is_not_held(line: str) -> None:
+    assert git_hold(extract_surface("Bash", {"command": line})) is None, line
+
+
+def test_send_pack_to_a_repository_on_this_machine_is_refused_without_a_sandbox() -> None:
+    assert runs_program(("git", "send-pack", "/elsewhere/repo.git", "main:main")) is not None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "find . -maxdepth 0 -exec git branch -D x \\;",
+        "find . -name a -execdir git reset --hard {} +",
+        "taskset 1 git branch -D x",
+        "chrt -o 0 git branch -D x",
+        "coproc git branch -D x; wait",
+        "env -S 'git branch -D x'",
+        "trap 'git branch -D x' EXIT",
+        "shopt -s expand_aliases\nalias nuke='git branch -D x'\nnuke",
+        "strace -f -o /dev/null git branch -D x",
+        "parallel git branch -D ::: x",
+        "script -qc 'git branch -D x' /dev/null",
+        "watch -n 1 'git push -f origin x:main'",
+    ],
+)
+def test_git_run_by_another_program_is_held(line: str) -> None:
+    assert git_hold(extract_surface("Bash", {"command": line})) is not None, line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "gh pr create --title x --body 'git reset --hard was the cause'",
+        "echo git branch -D x",
+        "grep -rn 'git reset --hard' docs",
+        "timeout 60 npm test",
+    ],
+)
+def test_a_git_line_quoted_as_text_is_not_held(line: str) -> None:
+    assert git_hold(extract_surface("Bash", {"command": line})) is None, line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "git branch -D x\necho 'unclosed",
+        "echo 'a\nb'\ngit reset --hard\n(",
+        "$'\\''\ngit branch -D x\n'",
+    ],
+)
+def test_git_on_a_complete_line_before_one_bash_cannot_read_is_held(line: str) -> None:
+    # bash runs each complete line before it fails on the one it cannot read.
+    assert git_hold(extract_surface("Bash", {"command": line})) is not None, line

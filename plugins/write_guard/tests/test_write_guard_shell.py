@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import random
+import re
 import shlex
+import subprocess
+from pathlib import Path
 
 import pytest
 from write_guard._shell import (
@@ -21,7 +24,9 @@ ALPHABET = "ab/.-_~*=$`{}! \t\r\n;&|<>()0é'\"\\#"
 def _without_comments(text: str) -> str:
     """`text` with bash's comments blanked: from a `#` where a word starts (outside quotes) up
     to, not including, its newline. (The POSIX lexer reads a `#` inside a word as a comment too,
-    and swallows the newline after one: bash does neither.)"""
+    and swallows the newline after one: bash does neither.) A `$'…'` string, bash's ANSI-C
+    quoting, is written as the single-quoted string of what it stands for (an unclosed one
+    raises ValueError, as the lexer does for an unclosed quote), and `$"…"` as `"…"`."""
     kept: list[str] = []
     index, quote, word_start = 0, "", True
     while index < len(text):
@@ -40,12 +45,31 @@ def _without_comments(text: str) -> str:
                 break
             index = end
             continue
+        if text.startswith("$'", index):
+            end = index + 2
+            while end < len(text) and text[end] != "'":
+                end += 2 if text[end] == "\\" else 1
+            if end >= len(text):
+                raise ValueError("an ANSI-C string that is never closed")
+            meant = _ANSI.sub(lambda m: _ANSI_MEANT.get(m[1], m[0]), text[index + 2 : end])
+            kept.append("'" + meant.replace("'", "'\"'\"'") + "'")
+            index, word_start = end + 1, False
+            continue
+        if text.startswith('$"', index):
+            index += 1  # `$"…"`: a double-quoted string bash may translate
+            continue
         step = 2 if char == "\\" else 1
         kept.append(text[index : index + step])
         quote = char if char in "'\"" else ""
         word_start = char in " \t\r;&|<>()\n"
         index += step
     return "".join(kept)
+
+
+# What the escapes that ALPHABET can spell mean in bash's ANSI-C strings (`\0` is octal).
+_ANSI = re.compile(r"\\(0[0-7]{0,2}|.)", re.DOTALL)
+_ANSI_MEANT = {"a": "\a", "b": "\b", "'": "'", '"': '"', "\\": "\\", "?": "?"}
+_ANSI_MEANT.update({f"0{digits}": "\0" for digits in ("", "0", "00")})
 
 
 def _lexer_tokens(text: str) -> list[str]:
@@ -162,3 +186,64 @@ def test_a_quote_that_a_word_opens_after_a_hash_is_refused() -> None:
     # The POSIX lexer would read `#it's` as a comment; bash reads an unclosed quote.
     with pytest.raises(ShellParseError):
         parse_line("echo a#it's")
+
+
+# Lines whose next lines are commands although a `<<` shows in them, or whose heredoc ends
+# where bash ends it: each `touch` bash runs must be a command the analysis reads.
+HEREDOC_LINES = [
+    "echo '<<EOF'\ntouch r1\nEOF",
+    'echo "x<<EOF"\ntouch r2\nEOF',
+    "echo x # <<EOF\ntouch r3\nEOF",
+    "echo $((1<<2)) >/dev/null\ntouch r4\nEOF",
+    "(( x = 1 << 2 ))\ntouch r5\nEOF",
+    "echo ${HOME/<</x}\ntouch r6\nEOF",
+    'cat <<E"O"F >/dev/null\nx\nEOF\ntouch r7',
+    "cat <<\\EOF >/dev/null\nx\nEOF\ntouch r8",
+    "cat <<'E ' >/dev/null\nx\nE \ntouch r9",
+    "cat <<EOF >/dev/null\n$(touch r10)\nEOF",
+    "cat <<A <<B >/dev/null\na\nA\n$(touch r11)\nB\ntouch r12",
+    "cat <<-EOF >/dev/null\n\tx\n\tEOF\ntouch r13",
+    'x="$(cat <<\'EOF\'\nsay "hi" it\'s\nEOF\n)"; touch r14',
+]
+
+
+@pytest.mark.parametrize("line", HEREDOC_LINES)
+def test_every_command_bash_runs_past_a_heredoc_is_read(line: str, tmp_path: Path) -> None:
+    done = subprocess.run(
+        ["bash", "-c", line], cwd=tmp_path, capture_output=True, text=True, timeout=10, check=False
+    )
+    ran = sorted(path.name for path in tmp_path.iterdir())
+    assert ran, done.stderr
+    parsed = parse_line(line)
+    inner = [parse_line(text).commands for text in parsed.substitutions]
+    read = {
+        command.argv[1]
+        for command in [*parsed.commands, *(c for commands in inner for c in commands)]
+        if command.argv[:1] == ("touch",)
+    }
+    assert set(ran) <= read, (ran, read)
+
+
+def test_a_quoted_delimiter_keeps_its_body_data() -> None:
+    parsed = parse_line("cat <<'EOF' > notes.txt\n$(rm -rf x)\nEOF")
+    assert parsed.heredocs == ["$(rm -rf x)"] and parsed.substitutions == []
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("$'\\x67it' branch -D x", ("git", "branch", "-D", "x")),
+        ("echo $'a\\'b' $'\\t\\101\\u00e9' $\"c\"", ("echo", "a'b", "\tAé", "c")),
+        ("$'cd' ..", ("cd", "..")),
+        ("echo \"$'x'\" '$'x", ("echo", "$'x'", "$x")),
+    ],
+)
+def test_ansi_c_strings_read_as_bash_reads_them(line: str, words: tuple[str, ...]) -> None:
+    assert [command.argv for command in parse_line(line).commands] == [words]
+
+
+def test_an_ansi_c_quote_escaped_inside_does_not_close_it() -> None:
+    # bash: `$'\''` is one quote, so the last line's quote is never closed (the lines before
+    # it run); read as plain quotes, `'\''` would close and the middle line be a string.
+    with pytest.raises(ShellParseError):
+        parse_line("$'\\''\ntouch x\n'")

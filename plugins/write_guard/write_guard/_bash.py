@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from write_guard._git import GIT_CORE_PREFIX
-from write_guard._shell import ShellParseError, parse_line
+from write_guard._programs import RUNS_NOTHING
+from write_guard._shell import (
+    COMPUTED,
+    ShellParseError,
+    is_computed,
+    join_continued_lines,
+    parse_line,
+    shell_tokens,
+)
 
 _MAX_DEPTH = 4
 
@@ -25,18 +34,25 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "ionice": frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"}),
     "stdbuf": frozenset({"-i", "-o", "-e"}),
     "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
+    "coproc": frozenset(),
     "watch": frozenset({"-n", "-d", "--interval"}),
-    "chrt": frozenset(),
+    "chrt": frozenset({"-T", "--sched-runtime", "-P", "--sched-period", "-D", "--sched-deadline"}),
     "taskset": frozenset(),
     "caffeinate": frozenset(),
     "unbuffer": frozenset(),
 }
+# Wrappers that take one operand before the command: a duration, a CPU mask, a priority.
+_BEFORE_COMMAND = frozenset({"timeout", "taskset", "chrt"})
+# Builtins whose `NAME=value` arguments set variables for the rest of the line.
+_EXPORTERS = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _XARGS_VALUE_OPTIONS = frozenset({"-I", "-i", "-n", "-P", "-d", "-E", "-L", "-s", "-a", "-e"})
 _SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh", "fish"})
 _INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "perl", "php", "deno", "bun"})
 INTERPRETER_PREFIXES = ("python3.", "python2")
 # Programs the control plane reads the arguments of (see `_control`).
-CONTROL_NAMES = frozenset({"hookchain", "kill", "pkill", "killall", "skill"})
+CONTROL_NAMES = frozenset(
+    {"hookchain", "kill", "pkill", "killall", "skill", "snice", "killall5", "fuser"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,12 +74,19 @@ class BashAnalysis:
     heredocs: list[str] = field(default_factory=list)
     programs: list[tuple[str, ...]] = field(default_factory=list)
     """Every simple command run, wrappers seen through, `VAR=` assignments kept in front."""
+    assigned: list[str] = field(default_factory=list)
+    """`VAR=value` set for the rest of the line (a bare assignment, `export`, `declare`); an
+    exported name with no value here is `VAR=$(…)`, its value known only when it runs."""
 
 
 def analyse_bash(command: str) -> BashAnalysis:
     """Analyse a command line; never raises (what it cannot parse lands in `uncertain`)."""
     analysis = BashAnalysis()
     _analyse_line(command, analysis, None, 0)
+    if analysis.assigned and analysis.git_commands:
+        # What the line sets reaches each git call it runs, wherever it stands (a loop may run
+        # the assignment first): in front of the call's own, which git reads last.
+        analysis.git_commands = [(*analysis.assigned, *call) for call in analysis.git_commands]
     return analysis
 
 
@@ -75,6 +98,8 @@ def _analyse_line(line: str, analysis: BashAnalysis, prefix: str | None, depth: 
         parsed = parse_line(line)
     except ShellParseError as error:
         analysis.uncertain.append(f"cannot parse: {error}")
+        if "\n" in line:
+            _analyse_complete_lines(line, analysis, prefix, depth)
         return
     analysis.heredocs.extend(parsed.heredocs)
     for inner in parsed.substitutions:
@@ -84,6 +109,30 @@ def _analyse_line(line: str, analysis: BashAnalysis, prefix: str | None, depth: 
         for operator, target in simple.redirects:
             analysis.targets.append(WriteTarget(target, f"redirection {operator}", here))
         _analyse_argv(list(simple.argv), analysis, here, depth, bool(parsed.heredocs))
+
+
+_COMPLETE_LINES_READ = 200
+"""Lines of a text it cannot parse that the analysis still reads, one complete line at a time."""
+
+
+def _analyse_complete_lines(
+    line: str, analysis: BashAnalysis, prefix: str | None, depth: int
+) -> None:
+    """bash runs each complete line of a text before the one it cannot read (`git branch -D x`
+    then a line with an unclosed quote): those lines are read too, each as soon as the lines
+    gathered since the last one parse (a quoted string may span lines)."""
+    gathered: list[str] = []
+    for number, text in enumerate(join_continued_lines(line).split("\n")):
+        if number >= _COMPLETE_LINES_READ:
+            return
+        gathered.append(text)
+        complete = "\n".join(gathered)
+        try:
+            parse_line(complete)
+        except ShellParseError:
+            continue
+        _analyse_line(complete, analysis, prefix, depth)
+        gathered.clear()
 
 
 def _join_prefix(outer: str | None, inner: str | None) -> str | None:
@@ -103,29 +152,55 @@ def _analyse_argv(
         assignments += 1
     env, argv = argv[:assignments], argv[assignments:]
     if not argv:
+        analysis.assigned.extend(env)
         return
     name = argv[0].rpartition("/")[2]  # os.path.basename, without its generic path handling
     if name not in ANALYSED_COMMANDS and not name.startswith(INTERPRETER_PREFIXES):
-        if name.startswith(GIT_CORE_PREFIX):
+        if name in _EXPORTERS:
+            for word in argv[1:]:
+                if _is_assignment(word):
+                    analysis.assigned.append(word)
+                elif word.isidentifier():
+                    analysis.assigned.append(f"{word}={COMPUTED}")
+        elif name.startswith(GIT_CORE_PREFIX):
             analysis.git_commands.append((*env, *argv))
-        elif argv[0][:1] == "$" and (argv[0][1:2].isalpha() or argv[0][1:2] in {"_", "{"}):
-            # A computed program name: read the rest as if it were git, the cautious reading.
+        elif is_computed(name):
+            # A program name known only when the line runs (`$G`, `$(echo git)`, `git${IFS}x`):
+            # it may be git with any subcommand, the cautious reading (see `_git`).
             analysis.uncertain.append("a computed command name")
-            analysis.git_commands.append((*env, "git", *argv[1:]))
+            analysis.git_commands.append((*env, "git", COMPUTED, *_after_computed(argv)))
+        elif name not in RUNS_NOTHING:
+            _commands_in_arguments(argv, env, analysis, prefix, depth)
         return  # most commands (`ls`, `echo`, `cd`) write nothing: one test rather than eight
     if name in _WRAPPERS:
-        if name == "env" and any(word in {"-S", "--split-string"} for word in argv):
+        if name == "env" and any(word.startswith(("-S", "--split-string")) for word in argv):
             analysis.uncertain.append("env -S splits a string")
         rest = _skip_options(argv[1:], _WRAPPERS[name])
-        if name == "timeout" and rest:
-            rest = rest[1:]
-        _analyse_argv(rest, analysis, prefix, depth, has_heredoc)
+        # `env A=1 git …` and `A=1 command git …`: the wrapped command runs with both.
+        carried = [word for word in argv[1 : len(argv) - len(rest)] if _is_assignment(word)]
+        split = _split_string(argv[1 : len(argv) - len(rest)]) if name == "env" else None
+        if split is not None:
+            rest = [*_words(split), *rest]  # `env -S 'git branch -D x'`: env splits the string
+        elif name in _BEFORE_COMMAND and rest and not {"-p", "--pid"} & set(argv):
+            rest = rest[1:]  # `timeout 5 cmd`, `taskset 1 cmd`, `chrt -o 0 cmd`
+        if name == "watch":
+            _analyse_line(" ".join(rest), analysis, prefix, depth + 1)  # run by `sh -c`
+            return
+        _analyse_argv([*env, *carried, *rest], analysis, prefix, depth, has_heredoc)
+        return
+    if name in {"trap", "alias"}:
+        # The action of `trap 'cmd' EXIT` and the value of `alias x='cmd'` are lines bash runs.
+        for word in argv[1:2] if name == "trap" else argv[1:]:
+            if not word.startswith("-"):
+                _analyse_line(word.partition("=")[2] if name == "alias" else word, analysis,
+                              prefix, depth + 1)  # fmt: skip
         return
     if name == "xargs":
         rest = _skip_options(argv[1:], _XARGS_VALUE_OPTIONS)
         before = len(analysis.targets)
         probe = BashAnalysis()
         _analyse_argv([*rest, "{xargs-input}"], probe, prefix, depth, has_heredoc)
+        analysis.programs.extend(probe.programs)
         analysis.git_commands.extend(probe.git_commands)
         analysis.uncertain.extend(probe.uncertain)
         known = [target for target in probe.targets if "{xargs-input}" not in target.path]
@@ -156,10 +231,82 @@ def _analyse_argv(
         if inline or has_heredoc:
             analysis.uncertain.append(f"{name} runs inline code")
         return
+    if name == "find":
+        for command in _find_commands(argv[1:]):
+            probe = BashAnalysis()
+            _analyse_argv(command, probe, prefix, depth, has_heredoc)
+            analysis.programs.extend(probe.programs)
+            analysis.git_commands.extend(probe.git_commands)
+            analysis.uncertain.extend(probe.uncertain)
     extractor = _EXTRACTORS.get(name)
     if extractor is not None:
         for path in extractor(argv[1:]):
             analysis.targets.append(WriteTarget(path, name, prefix))
+
+
+def _after_computed(argv: list[str]) -> list[str]:
+    """The words after a computed program name; a backtick substitution split at its blanks
+    (`` `echo git` branch``) ends at the word that closes it."""
+    index = 1
+    if argv[0].count("`") % 2:
+        while index < len(argv) and not argv[index].count("`") % 2:
+            index += 1
+        index += 1
+    return argv[index:]
+
+
+def _commands_in_arguments(
+    argv: list[str], env: list[str], analysis: BashAnalysis, prefix: str | None, depth: int
+) -> None:
+    """A program that may run a command named in its arguments (`strace -o f git …`,
+    `parallel git … ::: x`, `script -qc 'git …'`, `su -c 'git …'`): a word that is git starts
+    a git call, and the string of a `-c` or `--command` option is read as a line."""
+    for index, word in enumerate(argv[1:], 1):
+        base = word.rpartition("/")[2]
+        if base == "git" or base.startswith(GIT_CORE_PREFIX):
+            analysis.git_commands.append((*env, *argv[index:]))
+            return
+        before = argv[index - 1]
+        if before == "--command" or (_is_short_cluster(before) and before.endswith("c")):
+            _analyse_line(word, analysis, prefix, depth + 1)
+        elif word.startswith("--command="):
+            _analyse_line(word.partition("=")[2], analysis, prefix, depth + 1)
+
+
+def _find_commands(words: list[str]) -> list[list[str]]:
+    """The commands of find's `-exec`, `-execdir`, `-ok`, `-okdir`, each ended by `;` or `+`
+    (the lexer ends the whole command at a `;`: the last one runs to the end)."""
+    commands: list[list[str]] = []
+    index = 0
+    while index < len(words):
+        if words[index] in {"-exec", "-execdir", "-ok", "-okdir"}:
+            end = index + 1
+            while end < len(words) and words[end] not in {";", "+"}:
+                end += 1
+            commands.append(words[index + 1 : end])
+            index = end
+        index += 1
+    return [command for command in commands if command]
+
+
+def _split_string(options: list[str]) -> str | None:
+    """The string of env's `-S STRING`, `-SSTRING` or `--split-string=STRING`, if any."""
+    for index, word in enumerate(options):
+        if word in {"-S", "--split-string"}:
+            return options[index + 1] if index + 1 < len(options) else None
+        if word.startswith("--split-string="):
+            return word.partition("=")[2]
+        if word.startswith("-S"):
+            return word[2:]
+    return None
+
+
+def _words(text: str) -> list[str]:
+    """`text` split into words as the shell would (env -S splits its string that way)."""
+    try:
+        return shell_tokens(text)
+    except ShellParseError:
+        return [COMPUTED]
 
 
 def _is_assignment(word: str) -> bool:
@@ -270,6 +417,31 @@ def _after_first(words: list[str]) -> list[str]:
     return _positionals(words)[1:]
 
 
+# A symbolic mode of chmod; one that starts with `-` (`-x`, `-w`, `-rwx`) is the mode, not an
+# option (chmod's options are letters none of these modes holds alone: -c, -f, -v, -R).
+_CHMOD_MODE = re.compile(r"[ugoa]*[-+=][rwxXstugo]*(?:,[ugoa]*[-+=][rwxXstugo]*)*")
+
+
+def _chmod(words: list[str]) -> list[str]:
+    if any(word.startswith("--reference") for word in words):
+        return _positionals(words)
+    operands: list[str] = []
+    mode = False
+    for index, word in enumerate(words):
+        if word == "--":
+            operands.extend(words[index + 1 :])
+            break
+        if not mode and _CHMOD_MODE.fullmatch(word):
+            mode = True
+        elif word.startswith("-") and word != "-":
+            continue
+        elif not mode:
+            mode = True
+        else:
+            operands.append(word)
+    return operands[1:] if not mode and operands else operands
+
+
 def _destination(words: list[str]) -> list[str]:
     explicit = _long_value(words, ("-t", "--target-directory"))
     if explicit:
@@ -282,11 +454,41 @@ def _link(words: list[str]) -> list[str]:
     operands = _positionals(words, frozenset({"-S", "--suffix", "-t"}))
     explicit = _long_value(words, ("-t", "--target-directory"))
     if explicit:
-        return explicit
-    if len(operands) == 1:
+        made = explicit
+    elif len(operands) == 1:
         # `ln -s /usr/share/dict`: the link is made in the cwd, named after the target.
-        return [operands[0].rstrip("/").rpartition("/")[2] or operands[0]]
-    return operands[-1:]
+        made = [operands[0].rstrip("/").rpartition("/")[2] or operands[0]]
+    else:
+        made = operands[-1:]
+    if _has_flag(words, "s", "--symbolic"):
+        return made
+    return made + _sources(operands, bool(explicit))
+
+
+def _copy(words: list[str]) -> list[str]:
+    made = _destination(words)
+    if not _has_flag(words, "l", "--link"):
+        return made
+    operands = _positionals(words, frozenset({"-S", "--suffix", "-t"}))
+    return made + _sources(operands, bool(_long_value(words, ("-t", "--target-directory"))))
+
+
+def _sources(operands: list[str], explicit_target: bool) -> list[str]:
+    """The files a hard link is made to (every operand but the last, or all of them after
+    -t): written through the new name, as they are the same file."""
+    if explicit_target or len(operands) == 1:
+        return operands
+    return operands[:-1]
+
+
+def _has_flag(words: list[str], letter: str, long: str) -> bool:
+    """Whether `words` hold a flag as `-x`, in a short cluster (`-sf`), or as its long name."""
+    for word in words:
+        if word == "--":
+            return False
+        if word == long or (_is_short_cluster(word) and word[1:].isalpha() and letter in word):
+            return True
+    return False
 
 
 def _move(words: list[str]) -> list[str]:
@@ -373,11 +575,12 @@ _EXTRACTORS: dict[str, Callable[[list[str]], list[str]]] = {
     "mkdir": lambda words: _positionals(words, frozenset({"-m", "--mode"})),
     "tee": _every_operand,
     "truncate": _truncate,
-    "chmod": _after_first,
+    "chmod": _chmod,
     "chown": _after_first,
     "chgrp": _after_first,
-    "cp": _destination,
+    "cp": _copy,
     "ln": _link,
+    "link": _every_operand,
     "rsync": _destination,
     "mv": _move,
     "install": _install,
@@ -390,8 +593,14 @@ _EXTRACTORS: dict[str, Callable[[list[str]], list[str]]] = {
     "tar": _tar,
 }
 
+WRAPPER_NAMES = frozenset(_WRAPPERS)
+"""Programs that run the command after their options (read as a program of its own)."""
+WRITERS_READ = frozenset(_EXTRACTORS)
+"""Programs whose written paths the analysis reads from their words."""
+
 # Every command name the analysis reacts to; a line running none of them (and with no
 # redirection, substitution or heredoc) writes nothing (see `_quick`).
-ANALYSED_COMMANDS = frozenset(
-    {*_WRAPPERS, "xargs", *_SHELLS, "eval", "git", *_INTERPRETERS, *_EXTRACTORS, *CONTROL_NAMES}
-)
+ANALYSED_COMMANDS = frozenset({
+    *_WRAPPERS, "xargs", *_SHELLS, "eval", "git", *_INTERPRETERS, *_EXTRACTORS, *CONTROL_NAMES,
+    "trap", "alias",
+})  # fmt: skip

@@ -9,6 +9,8 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Iterable
 
+from write_guard._shell import is_computed
+
 # global options that take a separate value: `git -C dir`, `git -c key=value`, ...
 _GLOBAL_VALUE_OPTIONS = frozenset(
     {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env",
@@ -33,6 +35,7 @@ _PROGRAM_ENV = (
     "GIT_CONFIG_COUNT", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG",
     "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_TEMPLATE_DIR",
     "GIT_ALLOW_PROTOCOL", "GIT_CONFIG_PARAMETERS", "EDITOR", "VISUAL", "PAGER",
+    "HOME", "XDG_CONFIG_HOME",
 )  # fmt: skip
 _PROGRAM_OPTIONS = ("--upload-pack", "--receive-pack", "--exec", "--ext-diff", "--template",
                     "--separate-git-dir", "--output", "--output-directory", "--config")  # fmt: skip
@@ -169,9 +172,95 @@ def _danger(call: GitCall, depth: int) -> str | None:
         inner = GitCall(("git", *expanded, *rest))
         inner.configs, inner.aliases = call.configs, call.aliases
         return _danger(inner, depth + 1)
+    if is_computed(subcommand):
+        # Known only when the line runs: it may be any subcommand. Read as if the next word
+        # were the subcommand, for the operation to name when that one is dangerous already.
+        inner = GitCall(("git", *rest))
+        inner.configs, inner.aliases = call.configs, call.aliases
+        return _danger(inner, depth + 1) or "a git command known only when the line runs"
+    if any(is_computed(key) for key in call.configs):
+        return "git configuration known only when the line runs"
+    source = _configuration_from_the_line(call)
+    if source is not None:
+        return f"git reads configuration {source}"
     if subcommand == "clean" and "clean.requireforce" in call.configs:
         return "clean (forced by configuration)"
-    return _subcommand_danger(subcommand, rest)
+    danger = _subcommand_danger(subcommand, rest)
+    if danger is None and subcommand in _GATED:
+        computed = _computed_argument(rest)
+        if computed is not None:
+            return f"{subcommand} with an argument known only when the line runs ({computed})"
+    return danger
+
+
+# Options whose value is a message, a name or a date, never an option of git's: a value known
+# only at run time there (`commit -m "$(cat <<'EOF' …)"`) changes nothing the gate reads.
+_VALUE_OPTIONS = frozenset({
+    "-m", "--message", "-F", "--file", "-C", "--reuse-message", "-c", "--reedit-message",
+    "--author", "--date", "-t", "--template", "--trailer", "-b", "--fixup", "--squash",
+})  # fmt: skip
+
+
+def _computed_argument(rest: list[str]) -> str | None:
+    """The first word of a gated subcommand's arguments known only when the line runs (it may
+    be `-D`, `--hard` or a forced refspec), but a value of `_VALUE_OPTIONS` or a path after
+    `--`; None when there is none."""
+    value_next = False
+    for word in rest:
+        if value_next:
+            value_next = False
+            continue
+        if word == "--":
+            return None
+        if word.startswith("--"):
+            key, equals, _value = word.partition("=")
+            if key in _VALUE_OPTIONS:
+                value_next = not equals
+                continue
+        elif word.startswith("-"):
+            # A short cluster: the first value option in it takes the rest of the word, or
+            # the next word when it is last (`-am "$msg"`, `-m"$msg"`).
+            letters = word[1:]
+            at = next((i for i, c in enumerate(letters) if f"-{c}" in _VALUE_OPTIONS), -1)
+            if at >= 0:
+                value_next = at == len(letters) - 1
+                if not is_computed(letters[: at + 1]):
+                    continue
+        if is_computed(word):
+            return word
+    return None
+
+
+# Variables that make git read its configuration from where the line says (a file, HOME's
+# .gitconfig, `-c` pairs): aliases and settings there could make any subcommand destructive.
+_CONFIGURATION_ENV = ("GIT_CONFIG_PARAMETERS", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
+                      "GIT_CONFIG", "HOME", "XDG_CONFIG_HOME")  # fmt: skip
+# Settings that make a fetch, pull or push force or delete refs, or gc prune what only reflogs
+# keep (`-c remote.origin.mirror=true push`, `-c gc.pruneExpire=now gc`).
+_REFS_SETTINGS = {
+    "push": ("remote.", "push."), "fetch": ("remote.", "fetch."), "pull": ("remote.", "fetch."),
+    "gc": ("gc.",), "maintenance": ("gc.", "maintenance."), "send-pack": ("remote.", "push."),
+}  # fmt: skip
+_CORRECTION_OFF = frozenset({"0", "false", "no", "off", "never", "show"})
+
+
+def _configuration_from_the_line(call: GitCall) -> str | None:
+    """Where the line points git's configuration (None: at the person's own files only)."""
+    for key in _CONFIGURATION_ENV:
+        if key in call.env:
+            return f"from what the line sets in {key}"
+    count = call.env.get("GIT_CONFIG_COUNT")
+    if count is not None and not count.isdigit():
+        return "from GIT_CONFIG_COUNT, known only when the line runs"
+    refs = _REFS_SETTINGS.get(call.subcommand)
+    for key, value in call.configs.items():
+        if key == "include.path" or key.startswith("includeif."):
+            return f"from a file the line names ({key})"
+        if key == "help.autocorrect" and value.strip().lower() not in _CORRECTION_OFF:
+            return "that runs a misspelt subcommand as the one git guesses (help.autocorrect)"
+        if refs is not None and key.startswith(refs):
+            return f"that changes what {call.subcommand} forces, deletes or prunes ({key})"
+    return None
 
 
 def runs_program(argv: tuple[str, ...]) -> str | None:
@@ -197,7 +286,7 @@ def runs_program(argv: tuple[str, ...]) -> str | None:
     uploads = "-u" in rest and call.subcommand in {"clone", "fetch", "pull", "ls-remote"}
     if call.subcommand in _CLONE_LIKE and (uploads or any("::" in w for w in rest)):
         return "a remote helper or upload program"
-    if call.subcommand == "push" and any(
+    if call.subcommand in {"push", "send-pack"} and any(
         word.startswith(("/", "./", "../", "~", "file:")) for word in _operands(rest)
     ):
         return "a repository elsewhere on this machine"
@@ -215,11 +304,28 @@ def runs_program(argv: tuple[str, ...]) -> str | None:
     return None
 
 
+def _fetch_danger(rest: list[str], shorts: set[str], operands: list[str]) -> str | None:
+    """A fetch or pull that moves a local branch or tag by force (`git fetch . +main:feature`,
+    `-f` with `main:feature`, `--force --tags`): the commits only it had are lost. Forced
+    updates of remote-tracking refs (`refs/remotes/…`, what a plain fetch does) are not."""
+    forced = "f" in shorts or has_long(rest, "--force")
+    if forced and ("t" in shorts or has_long(rest, "--tags")):
+        return "fetch --force of tags (overwrites local tags)"
+    pruning = "p" in shorts or has_long(rest, "--prune")
+    for operand in operands[1:]:
+        _source, colon, destination = operand.partition(":")
+        local = colon and destination and not destination.startswith("refs/remotes/")
+        if local and (forced or operand.startswith("+") or pruning):
+            return "fetch into a local branch or tag by force (a forced refspec)"
+    return None
+
+
 # Every subcommand `_subcommand_danger` can name: the rest (status, log, diff...) never are.
 _GATED = frozenset({
     "rebase", "reset", "push", "checkout", "switch", "restore", "branch", "tag", "update-ref",
     "symbolic-ref", "reflog", "prune", "filter-branch", "filter-repo", "replace", "prune-packed",
     "gc", "clean", "stash", "commit", "worktree", "rm", "read-tree", "checkout-index",
+    "fetch", "pull", "send-pack",
 })  # fmt: skip
 
 
@@ -237,7 +343,9 @@ def _subcommand_danger(subcommand: str, rest: list[str]) -> str | None:
             if has_long(rest, mode):
                 return f"reset {mode}"
         return None
-    if subcommand == "push":
+    if subcommand in {"fetch", "pull"}:
+        return _fetch_danger(rest, shorts, operands)
+    if subcommand in {"push", "send-pack"}:
         forced = _any_long(rest, ("--force", "--force-with-lease", "--force-if-includes",
                                   "--mirror", "--delete", "--prune"))  # fmt: skip
         if forced or shorts & {"f", "d"}:

@@ -26,7 +26,7 @@ _BALANCED = re.compile(
 )
 # The pieces the lexer reads as one: quoted strings and escapes (what `_BALANCED` is made of).
 _PIECE = re.compile(r"""'[^']*'|"[^"\\]*(?:\\.[^"\\]*)*"|\\.""", re.DOTALL)
-_EXPANSION = re.compile(r"\$(?![?#@*!$0-9-])")
+_EXPANSION = re.compile(r"\$(?![?#!$])")
 _LITERAL_IN_QUOTES = str.maketrans({"(": "_", ")": "_", ">": "_", "#": "_"})
 
 
@@ -66,7 +66,7 @@ def sink_redirections(command: str) -> list[str] | None:
     if "<" in text or "`" in text or "$(" in text:
         return None
     # An expansion may compute a program name (`$G reset --hard`, which the analysis reads as
-    # git); only the special parameters (`$?`, `$1`) never spell a name.
+    # git); only `$?`, `$#`, `$$` and `$!` (numbers) never spell one (`$0` is the shell's name).
     if "$" in text and _EXPANSION.search(text) is not None:
         return None
     sinks: list[str] = []

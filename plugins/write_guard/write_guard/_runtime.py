@@ -25,6 +25,7 @@ from framework import (
     data_dir,
 )
 
+from write_guard import _control
 from write_guard._approvals import (
     CODE_TTL_S,
     approval_key,
@@ -148,20 +149,23 @@ def is_shell_tool(tool: str) -> bool:
 
 @functools.lru_cache(maxsize=SURFACES_KEPT)
 def _kept_control(
-    command: str, programs: tuple[tuple[str, ...], ...], host_pid: int
+    command: str, programs: tuple[tuple[str, ...], ...], host_pid: int, host: tuple[str, ...]
 ) -> ControlDenial | None:
-    return control_denial(command, programs, (host_pid,))
+    return control_denial(command, programs, (host_pid,), host)
 
 
 def kept_control(
-    command: str, programs: tuple[tuple[str, ...], ...], host_pid: int
+    command: str,
+    programs: tuple[tuple[str, ...], ...],
+    host_pid: int,
+    host: tuple[str, ...] = (),
 ) -> ControlDenial | None:
     """`control_denial` of one line for one host: a pure function of the text, the programs
-    read from it and the host's pid, so a line seen before reuses its verdict (bounded as the
-    kept surfaces are; a longer line is read every time)."""
+    read from it and the host's pid and identity, so a line seen before reuses its verdict
+    (bounded as the kept surfaces are; a longer line is read every time)."""
     if len(command) <= SURFACE_KEPT_CHARS:
-        return _kept_control(command, programs, host_pid)
-    return control_denial(command, programs, (host_pid,))
+        return _kept_control(command, programs, host_pid, host)
+    return control_denial(command, programs, (host_pid,), host)
 
 
 def gated(command: str) -> bool:
@@ -181,6 +185,8 @@ class Guard:
         self.default_home = os.path.expanduser("~")
         self.runtime_dir = runtime_dir()
         self.host_pid = os.getpid()
+        # What a process pattern (pkill -f, killall) can match of this host.
+        self.host_identity = _control.host_identity()
         self._sandbox: Availability | None = None
         # The probe runs a process (~5 ms, far more on a loaded machine): started now, beside
         # the host's loading, rather than inside the first session's start.
@@ -520,7 +526,7 @@ class Guard:
             return None
         context, policy, resolved = await self.paths(engine, event, decision)
         if command is not None:
-            control = kept_control(command, surface.programs, self.host_pid)
+            control = kept_control(command, surface.programs, self.host_pid, self.host_identity)
             if control is not None:
                 return ToolResult.denied(control_reason(control), by=PLUGIN)
         route: Route = "none"

@@ -1,0 +1,98 @@
+"""Without an OS sandbox the line analysis lets a line run only when it knows what each of its
+programs writes: a program it does not know, a program file given by a path, a script run by
+an interpreter, and a reader whose options or operands name a file it writes are refused; the
+programs real sessions run that it does read are not."""
+
+from __future__ import annotations
+
+import pytest
+from write_guard._fallback import fallback_doubt
+from write_guard._surface import analysed_bash_surface
+
+
+def _doubt(line: str) -> str | None:
+    surface = analysed_bash_surface(line)
+    return fallback_doubt(surface.programs, line, [target.path for target in surface.targets])
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "uniq a.txt /out/x",
+        "xxd a.txt /out/x",
+        "iconv -f utf-8 -t utf-8 -o /out/x a.txt",
+        "sort -uo /out/x a.txt",
+        "sort --out=/out/x a.txt",
+        "sort -T /out a.txt",
+        "sort --compress-program=sh a.txt",
+        "shuf -o /out/x a.txt",
+        "tree -o /out/x",
+        "file -C -m /out/magic",
+        "sdiff -o /out/x a b",
+        "strace -o /out/x true",
+        "gdb -batch -ex 'shell touch /out/x'",
+        "./tool",
+        "bin/tool --flag",
+        ".venv/bin/pytest -q",
+        "/tmp/x/tool",
+        "python3 s.py",
+        "python3 -m http.server",
+        "node build.js",
+        "golangci-lint run",
+        "gh repo clone o/r",
+        "gh run download 1 -D /out",
+        "curl -s --trace /out/x file:///w/a.txt",
+        "curl -sD /out/x file:///w/a.txt",
+        "curl -sO https://example.com/config",
+        "curl -s -w '%output{/out/x}' file:///w/a.txt",
+        "wget -q -o /out/log http://example.com/",
+        "wget -q http://example.com/config",
+        "wget -e output_document=/out/x http://example.com/",
+        "tar -xf t.tar",
+        "tar xf t.tar -C sub",
+        "tar -cf x.tar a --checkpoint=1 --checkpoint-action=exec=sh",
+        "tar -cf x.tar -I 'sh -c x' a",
+        "tar cIf 'sh -c x' x.tar a",
+        "tar -cf host:/x.tar a",
+        "tar -czf x.tar.gz --remove-files a",
+        "sed -n 's/d/D/w/out/x' a.txt",
+        "sed -n '1w/out/x' a.txt",
+        "sed -n 's/d/D/gw /out/x' a.txt",
+        "sed 's/.*/touch x/ge' a.txt",
+        "sed -ne '1e touch x' a.txt",
+        "sed -f s.sed a.txt",
+    ],
+)
+def test_a_program_whose_writes_the_analysis_does_not_know_is_refused(line: str) -> None:
+    assert _doubt(line) is not None, line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "sort a.txt | uniq -c | sort -rn | head",
+        "sort -t, -k2 -n a.csv",
+        "uniq -f 1 a.txt",
+        "xxd a.bin | head",
+        "iconv -f latin1 -t utf-8 a.txt > b.txt",
+        "ls -la && cat a.txt | grep -n x | wc -l",
+        'for f in *.txt; do echo "$f: $(wc -l < "$f")"; done',
+        "f() { echo fn; }; f",
+        "/usr/bin/git status && /bin/ls",
+        "python3 --version && node -v",
+        "gh pr list --state open && gh issue close 3 --comment done && gh api repos/o/r",
+        "jq '.' a.json && stat -c %s a.txt && date +%Y",
+        "sleep 1 & PID=$!; kill $PID; wait",
+        "mkdir -p x/y && cp a.txt x/y/ && mv x/y/a.txt x/y/b.txt && rm -f x/y/b.txt",
+        "timeout 5 nice -n 1 env LANG=C ls",
+        "curl -sSL -o got.txt https://example.com/x && curl -s https://example.com | head",
+        "curl -s -X POST -H 'Content-Type: application/json' -d '{}' https://example.com/api",
+        "wget -q -O page.html https://example.com/",
+        "tar -czf out.tar.gz sub && tar -tzf out.tar.gz",
+        "sed -n '1,2p' a.txt && sed -i 's/e/w/g' a.txt",
+        "sed -e ':a;N;$!ba;s/\\n/ /g' a.txt | sed '/^$/d'",
+        "sed 's|/usr/local|/opt|g; s/[/]/-/' a.txt",
+    ],
+)
+def test_the_programs_it_reads_run(line: str) -> None:
+    assert _doubt(line) is None, line
