@@ -90,7 +90,9 @@ def test_another_harness_gets_no_rewritten_command_and_the_analysis_fails_closed
     tool = "run_shell_command" if harness == "gemini" else "Bash"
     plain, ran = _guarded_write(tmp_path / "plain", harness, tool, {"command": "echo x > in.txt"})
     assert plain.denial is None and plain.updated_input is None and ran == ["t1"]
-    unread, ran = _guarded_write(tmp_path / "unread", harness, tool, {"command": 'eval "$CMD"'})
+    # A line the analysis cannot read that runs no git (the git gate holds an `eval` first).
+    unreadable = {"command": "echo x | tee >(cat > f) >/dev/null"}
+    unread, ran = _guarded_write(tmp_path / "unread", harness, tool, unreadable)
     assert unread.denial is not None and ran == []
     assert "no-sandbox" in unread.denial.reason
 
