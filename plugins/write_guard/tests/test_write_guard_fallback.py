@@ -5,8 +5,12 @@ programs real sessions run that it does read are not."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
-from write_guard._fallback import fallback_doubt
+from write_guard._fallback import fallback_doubt, git_outside
+from write_guard._paths import PathContext
+from write_guard._policy import Policy
 from write_guard._surface import analysed_bash_surface
 
 
@@ -96,3 +100,66 @@ def test_a_program_whose_writes_the_analysis_does_not_know_is_refused(line: str)
 )
 def test_the_programs_it_reads_run(line: str) -> None:
     assert _doubt(line) is None, line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "git remote add evil /out",
+        "git remote set-url origin /out",
+        "git -C nested remote add x /out",
+        "git branch -u main feature",
+        "git branch --set-upstream-to=main feature",
+        "git checkout -q -b t --track main",
+        "git push -u origin main",
+        "git sparse-checkout set sub",
+        "git checkout-index --prefix=/out/ a.txt",
+        "git grep -O'touch /out/x' dirty",
+        "git grep --open-files-in-pager=sh dirty",
+        "GIT_TRACE=/out/x git status",
+        "GIT_TRACE2_EVENT=/out/x git status",
+        "git credential-store --file=/out/x store",
+        "git rev-parse HEAD | git pack-objects -q /out/po",
+        "git fast-export --export-marks=/out/m main",
+        "git st",
+        "git worktree lock x",
+    ],
+)
+def test_git_that_writes_where_the_analysis_does_not_read_is_refused(line: str) -> None:
+    assert _doubt(line) is not None, line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "git status && git log --oneline -5 && git diff --stat",
+        "git add -A && git commit -qm x && git push origin main",
+        "git checkout -q -b fix/x && git switch -q -c y && git branch --list",
+        "git remote -v && git remote get-url origin && git remote",
+        "git worktree list && git stash -q && git stash pop -q",
+        "git fetch origin && git merge --ff-only origin/main && git grep -n x",
+        "GIT_AUTHOR_DATE=2026-01-01T00:00:00Z git commit -qm x --allow-empty",
+    ],
+)
+def test_the_git_it_reads_runs(line: str) -> None:
+    assert _doubt(line) is None, line
+
+
+@pytest.mark.parametrize(
+    ("line", "outside"),
+    [
+        ("git --git-dir=/elsewhere/.git tag x main", True),
+        ("cd /elsewhere && git tag x main", True),
+        ("git -C .. status", True),
+        ("git --work-tree=../other checkout -- a", True),
+        ("git -C sub status && cd sub && git log", False),
+        ("git status", False),
+    ],
+)
+def test_git_working_outside_the_roots_is_refused(tmp_path: Path, line: str, outside: bool) -> None:
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    context = PathContext(cwd=str(ws), home=str(tmp_path / "home"))
+    policy = Policy(preset="workspace", workspace_root=str(ws))
+    surface = analysed_bash_surface(line)
+    assert (git_outside(surface.git_dirs, context, policy) is not None) == outside, line

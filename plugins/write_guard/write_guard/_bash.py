@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from write_guard._git import GIT_CORE_PREFIX
+from write_guard._git import GIT_CORE_PREFIX, GLOBAL_VALUE_OPTIONS
 from write_guard._programs import RUNS_NOTHING
 from write_guard._shell import (
     COMPUTED,
@@ -70,6 +70,9 @@ class BashAnalysis:
 
     targets: list[WriteTarget] = field(default_factory=list)
     git_commands: list[tuple[str, ...]] = field(default_factory=list)
+    git_dirs: list[WriteTarget] = field(default_factory=list)
+    """Where each git call works (its cwd, `-C`, `--git-dir`, `--work-tree`): git writes its
+    index, refs and objects there."""
     uncertain: list[str] = field(default_factory=list)
     heredocs: list[str] = field(default_factory=list)
     programs: list[tuple[str, ...]] = field(default_factory=list)
@@ -221,6 +224,7 @@ def _analyse_argv(
         return
     if name == "git":
         analysis.git_commands.append((*env, *argv))
+        analysis.git_dirs.extend(WriteTarget(path, "git", prefix) for path in _git_dirs(argv))
         return
     if name in _INTERPRETERS or name.startswith(INTERPRETER_PREFIXES):
         inline = any(
@@ -271,6 +275,27 @@ def _commands_in_arguments(
             _analyse_line(word, analysis, prefix, depth + 1)
         elif word.startswith("--command="):
             _analyse_line(word.partition("=")[2], analysis, prefix, depth + 1)
+
+
+def _git_dirs(argv: list[str]) -> list[str]:
+    """The folders a git call works in: `-C` values joined in turn (git applies each to the
+    last), else its cwd; and what `--git-dir` and `--work-tree` name."""
+    here = "."
+    named: list[str] = []
+    index = 1
+    while index < len(argv):
+        word = argv[index]
+        following = argv[index + 1] if index + 1 < len(argv) else ""
+        if word == "-C":
+            here = following if following.startswith(("/", "~", "$")) else f"{here}/{following}"
+        elif word in {"--git-dir", "--work-tree"}:
+            named.append(following)
+        elif word.startswith(("--git-dir=", "--work-tree=")):
+            named.append(word.partition("=")[2])
+        elif not word.startswith("-"):
+            break
+        index += 2 if word in GLOBAL_VALUE_OPTIONS else 1
+    return [here, *named]
 
 
 def _find_commands(words: list[str]) -> list[list[str]]:

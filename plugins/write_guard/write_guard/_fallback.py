@@ -9,8 +9,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from write_guard._bash import WRAPPER_NAMES, WRITERS_READ
-from write_guard._git import GIT_CORE_PREFIX, runs_program
+from write_guard._bash import WRAPPER_NAMES, WRITERS_READ, WriteTarget
+from write_guard._decide import resolve_target
+from write_guard._git import GIT_CORE_PREFIX, runs_program, unread_command
+from write_guard._paths import PathContext, PathRejection, is_within, root_forms
+from write_guard._policy import Policy
 from write_guard._programs import RUNS_NOTHING
 
 # Programs that run code the line does not show, or write where their options or inputs say.
@@ -99,6 +102,9 @@ def fallback_doubt(
             how = runs_program(argv)
             if how is not None:
                 return f"git runs a program or writes where it is told through {how}"
+            unread = unread_command(argv)
+            if unread is not None:
+                return unread
             continue
         if name in {"jq", "yq"} and not any(
             word.startswith(("-o", "--output", "-i", "--in-place")) for word in words[1:]
@@ -435,6 +441,22 @@ def _defined_functions(command: str) -> frozenset[str]:
 _FUNCTION = re.compile(
     r"(?:^|[\s;&|(){}])(?:function\s+([A-Za-z_][\w.:-]*)|([A-Za-z_][\w.:-]*)\s*\(\s*\))"
 )
+
+
+def git_outside(dirs: Iterable[WriteTarget], context: PathContext, policy: Policy) -> str | None:
+    """Why a git call works in a folder outside the writable roots (it writes its index,
+    refs and objects there), or None."""
+    for target in dirs:
+        path = resolve_target(target, context)
+        if isinstance(path, PathRejection):
+            return f"git works in a folder known only when it runs ({path.raw})"
+        roots = [form for root in (policy.workspace_root, *policy.extra_roots)
+                 for form in root_forms(root)]  # fmt: skip
+        for form in {path.requested, path.resolved}:
+            if not any(is_within(form, root, case_insensitive=policy.case_insensitive)
+                       for root in roots):  # fmt: skip
+                return f"git works in {path.resolved}, outside the writable roots"
+    return None
 
 
 def _assignment(word: str) -> bool:

@@ -69,6 +69,8 @@ class Surface:
     malformed: str | None = None
     command: str | None = None
     programs: tuple[tuple[str, ...], ...] = ()
+    git_dirs: tuple[WriteTarget, ...] = ()
+    """Where the line's git calls work (see `BashAnalysis.git_dirs`)."""
 
     @property
     def writes(self) -> bool:
@@ -179,6 +181,7 @@ def analysed_bash_surface(command: str) -> Surface:
         uncertain=tuple(analysis.uncertain),
         command=command,
         programs=tuple(analysis.programs),
+        git_dirs=tuple(analysis.git_dirs),
     )
 
 
