@@ -32,7 +32,7 @@ OPEN_BOTH: set[str] = {
 }  # fmt: skip
 OPEN_NO_SANDBOX: set[str] = {
     "directory-1", "directory-2", "directory-3", "directory-4", "directory-5", "link-1",
-    "link-7", "link-8", "link-9", "writer-option-12", "writer-option-20", "writer-option-22"
+    "link-7", "link-8", "link-9"
 }  # fmt: skip
 OPEN_SANDBOX: set[str] = set()
 

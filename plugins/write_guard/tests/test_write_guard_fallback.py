@@ -65,6 +65,15 @@ def _doubt(line: str) -> str | None:
         "sed 's/.*/touch x/ge' a.txt",
         "sed -ne '1e touch x' a.txt",
         "sed -f s.sed a.txt",
+        "printf 'touch /out/x\\n' > s.sh; BASH_ENV=s.sh bash -c true",
+        "PATH=.:$PATH ls",
+        "export PATH=bin:$PATH; ls",
+        "TAR_OPTIONS=--checkpoint-action=exec=sh tar -cf x.tar a",
+        "LD_PRELOAD=./x.so cat a.txt",
+        "HOME=/out cp a.txt ~/x",
+        "export GIT_TRACE=/out/x; git status",
+        "PS4='$(touch /out/x)' bash -xc true",
+        "declare -x BASH_ENV=s.sh; bash -c true",
     ],
 )
 def test_a_program_whose_writes_the_analysis_does_not_know_is_refused(line: str) -> None:
@@ -96,6 +105,8 @@ def test_a_program_whose_writes_the_analysis_does_not_know_is_refused(line: str)
         "sed -n '1,2p' a.txt && sed -i 's/e/w/g' a.txt",
         "sed -e ':a;N;$!ba;s/\\n/ /g' a.txt | sed '/^$/d'",
         "sed 's|/usr/local|/opt|g; s/[/]/-/' a.txt",
+        "LANG=C sort a.txt && TZ=UTC date && NO_COLOR=1 ls",
+        "DEST=sub; echo $DEST && PYTHONUNBUFFERED=1 echo x",
     ],
 )
 def test_the_programs_it_reads_run(line: str) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 from write_guard._bash import WRAPPER_NAMES, WRITERS_READ, WriteTarget
 from write_guard._decide import resolve_target
-from write_guard._git import GIT_CORE_PREFIX, runs_program, unread_command
+from write_guard._git import GIT_CORE_PREFIX, git_plain_variable, runs_program, unread_command
 from write_guard._paths import PathContext, PathRejection, is_within, root_forms
 from write_guard._policy import Policy
 from write_guard._programs import RUNS_NOTHING
@@ -67,6 +67,12 @@ def fallback_doubt(
     for argv in programs:
         if any(word.startswith(("OLDPWD=", "CDPATH=")) for word in argv):
             return "a change of directory the analysis does not follow"
+        variable = _influential_variable(argv)
+        if variable is not None:
+            return (
+                f"it sets {variable}, which changes what programs run, load or read, or where "
+                "they write"
+            )
         words = [word for word in argv if not _assignment(word)]
         if not words:
             continue
@@ -441,6 +447,37 @@ def _defined_functions(command: str) -> frozenset[str]:
 _FUNCTION = re.compile(
     r"(?:^|[\s;&|(){}])(?:function\s+([A-Za-z_][\w.:-]*)|([A-Za-z_][\w.:-]*)\s*\(\s*\))"
 )
+
+
+# Variables that change which program a name runs, what a program loads or runs at its start
+# (a library, a shell's startup file, default options), or where it writes its own files: set
+# on the line, the programs the analysis reads would do what it did not read.
+_INFLUENTIAL = frozenset({
+    "PATH", "HOME", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND",
+    "TAR_OPTIONS", "TMPDIR", "TMP", "TEMP", "EDITOR", "VISUAL", "PAGER", "MANPAGER", "BROWSER",
+    "CURL_HOME", "WGETRC", "GNUPGHOME", "GCONV_PATH", "LOCPATH", "NLSPATH", "GLIBC_TUNABLES",
+    "NODE_OPTIONS", "RUBYOPT", "ZDOTDIR", "INPUTRC", "HISTFILE", "JQ_LIBRARY_PATH",
+})  # fmt: skip
+_INFLUENTIAL_PREFIXES = ("LD_", "DYLD_", "PYTHON", "PERL", "NODE_PATH", "XDG_", "MALLOC_",
+                         "LESS", "SSH_", "GH_", "GIT_")  # fmt: skip
+_PLAIN_VARIABLES = frozenset({"PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING",
+                              "PYTHONHASHSEED", "LESSCHARSET"})  # fmt: skip
+_SETTERS = frozenset({"export", "declare", "typeset", "local", "readonly"})
+
+
+def _influential_variable(argv: tuple[str, ...]) -> str | None:
+    """The first variable of `_INFLUENTIAL` this simple command sets: in front of its program,
+    as a bare assignment, or through export and its kin."""
+    assigned = [word for word in argv if _assignment(word)]
+    if argv and argv[0] in _SETTERS:
+        assigned += [word for word in argv[1:] if word.isidentifier()]
+    for word in assigned:
+        name = word.partition("=")[0]
+        if name in _PLAIN_VARIABLES or (name.startswith("GIT_") and git_plain_variable(name)):
+            continue
+        if name in _INFLUENTIAL or name.startswith(_INFLUENTIAL_PREFIXES):
+            return name
+    return None
 
 
 def git_outside(dirs: Iterable[WriteTarget], context: PathContext, policy: Policy) -> str | None:

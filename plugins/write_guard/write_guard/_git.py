@@ -298,6 +298,11 @@ _CONFIG_OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
 _REMOTE_READS = frozenset({"show", "get-url", "-v", "--verbose"})
 
 
+def git_plain_variable(name: str) -> bool:
+    """Whether a GIT_* variable only names who and when, or quiets git (see `_PLAIN_ENV`)."""
+    return name in _PLAIN_ENV
+
+
 def unread_command(argv: tuple[str, ...]) -> str | None:
     """Why the line analysis cannot read what a git call writes, without a sandbox (None: it
     reads it): a command it does not read, one of its options that writes configuration or
