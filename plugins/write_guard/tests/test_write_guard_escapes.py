@@ -31,8 +31,7 @@ OPEN_BOTH: set[str] = {
     "git-gate-33", "git-gate-34", "git-gate-35", "git-gate-36"
 }  # fmt: skip
 OPEN_NO_SANDBOX: set[str] = {
-    "directory-1", "directory-2", "directory-3", "directory-4", "directory-5", "link-1",
-    "link-7", "link-8", "link-9"
+    "link-1", "link-7", "link-8", "link-9"
 }  # fmt: skip
 OPEN_SANDBOX: set[str] = set()
 

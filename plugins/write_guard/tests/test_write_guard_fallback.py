@@ -74,6 +74,13 @@ def _doubt(line: str) -> str | None:
         "export GIT_TRACE=/out/x; git status",
         "PS4='$(touch /out/x)' bash -xc true",
         "declare -x BASH_ENV=s.sh; bash -c true",
+        "cd -P lnk/.. && touch out/x",
+        "set -P; cd lnk/.. && touch out/x",
+        "set -o physical; cd lnk/..",
+        "shopt -s cdable_vars; x=/out; cd x && touch y",
+        "eval cd ..; touch out/x",
+        "eval 'cd ..'; touch out/x",
+        "command cd .. && touch out/x",
     ],
 )
 def test_a_program_whose_writes_the_analysis_does_not_know_is_refused(line: str) -> None:
@@ -107,6 +114,7 @@ def test_a_program_whose_writes_the_analysis_does_not_know_is_refused(line: str)
         "sed 's|/usr/local|/opt|g; s/[/]/-/' a.txt",
         "LANG=C sort a.txt && TZ=UTC date && NO_COLOR=1 ls",
         "DEST=sub; echo $DEST && PYTHONUNBUFFERED=1 echo x",
+        "cd sub && cd .. && cd lnk/.. && set -e && set -o pipefail && shopt -s nullglob",
     ],
 )
 def test_the_programs_it_reads_run(line: str) -> None:

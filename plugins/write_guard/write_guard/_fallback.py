@@ -86,6 +86,8 @@ def fallback_doubt(
             return "a change of directory the analysis does not follow"
         if name == "cd" and (words[1:2] == ["-"] or len(words) == 1):
             return "a change of directory the analysis does not follow"
+        if _moves_unread(name, words):
+            return "a change of directory the analysis does not follow"
         if name == "env" and any(w in {"-C", "--chdir"} or w.startswith("--chdir=") for w in words):
             return "env -C changes the directory"
         if name in _SHELLS and not any(
@@ -463,6 +465,29 @@ _INFLUENTIAL_PREFIXES = ("LD_", "DYLD_", "PYTHON", "PERL", "NODE_PATH", "XDG_", 
 _PLAIN_VARIABLES = frozenset({"PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING",
                               "PYTHONHASHSEED", "LESSCHARSET"})  # fmt: skip
 _SETTERS = frozenset({"export", "declare", "typeset", "local", "readonly"})
+
+
+_CHANGES_DIRECTORY = frozenset({"cd", "pushd", "popd"})
+
+
+def _moves_unread(name: str, words: list[str]) -> bool:
+    """Whether this command changes the directory in a way the analysis does not follow:
+    physically (`cd -P`, `set -P`: `..` after a link leaves the link's target, where the
+    analysis reads cd logically), to a variable's value (`shopt -s cdable_vars`), or by eval or
+    command (the move is not carried to the line's next commands)."""
+    if name in _CHANGES_DIRECTORY:
+        return any(word.startswith("-") and "P" in word for word in words[1:])
+    if name == "set":
+        joined = " ".join(words[1:])
+        return any(word.startswith("-") and "P" in word for word in words[1:]) or (
+            "-o physical" in joined
+        )
+    if name == "shopt":
+        return "-s" in words and bool({"cdable_vars", "autocd"} & set(words))
+    if name in {"eval", "command"}:
+        return any(word.split(None, 1)[:1] and word.split(None, 1)[0] in _CHANGES_DIRECTORY
+                   for word in words[1:])  # fmt: skip
+    return False
 
 
 def _influential_variable(argv: tuple[str, ...]) -> str | None:
