@@ -30,9 +30,7 @@ FALLBACK_REFUSED: set[str] = set()
 OPEN_BOTH: set[str] = {
     "git-gate-33", "git-gate-34", "git-gate-35", "git-gate-36"
 }  # fmt: skip
-OPEN_NO_SANDBOX: set[str] = {
-    "link-1", "link-7", "link-8", "link-9"
-}  # fmt: skip
+OPEN_NO_SANDBOX: set[str] = set()
 OPEN_SANDBOX: set[str] = set()
 
 

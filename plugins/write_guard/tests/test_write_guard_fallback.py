@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from write_guard._fallback import fallback_doubt, git_outside
+from write_guard._decide import resolve_all
+from write_guard._fallback import fallback_doubt, git_outside, written_through_links
 from write_guard._paths import PathContext
 from write_guard._policy import Policy
 from write_guard._surface import analysed_bash_surface
@@ -182,3 +183,39 @@ def test_git_working_outside_the_roots_is_refused(tmp_path: Path, line: str, out
     policy = Policy(preset="workspace", workspace_root=str(ws))
     surface = analysed_bash_surface(line)
     assert (git_outside(surface.git_dirs, context, policy) is not None) == outside, line
+
+
+@pytest.mark.parametrize(
+    ("line", "through"),
+    [
+        ("ln -s /out esc; touch esc/x", True),
+        ("ln -s .git/config c; echo x >> c", True),
+        ("mv lnk d && touch d/x", True),
+        ("mkdir -p s d && ln -s /out/v d/v && cp -r s/. d/", True),
+        ("cp -a lnk copy && touch copy/x", True),
+        ("git checkout -q feature && echo x > esc/f", True),
+        ("cp a.txt out-link/", True),
+        ("cp -r sub/. deep/", True),
+        ("cp a.txt m1 && mv m1 m2", False),
+        ("ln -sfn a.txt current.txt && readlink current.txt", False),
+        ("mkdir -p x/y && ln -s ../a.txt x/y/a && cat x/y/a", False),
+        ("git checkout -q -b topic && echo x > notes.md", False),
+        ("cp a.txt sub/ && cp -r sub copy", False),
+    ],
+)
+def test_a_write_through_a_link_the_line_or_the_folder_holds_is_refused(
+    tmp_path: Path, line: str, through: bool
+) -> None:
+    ws, out = tmp_path / "ws", tmp_path / "out"
+    for folder in (ws / "sub", ws / "out-link", ws / "deep" / "inner", out):
+        folder.mkdir(parents=True, exist_ok=True)
+    (ws / "a.txt").write_text("a\n")
+    (ws / "lnk").symlink_to(out)
+    (ws / "out-link" / "a.txt").symlink_to(out / "victim.txt")
+    (ws / "deep" / "inner" / "config").symlink_to(ws / ".git" / "config")
+    context = PathContext(cwd=str(ws), home=str(tmp_path / "home"))
+    policy = Policy(preset="workspace", workspace_root=str(ws))
+    surface = analysed_bash_surface(line.replace("/out", str(out)))
+    resolved = resolve_all(surface, context)
+    found = written_through_links(surface, resolved, context, policy)
+    assert (found is not None) == through, (line, found)

@@ -6,15 +6,23 @@ that runs other code or writes through its options is refused with what to do in
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 
 from write_guard._bash import WRAPPER_NAMES, WRITERS_READ, WriteTarget
-from write_guard._decide import resolve_target
-from write_guard._git import GIT_CORE_PREFIX, git_plain_variable, runs_program, unread_command
-from write_guard._paths import PathContext, PathRejection, is_within, root_forms
-from write_guard._policy import Policy
+from write_guard._decide import Resolved, resolve_target
+from write_guard._git import (
+    GIT_CORE_PREFIX,
+    GitCall,
+    git_plain_variable,
+    runs_program,
+    unread_command,
+)
+from write_guard._paths import PathContext, PathRejection, ResolvedPath, is_within, root_forms
+from write_guard._policy import Policy, protected_verdict
 from write_guard._programs import RUNS_NOTHING
+from write_guard._surface import Surface
 
 # Programs that run code the line does not show, or write where their options or inputs say.
 _RUNS_CODE = frozenset({
@@ -502,6 +510,78 @@ def _influential_variable(argv: tuple[str, ...]) -> str | None:
             continue
         if name in _INFLUENTIAL or name.startswith(_INFLUENTIAL_PREFIXES):
             return name
+    return None
+
+
+_ENTRIES_CHECKED = 4096
+"""Entries of a folder cp writes into that are looked at for a link out, at most."""
+# git commands that may put any file of a commit in the work tree, a link included.
+_UPDATES_WORK_TREE = frozenset({"checkout", "switch", "merge", "pull", "rebase", "cherry-pick",
+                                "revert", "reset", "restore", "stash", "am", "apply"})  # fmt: skip
+
+
+def written_through_links(
+    surface: Surface, resolved: Resolved, context: PathContext, policy: Policy
+) -> str | None:
+    """Why a write of the line may land elsewhere than the path resolved before it runs: a
+    path at or below a link the line makes first (ln, mv, cp copying links, git checking out a
+    commit), or a folder cp writes into that holds a link out of the roots or to a protected
+    file already."""
+    written = [(target, path) for target, path in resolved if not isinstance(path, PathRejection)]
+    made = []
+    for link in surface.links:
+        path = resolve_target(link, context)
+        if not isinstance(path, PathRejection):
+            made.append((link, path.requested.rstrip("/")))
+    for target, path in written:
+        requested = path.requested.rstrip("/")
+        for link, at in made:
+            if target is link:
+                continue
+            below = requested == at or requested.startswith(at + "/")
+            if below or (target.how == "cp -r" and at.startswith(requested + "/")):
+                return f"a write through a link the line may make first ({link.path})"
+    writes = any(path.requested not in policy.sinks for _target, path in written)
+    if writes and any(_updates_work_tree(argv) for argv in surface.git_commands):
+        return "git may put links in the work tree before the line writes there"
+    for target, path in written:
+        if target.how in {"cp", "cp -r"} and os.path.isdir(path.resolved):
+            found = _link_out(path.resolved, target.how == "cp -r", policy)
+            if found is not None:
+                return f"cp writes into {path.resolved}, which holds {found}"
+    return None
+
+
+def _updates_work_tree(argv: tuple[str, ...]) -> bool:
+    call = GitCall(argv)
+    if call.subcommand not in _UPDATES_WORK_TREE:
+        return False
+    # `checkout -b new` and `switch -c new` with no start point leave the work tree as it is.
+    creating = {"-b", "-c", "--create"} & set(call.rest)
+    return not (creating and len([w for w in call.rest if not w.startswith("-")]) <= 1)
+
+
+def _link_out(folder: str, recursive: bool, policy: Policy) -> str | None:
+    """A link in `folder` (or below it, `recursive`) to outside the roots or to a protected
+    file, which cp would write through; too many entries to look at count as one."""
+    roots = [form for root in (policy.workspace_root, *policy.extra_roots)
+             for form in root_forms(root)]  # fmt: skip
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in (*dirnames, *filenames):
+            seen += 1
+            if seen > _ENTRIES_CHECKED:
+                return f"more than {_ENTRIES_CHECKED} entries to check for links"
+            entry = os.path.join(dirpath, name)
+            if not os.path.islink(entry):
+                continue
+            real = os.path.realpath(entry)
+            inside = any(is_within(real, root, case_insensitive=policy.case_insensitive)
+                         for root in roots)  # fmt: skip
+            if not inside or protected_verdict(ResolvedPath(entry, entry, real), policy):
+                return f"a link to {real} ({entry})"
+        if not recursive:
+            break
     return None
 
 

@@ -57,7 +57,13 @@ from write_guard._decide import (
     resolve_all,
     verdicts_for,
 )
-from write_guard._fallback import NO_SANDBOX, fallback_doubt, fallback_reason, git_outside
+from write_guard._fallback import (
+    NO_SANDBOX,
+    fallback_doubt,
+    fallback_reason,
+    git_outside,
+    written_through_links,
+)
 from write_guard._options import Options
 from write_guard._paths import PathContext, PathRejection
 from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, Policy, prepare_patterns
@@ -561,8 +567,9 @@ class Guard:
         for _target, path in resolved:
             if isinstance(path, PathRejection):
                 return fallback_reason(f"a path known only when it runs: {path.raw}", why)
-        if paths is not None and surface.git_dirs:
-            outside = git_outside(surface.git_dirs, *paths)
+        if paths is not None:
+            outside = git_outside(surface.git_dirs, *paths) if surface.git_dirs else None
+            outside = outside or written_through_links(surface, resolved, *paths)
             if outside is not None:
                 return fallback_reason(outside, why)
         if surface.uncertain:

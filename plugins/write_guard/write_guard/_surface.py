@@ -71,6 +71,8 @@ class Surface:
     programs: tuple[tuple[str, ...], ...] = ()
     git_dirs: tuple[WriteTarget, ...] = ()
     """Where the line's git calls work (see `BashAnalysis.git_dirs`)."""
+    links: tuple[WriteTarget, ...] = ()
+    """The targets that may become links as the line runs (see `BashAnalysis.links`)."""
 
     @property
     def writes(self) -> bool:
@@ -182,6 +184,7 @@ def analysed_bash_surface(command: str) -> Surface:
         command=command,
         programs=tuple(analysis.programs),
         git_dirs=tuple(analysis.git_dirs),
+        links=tuple(analysis.links),
     )
 
 
