@@ -30,14 +30,7 @@ FALLBACK_REFUSED: set[str] = set()
 OPEN_BOTH: set[str] = {
     "git-gate-33", "git-gate-34", "git-gate-35", "git-gate-36"
 }  # fmt: skip
-OPEN_NO_SANDBOX: set[str] = {
-    "directory-1", "directory-2", "directory-3", "directory-4", "directory-5", "link-1",
-    "link-7", "link-8", "link-9", "protected-spelling-3", "protected-spelling-4",
-    "protected-spelling-5", "protected-spelling-6", "protected-spelling-7", "writer-option-12",
-    "writer-option-20", "writer-option-22", "writer-option-24", "writer-option-25",
-    "writer-option-26", "writer-option-27", "writer-option-28", "writer-option-29",
-    "writer-option-30", "writer-option-31"
-}  # fmt: skip
+OPEN_NO_SANDBOX: set[str] = set()
 OPEN_SANDBOX: set[str] = set()
 
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from write_guard._git import GIT_CORE_PREFIX
+from write_guard._git import GIT_CORE_PREFIX, GLOBAL_VALUE_OPTIONS
 from write_guard._programs import RUNS_NOTHING
 from write_guard._shell import (
     COMPUTED,
@@ -70,6 +70,13 @@ class BashAnalysis:
 
     targets: list[WriteTarget] = field(default_factory=list)
     git_commands: list[tuple[str, ...]] = field(default_factory=list)
+    links: list[WriteTarget] = field(default_factory=list)
+    """The targets that may become a link as the line runs (what ln makes, where mv puts a file
+    that may be one, what cp makes when it copies links): a path at or below one, written by
+    another command of the line, may be written through it (see `_fallback`)."""
+    git_dirs: list[WriteTarget] = field(default_factory=list)
+    """Where each git call works (its cwd, `-C`, `--git-dir`, `--work-tree`): git writes its
+    index, refs and objects there."""
     uncertain: list[str] = field(default_factory=list)
     heredocs: list[str] = field(default_factory=list)
     programs: list[tuple[str, ...]] = field(default_factory=list)
@@ -221,6 +228,7 @@ def _analyse_argv(
         return
     if name == "git":
         analysis.git_commands.append((*env, *argv))
+        analysis.git_dirs.extend(WriteTarget(path, "git", prefix) for path in _git_dirs(argv))
         return
     if name in _INTERPRETERS or name.startswith(INTERPRETER_PREFIXES):
         inline = any(
@@ -240,8 +248,15 @@ def _analyse_argv(
             analysis.uncertain.extend(probe.uncertain)
     extractor = _EXTRACTORS.get(name)
     if extractor is not None:
+        made = _LINKS_MADE.get(name)
+        links = set(made(argv[1:])) if made is not None else set()
+        how = "cp -r" if name == "cp" and _copies_trees(argv[1:]) else name
         for path in extractor(argv[1:]):
-            analysis.targets.append(WriteTarget(path, name, prefix))
+            target = WriteTarget(path, how, prefix)
+            analysis.targets.append(target)
+            if path in links:
+                analysis.links.append(target)  # the same object: its own write is no doubt
+                links.discard(path)
 
 
 def _after_computed(argv: list[str]) -> list[str]:
@@ -271,6 +286,27 @@ def _commands_in_arguments(
             _analyse_line(word, analysis, prefix, depth + 1)
         elif word.startswith("--command="):
             _analyse_line(word.partition("=")[2], analysis, prefix, depth + 1)
+
+
+def _git_dirs(argv: list[str]) -> list[str]:
+    """The folders a git call works in: `-C` values joined in turn (git applies each to the
+    last), else its cwd; and what `--git-dir` and `--work-tree` name."""
+    here = "."
+    named: list[str] = []
+    index = 1
+    while index < len(argv):
+        word = argv[index]
+        following = argv[index + 1] if index + 1 < len(argv) else ""
+        if word == "-C":
+            here = following if following.startswith(("/", "~", "$")) else f"{here}/{following}"
+        elif word in {"--git-dir", "--work-tree"}:
+            named.append(following)
+        elif word.startswith(("--git-dir=", "--work-tree=")):
+            named.append(word.partition("=")[2])
+        elif not word.startswith("-"):
+            break
+        index += 2 if word in GLOBAL_VALUE_OPTIONS else 1
+    return [here, *named]
 
 
 def _find_commands(words: list[str]) -> list[list[str]]:
@@ -491,6 +527,39 @@ def _has_flag(words: list[str], letter: str, long: str) -> bool:
     return False
 
 
+def _link_names(words: list[str]) -> list[str]:
+    """The names ln makes (not the files a hard link is made to)."""
+    explicit = _long_value(words, ("-t", "--target-directory"))
+    if explicit:
+        return explicit
+    operands = _positionals(words, frozenset({"-S", "--suffix", "-t"}))
+    if len(operands) == 1:
+        return [operands[0].rstrip("/").rpartition("/")[2] or operands[0]]
+    return operands[-1:]
+
+
+def _moved_to(words: list[str]) -> list[str]:
+    explicit = _long_value(words, ("-t", "--target-directory"))
+    return explicit or _positionals(words, frozenset({"-S", "--suffix", "-t"}))[-1:]
+
+
+def _copies_links(words: list[str]) -> list[str]:
+    """Where cp puts what it copies when it copies links as links (recursively, -a, -d, -P,
+    -s): they may be links to anywhere."""
+    keeps = any(_has_flag(words, letter, long) for letter, long in _LINK_COPY_FLAGS)
+    keeps = keeps or any(word.startswith("--preserve=") and "links" in word for word in words)
+    return _destination(words) if keeps or _copies_trees(words) else []
+
+
+def _copies_trees(words: list[str]) -> bool:
+    return any(_has_flag(words, letter, long) for letter, long in _TREE_COPY_FLAGS)
+
+
+_TREE_COPY_FLAGS = (("r", "--recursive"), ("R", "--recursive"), ("a", "--archive"))
+_LINK_COPY_FLAGS = (("d", "--no-dereference"), ("P", "--no-dereference"),
+                    ("s", "--symbolic-link"))  # fmt: skip
+
+
 def _move(words: list[str]) -> list[str]:
     return _positionals(words, frozenset({"-S", "--suffix", "-t"})) + _long_value(
         words, ("-t", "--target-directory")
@@ -597,6 +666,12 @@ WRAPPER_NAMES = frozenset(_WRAPPERS)
 """Programs that run the command after their options (read as a program of its own)."""
 WRITERS_READ = frozenset(_EXTRACTORS)
 """Programs whose written paths the analysis reads from their words."""
+
+_LINKS_MADE: dict[str, Callable[[list[str]], list[str]]] = {
+    "ln": _link_names,
+    "mv": _moved_to,
+    "cp": _copies_links,
+}
 
 # Every command name the analysis reacts to; a line running none of them (and with no
 # redirection, substitution or heredoc) writes nothing (see `_quick`).

@@ -6,12 +6,23 @@ that runs other code or writes through its options is refused with what to do in
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
 
-from write_guard._bash import WRAPPER_NAMES, WRITERS_READ
-from write_guard._git import GIT_CORE_PREFIX, runs_program
+from write_guard._bash import WRAPPER_NAMES, WRITERS_READ, WriteTarget
+from write_guard._decide import Resolved, resolve_target
+from write_guard._git import (
+    GIT_CORE_PREFIX,
+    GitCall,
+    git_plain_variable,
+    runs_program,
+    unread_command,
+)
+from write_guard._paths import PathContext, PathRejection, ResolvedPath, is_within, root_forms
+from write_guard._policy import Policy, protected_verdict
 from write_guard._programs import RUNS_NOTHING
+from write_guard._surface import Surface
 
 # Programs that run code the line does not show, or write where their options or inputs say.
 _RUNS_CODE = frozenset({
@@ -64,6 +75,12 @@ def fallback_doubt(
     for argv in programs:
         if any(word.startswith(("OLDPWD=", "CDPATH=")) for word in argv):
             return "a change of directory the analysis does not follow"
+        variable = _influential_variable(argv)
+        if variable is not None:
+            return (
+                f"it sets {variable}, which changes what programs run, load or read, or where "
+                "they write"
+            )
         words = [word for word in argv if not _assignment(word)]
         if not words:
             continue
@@ -76,6 +93,8 @@ def fallback_doubt(
         if name in _MOVES:
             return "a change of directory the analysis does not follow"
         if name == "cd" and (words[1:2] == ["-"] or len(words) == 1):
+            return "a change of directory the analysis does not follow"
+        if _moves_unread(name, words):
             return "a change of directory the analysis does not follow"
         if name == "env" and any(w in {"-C", "--chdir"} or w.startswith("--chdir=") for w in words):
             return "env -C changes the directory"
@@ -99,6 +118,9 @@ def fallback_doubt(
             how = runs_program(argv)
             if how is not None:
                 return f"git runs a program or writes where it is told through {how}"
+            unread = unread_command(argv)
+            if unread is not None:
+                return unread
             continue
         if name in {"jq", "yq"} and not any(
             word.startswith(("-o", "--output", "-i", "--in-place")) for word in words[1:]
@@ -435,6 +457,148 @@ def _defined_functions(command: str) -> frozenset[str]:
 _FUNCTION = re.compile(
     r"(?:^|[\s;&|(){}])(?:function\s+([A-Za-z_][\w.:-]*)|([A-Za-z_][\w.:-]*)\s*\(\s*\))"
 )
+
+
+# Variables that change which program a name runs, what a program loads or runs at its start
+# (a library, a shell's startup file, default options), or where it writes its own files: set
+# on the line, the programs the analysis reads would do what it did not read.
+_INFLUENTIAL = frozenset({
+    "PATH", "HOME", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND",
+    "TAR_OPTIONS", "TMPDIR", "TMP", "TEMP", "EDITOR", "VISUAL", "PAGER", "MANPAGER", "BROWSER",
+    "CURL_HOME", "WGETRC", "GNUPGHOME", "GCONV_PATH", "LOCPATH", "NLSPATH", "GLIBC_TUNABLES",
+    "NODE_OPTIONS", "RUBYOPT", "ZDOTDIR", "INPUTRC", "HISTFILE", "JQ_LIBRARY_PATH",
+})  # fmt: skip
+_INFLUENTIAL_PREFIXES = ("LD_", "DYLD_", "PYTHON", "PERL", "NODE_PATH", "XDG_", "MALLOC_",
+                         "LESS", "SSH_", "GH_", "GIT_")  # fmt: skip
+_PLAIN_VARIABLES = frozenset({"PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "PYTHONIOENCODING",
+                              "PYTHONHASHSEED", "LESSCHARSET"})  # fmt: skip
+_SETTERS = frozenset({"export", "declare", "typeset", "local", "readonly"})
+
+
+_CHANGES_DIRECTORY = frozenset({"cd", "pushd", "popd"})
+
+
+def _moves_unread(name: str, words: list[str]) -> bool:
+    """Whether this command changes the directory in a way the analysis does not follow:
+    physically (`cd -P`, `set -P`: `..` after a link leaves the link's target, where the
+    analysis reads cd logically), to a variable's value (`shopt -s cdable_vars`), or by eval or
+    command (the move is not carried to the line's next commands)."""
+    if name in _CHANGES_DIRECTORY:
+        return any(word.startswith("-") and "P" in word for word in words[1:])
+    if name == "set":
+        joined = " ".join(words[1:])
+        return any(word.startswith("-") and "P" in word for word in words[1:]) or (
+            "-o physical" in joined
+        )
+    if name == "shopt":
+        return "-s" in words and bool({"cdable_vars", "autocd"} & set(words))
+    if name in {"eval", "command"}:
+        return any(word.split(None, 1)[:1] and word.split(None, 1)[0] in _CHANGES_DIRECTORY
+                   for word in words[1:])  # fmt: skip
+    return False
+
+
+def _influential_variable(argv: tuple[str, ...]) -> str | None:
+    """The first variable of `_INFLUENTIAL` this simple command sets: in front of its program,
+    as a bare assignment, or through export and its kin."""
+    assigned = [word for word in argv if _assignment(word)]
+    if argv and argv[0] in _SETTERS:
+        assigned += [word for word in argv[1:] if word.isidentifier()]
+    for word in assigned:
+        name = word.partition("=")[0]
+        if name in _PLAIN_VARIABLES or (name.startswith("GIT_") and git_plain_variable(name)):
+            continue
+        if name in _INFLUENTIAL or name.startswith(_INFLUENTIAL_PREFIXES):
+            return name
+    return None
+
+
+_ENTRIES_CHECKED = 4096
+"""Entries of a folder cp writes into that are looked at for a link out, at most."""
+# git commands that may put any file of a commit in the work tree, a link included.
+_UPDATES_WORK_TREE = frozenset({"checkout", "switch", "merge", "pull", "rebase", "cherry-pick",
+                                "revert", "reset", "restore", "stash", "am", "apply"})  # fmt: skip
+
+
+def written_through_links(
+    surface: Surface, resolved: Resolved, context: PathContext, policy: Policy
+) -> str | None:
+    """Why a write of the line may land elsewhere than the path resolved before it runs: a
+    path at or below a link the line makes first (ln, mv, cp copying links, git checking out a
+    commit), or a folder cp writes into that holds a link out of the roots or to a protected
+    file already."""
+    written = [(target, path) for target, path in resolved if not isinstance(path, PathRejection)]
+    made = []
+    for link in surface.links:
+        path = resolve_target(link, context)
+        if not isinstance(path, PathRejection):
+            made.append((link, path.requested.rstrip("/")))
+    for target, path in written:
+        requested = path.requested.rstrip("/")
+        for link, at in made:
+            if target is link:
+                continue
+            below = requested == at or requested.startswith(at + "/")
+            if below or (target.how == "cp -r" and at.startswith(requested + "/")):
+                return f"a write through a link the line may make first ({link.path})"
+    writes = any(path.requested not in policy.sinks for _target, path in written)
+    if writes and any(_updates_work_tree(argv) for argv in surface.git_commands):
+        return "git may put links in the work tree before the line writes there"
+    for target, path in written:
+        if target.how in {"cp", "cp -r"} and os.path.isdir(path.resolved):
+            found = _link_out(path.resolved, target.how == "cp -r", policy)
+            if found is not None:
+                return f"cp writes into {path.resolved}, which holds {found}"
+    return None
+
+
+def _updates_work_tree(argv: tuple[str, ...]) -> bool:
+    call = GitCall(argv)
+    if call.subcommand not in _UPDATES_WORK_TREE:
+        return False
+    # `checkout -b new` and `switch -c new` with no start point leave the work tree as it is.
+    creating = {"-b", "-c", "--create"} & set(call.rest)
+    return not (creating and len([w for w in call.rest if not w.startswith("-")]) <= 1)
+
+
+def _link_out(folder: str, recursive: bool, policy: Policy) -> str | None:
+    """A link in `folder` (or below it, `recursive`) to outside the roots or to a protected
+    file, which cp would write through; too many entries to look at count as one."""
+    roots = [form for root in (policy.workspace_root, *policy.extra_roots)
+             for form in root_forms(root)]  # fmt: skip
+    seen = 0
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in (*dirnames, *filenames):
+            seen += 1
+            if seen > _ENTRIES_CHECKED:
+                return f"more than {_ENTRIES_CHECKED} entries to check for links"
+            entry = os.path.join(dirpath, name)
+            if not os.path.islink(entry):
+                continue
+            real = os.path.realpath(entry)
+            inside = any(is_within(real, root, case_insensitive=policy.case_insensitive)
+                         for root in roots)  # fmt: skip
+            if not inside or protected_verdict(ResolvedPath(entry, entry, real), policy):
+                return f"a link to {real} ({entry})"
+        if not recursive:
+            break
+    return None
+
+
+def git_outside(dirs: Iterable[WriteTarget], context: PathContext, policy: Policy) -> str | None:
+    """Why a git call works in a folder outside the writable roots (it writes its index,
+    refs and objects there), or None."""
+    for target in dirs:
+        path = resolve_target(target, context)
+        if isinstance(path, PathRejection):
+            return f"git works in a folder known only when it runs ({path.raw})"
+        roots = [form for root in (policy.workspace_root, *policy.extra_roots)
+                 for form in root_forms(root)]  # fmt: skip
+        for form in {path.requested, path.resolved}:
+            if not any(is_within(form, root, case_insensitive=policy.case_insensitive)
+                       for root in roots):  # fmt: skip
+                return f"git works in {path.resolved}, outside the writable roots"
+    return None
 
 
 def _assignment(word: str) -> bool:

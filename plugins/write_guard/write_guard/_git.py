@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from write_guard._shell import is_computed
 
 # global options that take a separate value: `git -C dir`, `git -c key=value`, ...
-_GLOBAL_VALUE_OPTIONS = frozenset(
+GLOBAL_VALUE_OPTIONS = frozenset(
     {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--exec-path", "--config-env",
      "--super-prefix", "--list-cmds", "--attr-source"}
 )  # fmt: skip
@@ -37,6 +37,13 @@ _PROGRAM_ENV = (
     "GIT_ALLOW_PROTOCOL", "GIT_CONFIG_PARAMETERS", "EDITOR", "VISUAL", "PAGER",
     "HOME", "XDG_CONFIG_HOME",
 )  # fmt: skip
+# The GIT_* variables that only name who and when, or quiet git: any other may make it run a
+# program or write a file (GIT_TRACE=/path, GIT_TRACE2_EVENT, GIT_DIR, …).
+_PLAIN_ENV = frozenset({
+    "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_AUTHOR_DATE", "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL", "GIT_COMMITTER_DATE", "GIT_TERMINAL_PROMPT", "GIT_MERGE_AUTOEDIT",
+    "GIT_FLUSH", "GIT_OPTIONAL_LOCKS", "GIT_CONFIG_NOSYSTEM", "GIT_ADVICE",
+})  # fmt: skip
 _PROGRAM_OPTIONS = ("--upload-pack", "--receive-pack", "--exec", "--ext-diff", "--template",
                     "--separate-git-dir", "--output", "--output-directory", "--config")  # fmt: skip
 _CLONE_LIKE = frozenset({"clone", "fetch", "pull", "ls-remote", "push", "archive", "submodule",
@@ -106,7 +113,7 @@ class GitCall:
         index = 0
         while index < len(words):
             word = words[index]
-            if word in _GLOBAL_VALUE_OPTIONS:
+            if word in GLOBAL_VALUE_OPTIONS:
                 value = words[index + 1] if index + 1 < len(words) else ""
                 self._global(word, value)
                 index += 2
@@ -263,6 +270,59 @@ def _configuration_from_the_line(call: GitCall) -> str | None:
     return None
 
 
+# The git commands the line analysis reads, without a sandbox: what they write is the work
+# tree and the repository (held by the gate where it loses work), where they run. The rest
+# (plumbing that writes where its options say, commands that write configuration, external
+# `git-*` programs, aliases of the person's configuration) is refused there.
+_READ_COMMANDS = frozenset({
+    "status", "log", "diff", "show", "add", "commit", "checkout", "switch", "restore",
+    "reset", "stash", "tag", "branch", "merge", "rebase", "cherry-pick", "revert", "rm", "mv",
+    "grep", "blame", "annotate", "rev-parse", "rev-list", "ls-files", "ls-tree", "ls-remote",
+    "cat-file", "describe", "shortlog", "reflog", "fetch", "pull", "push", "remote", "config",
+    "worktree", "gc", "clean", "notes", "whatchanged", "name-rev", "for-each-ref", "show-ref",
+    "symbolic-ref", "merge-base", "diff-tree", "diff-files", "diff-index", "count-objects",
+    "fsck", "verify-commit", "verify-tag", "var", "version", "help", "check-ignore",
+    "check-attr", "apply", "am", "range-diff", "show-branch", "cherry", "update-ref",
+    "init", "clone", "format-patch", "bundle", "archive", "bisect", "submodule",
+})  # fmt: skip
+# Options of read commands that write the repository's configuration (an upstream, a
+# tracking branch, a renamed branch's section) or run a program.
+_CONFIG_OPTIONS: dict[str, tuple[tuple[str, ...], str]] = {
+    "branch": (("--set-upstream-to", "--unset-upstream", "--track", "--edit-description",
+                "--move", "--copy"), "utmMcC"),
+    "checkout": (("--track",), "t"),
+    "switch": (("--track",), "t"),
+    "push": (("--set-upstream",), "u"),
+    "grep": (("--open-files-in-pager",), "O"),
+}  # fmt: skip
+_REMOTE_READS = frozenset({"show", "get-url", "-v", "--verbose"})
+
+
+def git_plain_variable(name: str) -> bool:
+    """Whether a GIT_* variable only names who and when, or quiets git (see `_PLAIN_ENV`)."""
+    return name in _PLAIN_ENV
+
+
+def unread_command(argv: tuple[str, ...]) -> str | None:
+    """Why the line analysis cannot read what a git call writes, without a sandbox (None: it
+    reads it): a command it does not read, one of its options that writes configuration or
+    runs a program, or a repository named elsewhere (`-C /x`, `--git-dir=/x`)."""
+    call = GitCall(argv)
+    subcommand = call.subcommand
+    if not subcommand:
+        return None
+    if subcommand not in _READ_COMMANDS:
+        return f"git {subcommand} (a command, alias or program the analysis does not read)"
+    longs, letters = _CONFIG_OPTIONS.get(subcommand, ((), ""))
+    if _any_long(call.rest, longs) or _short_flags(call.rest) & set(letters):
+        return f"git {subcommand} with an option that writes configuration or runs a program"
+    if subcommand == "remote" and call.rest and call.rest[0] not in _REMOTE_READS:
+        return f"git remote {call.rest[0]} (it writes the repository's configuration)"
+    if subcommand == "worktree" and call.rest[:1] not in (["list"], []):
+        return f"git worktree {call.rest[0]}"
+    return None
+
+
 def runs_program(argv: tuple[str, ...]) -> str | None:
     """How a git call makes git run a program or write outside the work tree, or None.
 
@@ -270,7 +330,7 @@ def runs_program(argv: tuple[str, ...]) -> str | None:
     (no sandbox) cannot follow it, so there it is refused."""
     call = GitCall(argv)
     for key in call.env:
-        if key in _PROGRAM_ENV or key.startswith("GIT_CONFIG_"):
+        if key in _PROGRAM_ENV or (key.startswith("GIT_") and key not in _PLAIN_ENV):
             return f"the environment variable {key}"
     for key in call.configs:
         if key == "--exec-path" or any(

@@ -61,7 +61,13 @@ from write_guard._decide import (
     resolve_all,
     verdicts_for,
 )
-from write_guard._fallback import NO_SANDBOX, fallback_doubt, fallback_reason
+from write_guard._fallback import (
+    NO_SANDBOX,
+    fallback_doubt,
+    fallback_reason,
+    git_outside,
+    written_through_links,
+)
 from write_guard._options import Options
 from write_guard._paths import PathContext, PathRejection
 from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, Policy, prepare_patterns
@@ -542,7 +548,9 @@ class Guard:
         if denial is not None:
             return ToolResult.denied(denial.reason, by=PLUGIN)
         if command is not None and route == "none":
-            unread = self.unenforced(command, surface, resolved, why or NO_SANDBOX)
+            unread = self.unenforced(
+                command, surface, resolved, why or NO_SANDBOX, (context, policy)
+            )
             if unread is not None:
                 return ToolResult.denied(unread, by=PLUGIN)
         # A replay or a test host runs nothing it is handed, and must never touch the folders a
@@ -587,13 +595,22 @@ class Guard:
 
     @staticmethod
     def unenforced(
-        command: str, surface: Surface, resolved: Resolved, why: str = NO_SANDBOX
+        command: str,
+        surface: Surface,
+        resolved: Resolved,
+        why: str = NO_SANDBOX,
+        paths: tuple[PathContext, Policy] | None = None,
     ) -> str | None:
         """Without the sandbox (`why` not): the refusal of a line the analysis cannot read
-        fully."""
+        fully. `paths`: the context and policy the folders git works in are judged by."""
         for _target, path in resolved:
             if isinstance(path, PathRejection):
                 return fallback_reason(f"a path known only when it runs: {path.raw}", why)
+        if paths is not None:
+            outside = git_outside(surface.git_dirs, *paths) if surface.git_dirs else None
+            outside = outside or written_through_links(surface, resolved, *paths)
+            if outside is not None:
+                return fallback_reason(outside, why)
         if surface.uncertain:
             return fallback_reason(surface.uncertain[0], why)
         # The shortcut proves only that no analysed program runs: here every one counts.

@@ -69,6 +69,10 @@ class Surface:
     malformed: str | None = None
     command: str | None = None
     programs: tuple[tuple[str, ...], ...] = ()
+    git_dirs: tuple[WriteTarget, ...] = ()
+    """Where the line's git calls work (see `BashAnalysis.git_dirs`)."""
+    links: tuple[WriteTarget, ...] = ()
+    """The targets that may become links as the line runs (see `BashAnalysis.links`)."""
 
     @property
     def writes(self) -> bool:
@@ -179,6 +183,8 @@ def analysed_bash_surface(command: str) -> Surface:
         uncertain=tuple(analysis.uncertain),
         command=command,
         programs=tuple(analysis.programs),
+        git_dirs=tuple(analysis.git_dirs),
+        links=tuple(analysis.links),
     )
 
 
