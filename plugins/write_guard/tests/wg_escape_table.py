@@ -182,6 +182,17 @@ ESCAPES: list[Escape] = [
         "git branch -D feature\necho 'unclosed",
     ),
     *_e(
+        "lost-work",  # work a program the analysis does not read destroys, with no snapshot
+        "effect",
+        "uniq /dev/null notes.txt",
+        "sort -o notes.txt /dev/null",
+        "xxd /dev/null a.txt",
+        "iconv -f utf-8 -t utf-8 -o notes.txt c.txt",
+        "shuf -o a.txt /dev/null",
+        "cmake -E rm -f notes.txt",
+        "awk 'BEGIN {{ printf \"\" > \"notes.txt\" }}'",
+    ),
+    *_e(
         "git-gate-remote",  # pushes that rewrite a remote (needs the network: refused)
         "deny",
         "git -c remote.origin.mirror=true push origin",

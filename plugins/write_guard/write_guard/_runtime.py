@@ -170,6 +170,24 @@ def kept_control(
     return control_denial(command, programs, (host_pid,), host)
 
 
+@functools.lru_cache(maxsize=SURFACES_KEPT)
+def _reads_everything(command: str) -> bool:
+    return fallback_doubt(analyse_bash(command).programs, command) is None
+
+
+def changes_nothing(command: str, programs: tuple[tuple[str, ...], ...]) -> bool:
+    """Whether a line may go without a snapshot of the work tree: it writes nothing the
+    analysis sees, and it runs only what the analysis reads (a program it does not know, such
+    as `make clean` or `uniq /dev/null notes.txt`, may destroy work; see `_fallback`)."""
+    if not writes_nothing(command):
+        return False
+    if programs:
+        return fallback_doubt(programs, command) is None
+    if len(command) <= SURFACE_KEPT_CHARS:
+        return _reads_everything(command)
+    return fallback_doubt(analyse_bash(command).programs, command) is None
+
+
 def gated(command: str) -> bool:
     return git_hold(extract_surface("Bash", {"command": command})) is not None
 
@@ -517,7 +535,7 @@ class Guard:
         # A replay or a test host runs nothing it is handed, and must never touch the folders a
         # recorded session worked in (a snapshot writes a ref there).
         snapshots = self.options.snapshots and not engine.sandboxed
-        if command is not None and snapshots and not writes_nothing(command):
+        if command is not None and snapshots and not changes_nothing(command, surface.programs):
             await self.snapshot(engine, context.cwd, command)
         decision.checked = True
         return None
