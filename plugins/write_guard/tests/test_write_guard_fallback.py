@@ -76,6 +76,7 @@ def _doubt(line: str) -> str | None:
         "export GIT_TRACE=/out/x; git status",
         "PS4='$(touch /out/x)' bash -xc true",
         "declare -x BASH_ENV=s.sh; bash -c true",
+        "/usr/bin/../../w/ls",
         "cd -P lnk/.. && touch out/x",
         "set -P; cd lnk/.. && touch out/x",
         "set -o physical; cd lnk/..",

@@ -102,6 +102,8 @@ ESCAPES: list[Escape] = [
         "git --git-dir={REMOTE} tag w30 main",
         "cd {REMOTE} && git tag w31 main",
         "git send-pack --force {REMOTE} feature:main",
+        "/usr/bin/time -o {OUT}/w33 true",
+        ("printf '#!/bin/sh\\ntouch {OUT}/w34\\n' > ls; chmod +x ls", "/usr/bin/../..{WS}/ls"),
     ),
     *_e(
         "link",  # a link that makes a write inside land outside, or on a protected file

@@ -166,7 +166,7 @@ def _unknown_program(words: list[str], name: str, defined: frozenset[str]) -> st
     file given by a path outside the system's folders, an interpreter running a script, a
     reader with an option or operand that writes, and any program it does not know."""
     program = words[0]
-    if "/" in program and not program.startswith(_SYSTEM_PROGRAMS):
+    if "/" in program and (not program.startswith(_SYSTEM_PROGRAMS) or "/.." in program):
         return f"`{program}` runs a program file the analysis has not read"
     if name in _INTERPRETERS or name.startswith(("python", "pypy")):
         if all(word in _VERSION_ONLY for word in words[1:]):
