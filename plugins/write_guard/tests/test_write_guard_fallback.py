@@ -77,6 +77,10 @@ def _doubt(line: str) -> str | None:
         "PS4='$(touch /out/x)' bash -xc true",
         "declare -x BASH_ENV=s.sh; bash -c true",
         "/usr/bin/../../w/ls",
+        "x='a[%(touch /out/x)]'; x=${x/\\%/\\$}; echo $((x))",
+        "x=$(cat f); [[ $x -eq 1 ]]",
+        "x=$(cat f); echo ${a[$x]}",
+        "let y=x+1",
         "cd -P lnk/.. && touch out/x",
         "set -P; cd lnk/.. && touch out/x",
         "set -o physical; cd lnk/..",
@@ -118,6 +122,7 @@ def test_a_program_whose_writes_the_analysis_does_not_know_is_refused(line: str)
         "LANG=C sort a.txt && TZ=UTC date && NO_COLOR=1 ls",
         "DEST=sub; echo $DEST && PYTHONUNBUFFERED=1 echo x",
         "cd sub && cd .. && cd lnk/.. && set -e && set -o pipefail && shopt -s nullglob",
+        "echo $((1+2)) $(($# * 2)) && [[ $# -eq 0 ]] && echo ${arr[1]}",
     ],
 )
 def test_the_programs_it_reads_run(line: str) -> None:

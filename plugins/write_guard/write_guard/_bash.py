@@ -199,6 +199,11 @@ def _analyse_argv(
             return
         _analyse_argv([*env, *carried, *rest], analysis, prefix, depth, has_heredoc)
         return
+    if name in {"mapfile", "readarray"}:
+        callback = _long_value(argv[1:], ("-C",))
+        for line in callback:  # run with each batch of lines read
+            _analyse_line(line, analysis, prefix, depth + 1)
+        return
     if name in {"trap", "alias"}:
         # The action of `trap 'cmd' EXIT` and the value of `alias x='cmd'` are lines bash runs.
         for word in argv[1:2] if name == "trap" else argv[1:]:
@@ -681,5 +686,5 @@ _LINKS_MADE: dict[str, Callable[[list[str]], list[str]]] = {
 # redirection, substitution or heredoc) writes nothing (see `_quick`).
 ANALYSED_COMMANDS = frozenset({
     *_WRAPPERS, "xargs", *_SHELLS, "eval", "git", *_INTERPRETERS, *_EXTRACTORS, *CONTROL_NAMES,
-    "trap", "alias",
+    "trap", "alias", "mapfile", "readarray",
 })  # fmt: skip
