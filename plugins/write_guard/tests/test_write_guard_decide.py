@@ -94,6 +94,8 @@ ATTACKS: list[tuple[str, str, Any, str]] = [
     ("cmd-substitution", B, "echo $(touch {out}/sub)", OUT),
     ("backticks", B, "echo `rm {out}/q`", OUT),
     ("quoted-substitution", B, 'echo "$(rm {out}/q)"', OUT),
+    ("time-output-outside", B, "/usr/bin/time -o {out}/t true", OUT),
+    ("time-output-long", B, "command time --output={out}/t true", OUT),
     ("hard-link-outside", B, "ln {out}/target.txt here.txt && echo x >> here.txt", OUT),
     ("hard-link-protected", B, "ln .git/config c && echo x >> c", PROT),
     ("cp-link-outside", B, "cp -l {out}/target.txt here.txt", OUT),

@@ -66,6 +66,8 @@ ESCAPES: list[Escape] = [
         "cat <<EOF\n$(touch {OUT}/h6)\nEOF",
         "echo \"<<EOF\"\necho x >> .git/config\nEOF",
         "$'\\''\necho x >> .git/hooks/pre-commit\n'",
+        "x='a[%(touch {OUT}/h9)]'; x=${{x/\\%/\\$}}; echo $((x))",
+        "mapfile -C 'touch {OUT}/h10 #' -c 1 a <<< x",
     ),
     *_e(
         "writer-option",  # programs, and options of known programs, that write a file
@@ -102,6 +104,8 @@ ESCAPES: list[Escape] = [
         "git --git-dir={REMOTE} tag w30 main",
         "cd {REMOTE} && git tag w31 main",
         "git send-pack --force {REMOTE} feature:main",
+        "/usr/bin/time -o {OUT}/w33 true",
+        ("printf '#!/bin/sh\\ntouch {OUT}/w34\\n' > ls; chmod +x ls", "/usr/bin/../..{WS}/ls"),
     ),
     *_e(
         "link",  # a link that makes a write inside land outside, or on a protected file
@@ -180,6 +184,18 @@ ESCAPES: list[Escape] = [
         "cd .git && rm refs/heads/feature",
         "$0 -c 'git branch -D feature'",
         "git branch -D feature\necho 'unclosed",
+        "mapfile -C 'git branch -D feature #' -c 1 a <<< x",
+    ),
+    *_e(
+        "lost-work",  # work a program the analysis does not read destroys, with no snapshot
+        "effect",
+        "uniq /dev/null notes.txt",
+        "sort -o notes.txt /dev/null",
+        "xxd /dev/null a.txt",
+        "iconv -f utf-8 -t utf-8 -o notes.txt c.txt",
+        "shuf -o a.txt /dev/null",
+        "cmake -E rm -f notes.txt",
+        "awk 'BEGIN {{ printf \"\" > \"notes.txt\" }}'",
     ),
     *_e(
         "git-gate-remote",  # pushes that rewrite a remote (needs the network: refused)
@@ -255,4 +271,5 @@ CONTROLS: list[Control] = [
     Control("rs-json-pipe", 'echo \'{"tool_name": "Bash"}\' | jq -r .tool_name'),
     Control("rs-kill-own", "sleep 5 & PID=$!; sleep 0.1; kill $PID; wait $PID 2>/dev/null; echo k"),
     Control("rs-version", "node --version >/dev/null && echo node"),
+    Control("rs-arithmetic", 'echo $((1+2)) && [[ $# -eq 0 ]] && echo "none"'),
 ]

@@ -26,7 +26,7 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "doas": frozenset({"-u", "-C"}),
     "nice": frozenset({"-n", "--adjustment"}),
     "nohup": frozenset(),
-    "time": frozenset({"-f", "-o"}),
+    "time": frozenset({"-f", "-o", "--format", "--output"}),
     "command": frozenset(),
     "builtin": frozenset(),
     "exec": frozenset({"-a"}),
@@ -183,6 +183,10 @@ def _analyse_argv(
         if name == "env" and any(word.startswith(("-S", "--split-string")) for word in argv):
             analysis.uncertain.append("env -S splits a string")
         rest = _skip_options(argv[1:], _WRAPPERS[name])
+        if name == "time":  # GNU time writes its report where -o says
+            options = argv[1 : len(argv) - len(rest)]
+            for path in _long_value(options, ("-o", "--output")):
+                analysis.targets.append(WriteTarget(path, "time -o", prefix))
         # `env A=1 git …` and `A=1 command git …`: the wrapped command runs with both.
         carried = [word for word in argv[1 : len(argv) - len(rest)] if _is_assignment(word)]
         split = _split_string(argv[1 : len(argv) - len(rest)]) if name == "env" else None
@@ -194,6 +198,11 @@ def _analyse_argv(
             _analyse_line(" ".join(rest), analysis, prefix, depth + 1)  # run by `sh -c`
             return
         _analyse_argv([*env, *carried, *rest], analysis, prefix, depth, has_heredoc)
+        return
+    if name in {"mapfile", "readarray"}:
+        callback = _long_value(argv[1:], ("-C",))
+        for line in callback:  # run with each batch of lines read
+            _analyse_line(line, analysis, prefix, depth + 1)
         return
     if name in {"trap", "alias"}:
         # The action of `trap 'cmd' EXIT` and the value of `alias x='cmd'` are lines bash runs.
@@ -677,5 +686,5 @@ _LINKS_MADE: dict[str, Callable[[list[str]], list[str]]] = {
 # redirection, substitution or heredoc) writes nothing (see `_quick`).
 ANALYSED_COMMANDS = frozenset({
     *_WRAPPERS, "xargs", *_SHELLS, "eval", "git", *_INTERPRETERS, *_EXTRACTORS, *CONTROL_NAMES,
-    "trap", "alias",
+    "trap", "alias", "mapfile", "readarray",
 })  # fmt: skip

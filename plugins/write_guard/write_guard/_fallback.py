@@ -65,6 +65,9 @@ def fallback_doubt(
         return "process substitution"
     if ("$(" in command or "`" in command) and _COMPUTED_PROGRAM.search(command):
         return "a program name computed at run time"
+    arithmetic = _arithmetic_over_a_variable(command)
+    if arithmetic is not None:
+        return arithmetic
     if "/proc/" in command and _OTHER_PROC.search(command):
         return "a path through another process's view of the filesystem (/proc/PID/…)"
     written = {target.rpartition("/")[2] for target in targets}
@@ -161,12 +164,40 @@ _READER_VALUES = {"sort": "ktSoT", "shuf": "nio", "uniq": "fsw", "iconv": "fto",
 _VERSION_ONLY = frozenset({"--version", "-V", "-v", "--help", "-h"})
 
 
+# Arithmetic bash evaluates: `$((…))`, `((…))`, `$[…]`, a subscript, `let`, and `[[ … -eq … ]]`.
+_ARITHMETIC = re.compile(r"\$\(\((.*?)\)\)|\(\((.*?)\)\)|\$\[(.*?)\]|\$\{[^}\[]*\[([^\]]*)\]|"
+                         r"(?:^|[\s;&|(])let\s([^;&|\n]*)", re.DOTALL)  # fmt: skip
+_INTEGER_TEST = re.compile(r"\[\[(.*?)\]\]", re.DOTALL)
+_INTEGER_OPERATOR = re.compile(r"(?<!\S)-(?:eq|ne|lt|le|gt|ge)(?!\S)")
+_LETTER = re.compile(r"[A-Za-z_]")
+# What the parts of a numeric `$((…))` read as commands look like (no name in them).
+_ONLY_ARITHMETIC = re.compile(r"[\d\s+\-*/%<>=!&|^~?:,.#]+")
+
+
+def _arithmetic_over_a_variable(command: str) -> str | None:
+    """Arithmetic that names a variable: bash evaluates the variable's value as an expression
+    in turn, and `a[$(cmd)]` there runs cmd, code the line does not show."""
+    if "((" not in command and "$[" not in command and "[" not in command and "let" not in command:
+        return None
+    for match in _ARITHMETIC.finditer(command):
+        expression = next((group for group in match.groups() if group is not None), "")
+        if _LETTER.search(expression):
+            return "arithmetic over a variable (bash evaluates its value, subscripts included)"
+    for match in _INTEGER_TEST.finditer(command):
+        test = match.group(1)
+        if _INTEGER_OPERATOR.search(test) and _LETTER.search(_INTEGER_OPERATOR.sub("", test)):
+            return "an integer test of a variable (bash evaluates its value as arithmetic)"
+    return None
+
+
 def _unknown_program(words: list[str], name: str, defined: frozenset[str]) -> str | None:
     """Why the analysis cannot vouch for what this program writes (None: it can): a program
     file given by a path outside the system's folders, an interpreter running a script, a
     reader with an option or operand that writes, and any program it does not know."""
     program = words[0]
-    if "/" in program and not program.startswith(_SYSTEM_PROGRAMS):
+    if _ONLY_ARITHMETIC.fullmatch(program):
+        return None  # a numeric `$((1+2))` read as a command too: arithmetic, checked above
+    if "/" in program and (not program.startswith(_SYSTEM_PROGRAMS) or "/.." in program):
         return f"`{program}` runs a program file the analysis has not read"
     if name in _INTERPRETERS or name.startswith(("python", "pypy")):
         if all(word in _VERSION_ONLY for word in words[1:]):

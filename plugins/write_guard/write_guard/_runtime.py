@@ -71,6 +71,7 @@ from write_guard._fallback import (
 from write_guard._options import Options
 from write_guard._paths import PathContext, PathRejection
 from write_guard._policy import BUILTIN_PROTECTED_PATTERNS, Policy, prepare_patterns
+from write_guard._quick import writes_nothing
 from write_guard._routes import (
     SETTINGS_HARNESS,
     Facts,
@@ -172,6 +173,24 @@ def kept_control(
     if len(command) <= SURFACE_KEPT_CHARS:
         return _kept_control(command, programs, host_pid, host)
     return control_denial(command, programs, (host_pid,), host)
+
+
+@functools.lru_cache(maxsize=SURFACES_KEPT)
+def _reads_everything(command: str) -> bool:
+    return fallback_doubt(analyse_bash(command).programs, command) is None
+
+
+def changes_nothing(command: str, programs: tuple[tuple[str, ...], ...]) -> bool:
+    """Whether a line may go without a snapshot of the work tree: it writes nothing the
+    analysis sees, and it runs only what the analysis reads (a program it does not know, such
+    as `make clean` or `uniq /dev/null notes.txt`, may destroy work; see `_fallback`)."""
+    if not writes_nothing(command):
+        return False
+    if programs:
+        return fallback_doubt(programs, command) is None
+    if len(command) <= SURFACE_KEPT_CHARS:
+        return _reads_everything(command)
+    return fallback_doubt(analyse_bash(command).programs, command) is None
 
 
 def gated(command: str) -> bool:
@@ -556,7 +575,13 @@ class Guard:
         # A replay or a test host runs nothing it is handed, and must never touch the folders a
         # recorded session worked in (a snapshot writes a ref there).
         snapshots = self.options.snapshots and not engine.sandboxed
-        if command is not None and snapshots and not writes_no_file(command):
+        # No snapshot only where both agree the line changes nothing: every program a known
+        # reader (`writes_no_file`), and every program one the analysis reads (`changes_nothing`).
+        if (
+            command is not None
+            and snapshots
+            and not (writes_no_file(command) and changes_nothing(command, surface.programs))
+        ):
             await self.snapshot(engine, context.cwd, command)
         decision.checked = True
         return None

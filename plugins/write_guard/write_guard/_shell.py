@@ -49,6 +49,9 @@ _TOKEN = re.compile(
     |(?P<bad>['"\\]|\$'))""",
     re.VERBOSE | re.DOTALL,
 )
+# What a `$((…))` holds when it is arithmetic: one parenthesised expression and nothing after
+# (`$((echo a) )` is a command substitution of a subshell). bash runs no command there.
+_ARITHMETIC = re.compile(r"\([^()]*\)")
 # A backslash-newline joins two lines, unless that backslash is itself escaped (`echo a\\`
 # then a newline is two commands): escaped backslashes are matched in pairs, left to right.
 _CONTINUATION = re.compile(r"\\(?:\\|\r?\n)")
@@ -118,10 +121,11 @@ def parse_line(command: str) -> ParsedLine:
     # Substitutions are read from the raw text: a word split by spaces would hide them. A
     # heredoc whose delimiter is unquoted runs the substitutions of its body too.
     substitutions = [
-        m.group(1) or m.group(2) or ""
+        inner
         for source in (text, *expanding)
         if "$(" in source or "`" in source
         for m in _SUBSTITUTION.finditer(source)
+        if not _ARITHMETIC.fullmatch(inner := m.group(1) or m.group(2) or "")
     ]
     parsed = ParsedLine(heredocs=heredocs, substitutions=substitutions)
     _collect(tokens, parsed)
